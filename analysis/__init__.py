@@ -1,0 +1,1 @@
+"""Reads result datasets and compares speculation modes: summaries, tables, reports."""

@@ -1,0 +1,106 @@
+"""Per-mode summaries of a run's request records, computed with pyarrow.compute."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+
+def load_requests(run_dir: Path) -> pa.Table:
+    """Every request record of a run (all modes, all workers), from the hive-partitioned folder."""
+    return ds.dataset(run_dir / "requests", format="parquet", partitioning="hive").to_table()
+
+
+@dataclass(frozen=True)
+class ModeSummary:
+    mode: str
+    requests: int
+    ok: int
+    errors: int            # status error or timeout
+    not_sent: int
+    duration_s: float      # first scheduled send to last token
+    req_per_s: float       # completed requests per second
+    out_tok_per_s: float   # completion tokens (from usage) per second
+    ttft_p50_ms: float
+    ttft_p99_ms: float
+    tpot_p50_ms: float
+    tpot_p99_ms: float
+    e2e_p50_ms: float
+    e2e_p99_ms: float
+    lateness_p99_ms: float
+    tokens_per_chunk: float    # client-side view of mean acceptance length
+    speedup: float | None      # geometric mean over requests of baseline E2E / this mode's E2E
+
+
+def _q(col: pa.ChunkedArray, q: float) -> float:
+    col = pc.drop_null(col)
+    if len(col) == 0:
+        return math.nan
+    return float(pc.quantile(col, q=q, interpolation="linear")[0].as_py())
+
+
+def paired_speedup(mode_ok: pa.Table, base_ok: pa.Table) -> float | None:
+    """Geometric mean of baseline E2E / mode E2E over requests that succeeded in both."""
+    joined = mode_ok.select(["request_id", "e2e_ms"]).join(
+        base_ok.select(["request_id", "e2e_ms"]).rename_columns(["request_id", "base_e2e_ms"]), "request_id"
+    )
+    if joined.num_rows == 0:
+        return None
+    ratio = np.asarray(joined["base_e2e_ms"]) / np.asarray(joined["e2e_ms"])
+    ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
+    return float(np.exp(np.log(ratio).mean())) if len(ratio) else None
+
+
+def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "baseline") -> list[ModeSummary]:
+    modes = modes or sorted(set(table["mode"].to_pylist()))
+    status_ok = pc.equal(table["status"], "ok")
+    base_ok = table.filter(pc.and_(status_ok, pc.equal(table["mode"], baseline)))
+    out = []
+    for mode in modes:
+        t = table.filter(pc.equal(table["mode"], mode))
+        ok = t.filter(pc.equal(t["status"], "ok"))
+        counts = dict(zip(*(c.to_pylist() for c in pc.value_counts(t["status"]).flatten()), strict=True))
+        if ok.num_rows:
+            start = pc.min(t["scheduled_ns"]).as_py()
+            end = pc.max(ok["last_token_ns"]).as_py()
+            duration = max((end - start) / 1e9, 1e-9)
+        else:
+            duration = math.nan
+        tokens = pc.sum(ok["completion_tokens"]).as_py() or 0
+        chunks = pc.sum(ok["n_chunks"]).as_py() or 0
+        out.append(ModeSummary(
+            mode=mode,
+            requests=t.num_rows,
+            ok=counts.get("ok", 0),
+            errors=counts.get("error", 0) + counts.get("timeout", 0),
+            not_sent=counts.get("not_sent", 0),
+            duration_s=duration,
+            req_per_s=ok.num_rows / duration if ok.num_rows else 0.0,
+            out_tok_per_s=tokens / duration if ok.num_rows else 0.0,
+            ttft_p50_ms=_q(ok["ttft_ms"], 0.5),
+            ttft_p99_ms=_q(ok["ttft_ms"], 0.99),
+            tpot_p50_ms=_q(ok["tpot_ms"], 0.5),
+            tpot_p99_ms=_q(ok["tpot_ms"], 0.99),
+            e2e_p50_ms=_q(ok["e2e_ms"], 0.5),
+            e2e_p99_ms=_q(ok["e2e_ms"], 0.99),
+            lateness_p99_ms=_q(t["lateness_ms"], 0.99),
+            tokens_per_chunk=tokens / chunks if chunks else math.nan,
+            speedup=None if mode == baseline or base_ok.num_rows == 0 else paired_speedup(ok, base_ok),
+        ))
+    return out
+
+
+SUMMARY_SCHEMA = pa.schema([pa.field(f.name, pa.string() if f.name == "mode" else
+                                     pa.int64() if f.type == "int" else pa.float64()) for f in fields(ModeSummary)])
+
+
+def write_summary(summaries: list[ModeSummary], path: Path) -> None:
+    table = pa.Table.from_pylist([asdict(s) for s in summaries], schema=SUMMARY_SCHEMA)
+    pq.write_table(table, path)

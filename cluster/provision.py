@@ -1,0 +1,290 @@
+"""The Ray provisioner: one placement group and one actor per replica, each actor running its
+server (`vllm serve` or the simulator) as a child process group, and teardown on every path.
+
+Ready = /health answers, then /v1/models lists the served name, then one warm-up completion
+succeeds, within the fleet's startup timeout. The driver talks to each replica's port directly
+(never through Ray Serve, whose stream batching would merge chunks and falsify ITL).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import ray
+import requests
+from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from cluster import FleetError
+from cluster.argv import serve_argv
+from cluster.fleet import FleetSpec
+
+log = logging.getLogger(__name__)
+STOP_GRACE_S = 10.0       # SIGTERM, then SIGKILL after this long
+HEALTH_POLL_S = 0.25
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@ray.remote(num_cpus=0)
+class GpuHolder:
+    """Holds one TP bundle's GPU for the replica's server and reports its id."""
+
+    def gpu_ids(self) -> list[str]:
+        return [str(g) for g in ray.get_gpu_ids()]
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class ReplicaActor:
+    """Owns one server process: starts it in its own process group, stops the whole group."""
+
+    def __init__(self, log_path: str) -> None:
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+
+    def node_ip(self) -> str:
+        return ray.util.get_node_ip_address()
+
+    def gpu_ids(self) -> list[str]:
+        return [str(g) for g in ray.get_gpu_ids()]
+
+    def free_port(self, host: str) -> int:
+        with socket.socket() as s:
+            s.bind((host, 0))
+            return s.getsockname()[1]
+
+    def start(self, argv: list[str], env: dict[str, str], cuda_devices: list[str] | None) -> int:
+        full_env = {**os.environ, **env}
+        if cuda_devices is not None:
+            full_env["CUDA_VISIBLE_DEVICES"] = ",".join(cuda_devices)
+        Path(self.log_path).parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=full_env,
+                start_new_session=True, preexec_fn=_die_with_parent,
+            )
+        return self.proc.pid
+
+    def poll(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(deque(f, maxlen=lines))
+        except OSError:
+            return ""
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:
+        """SIGTERM the server's process group, SIGKILL it after `grace_s`; return its exit code."""
+        if self.proc is None:
+            return None
+        pgid = self.proc.pid  # start_new_session: the child leads its own group
+        if self.proc.poll() is None:
+            _signal_group(pgid, signal.SIGTERM)
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(pgid, signal.SIGKILL)
+                self.proc.wait(5)
+        _signal_group(pgid, signal.SIGKILL)  # stragglers the server left in its group
+        return self.proc.returncode
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class Replica:
+    mode: str
+    index: int
+    url: str
+    served_model: str
+    pid: int
+    log_path: Path
+    actor: ray.actor.ActorHandle
+    pg: object
+    holders: list
+
+    @property
+    def label(self) -> str:
+        return f"{self.mode}-{self.index}"
+
+
+def bundles_for(fleet: FleetSpec) -> list[dict[str, float]]:
+    """Placement-group bundles of one replica: one GPU bundle per TP rank for real vLLM (on the
+    fleet's accelerator type), one CPU bundle for the simulator."""
+    if fleet.engine == "sim":
+        return [{"CPU": fleet.cpus_per_replica}]
+    bundle: dict[str, float] = {"GPU": 1, "CPU": fleet.cpus_per_replica}
+    if fleet.accelerator_type:
+        bundle[f"accelerator_type:{fleet.accelerator_type}"] = 0.001
+    return [dict(bundle) for _ in range(fleet.tensor_parallel_size)]
+
+
+class Fleet:
+    """The replicas of every requested mode. Use as a context manager: teardown always runs."""
+
+    def __init__(self, spec: FleetSpec, modes: list[str], logs_dir: Path, address: str | None = None) -> None:
+        unknown = [m for m in modes if m not in spec.modes]
+        if unknown:
+            raise FleetError(f"fleet {spec.name!r} has no mode {unknown[0]!r} (it has: {', '.join(spec.modes)})")
+        self.spec = spec
+        self.modes = modes
+        self.logs_dir = logs_dir
+        self.address = address
+        self.replicas: list[Replica] = []
+        self._started_ray = False
+
+    def __enter__(self) -> Fleet:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def endpoints(self, mode: str) -> list[Replica]:
+        return [r for r in self.replicas if r.mode == mode]
+
+    # ---- start -------------------------------------------------------------------------------
+    def _init_ray(self) -> None:
+        if ray.is_initialized():
+            return
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
+                      configure_logging=False)
+        if self.address:
+            ray.init(address=self.address, **kwargs)
+        else:
+            ray.init(num_cpus=os.cpu_count() or 1, num_gpus=0 if self.spec.engine == "sim" else None, **kwargs)
+        self._started_ray = True
+
+    def start(self, on_event=None) -> None:
+        self._init_ray()
+        pending = []
+        for mode in self.modes:
+            for i in range(self.spec.replicas):
+                pending.append(self._launch(mode, i))
+                if on_event:
+                    on_event(f"started {mode}-{i}")
+        deadline = time.monotonic() + self.spec.startup_timeout_s
+        for rep in pending:
+            self._wait_ready(rep, deadline)
+            if on_event:
+                on_event(f"ready {rep.label} at {rep.url}")
+
+    def _launch(self, mode: str, index: int) -> Replica:
+        spec = self.spec
+        bundles = bundles_for(spec)
+        pg = placement_group(bundles, strategy="STRICT_PACK", name=f"loadtest-{mode}-{index}-{os.getpid()}")
+        # Register before waiting, so teardown removes it even if the wait fails.
+        rep = Replica(mode, index, "", spec.served_model_name(mode), 0, self.logs_dir / f"{mode}-{index}.log",
+                      None, pg, [])
+        self.replicas.append(rep)
+        if not pg.wait(timeout_seconds=spec.startup_timeout_s):
+            raise FleetError(
+                f"replica {rep.label}: Ray could not reserve {bundles} x{len(bundles)} within "
+                f"{spec.startup_timeout_s:g} s (cluster resources: {ray.cluster_resources()})"
+            )
+        gpu = spec.engine != "sim"
+        strategy = lambda b: PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=b)  # noqa: E731
+        rep.holders = [GpuHolder.options(num_gpus=1, scheduling_strategy=strategy(b)).remote()
+                       for b in range(1, len(bundles))] if gpu else []
+        rep.actor = ReplicaActor.options(num_gpus=1 if gpu else 0, scheduling_strategy=strategy(0),
+                                         name=None).remote(str(rep.log_path))
+        ip = ray.get(rep.actor.node_ip.remote())
+        port = ray.get(rep.actor.free_port.remote(spec.bind_host))
+        host = ip if spec.bind_host in ("0.0.0.0", "::") else spec.bind_host
+        rep.url = f"http://{host}:{port}"
+        cuda = None
+        if gpu:
+            cuda = ray.get(rep.actor.gpu_ids.remote()) + [g for h in rep.holders for g in ray.get(h.gpu_ids.remote())]
+        argv = serve_argv(spec, mode, port)
+        log.info("starting %s: %s", rep.label, argv)
+        rep.pid = ray.get(rep.actor.start.remote(argv, dict(spec.env), cuda))
+        return rep
+
+    def _wait_ready(self, rep: Replica, deadline: float) -> None:
+        stage = "/health"
+        with requests.Session() as http:
+            while True:
+                code = ray.get(rep.actor.poll.remote())
+                if code is not None:
+                    raise FleetError(
+                        f"replica {rep.label} exited with code {code} before it was ready; last lines of "
+                        f"{rep.log_path}:\n{ray.get(rep.actor.log_tail.remote())}"
+                    )
+                if time.monotonic() > deadline:
+                    raise FleetError(
+                        f"replica {rep.label} not ready (waiting for {stage}) within "
+                        f"{self.spec.startup_timeout_s:g} s; last lines of {rep.log_path}:\n"
+                        f"{ray.get(rep.actor.log_tail.remote())}"
+                    )
+                try:
+                    if stage == "/health":
+                        if http.get(f"{rep.url}/health", timeout=2).status_code == 200:
+                            stage = "/v1/models"
+                    if stage == "/v1/models":
+                        names = [m["id"] for m in http.get(f"{rep.url}/v1/models", timeout=5).json()["data"]]
+                        if rep.served_model not in names:
+                            raise FleetError(f"replica {rep.label} serves {names}, not {rep.served_model!r}")
+                        stage = "warm-up completion"
+                    if stage == "warm-up completion":
+                        r = http.post(f"{rep.url}/v1/completions", timeout=60, json={
+                            "model": rep.served_model, "prompt": "Hello, my name is", "max_tokens": 4})
+                        if r.status_code == 200:
+                            return
+                        raise FleetError(f"replica {rep.label}: warm-up completion failed: HTTP {r.status_code} {r.text[:200]}")
+                except requests.RequestException:
+                    pass
+                time.sleep(HEALTH_POLL_S)
+
+    # ---- liveness and teardown ------------------------------------------------------------------
+    def alive(self, rep: Replica) -> bool:
+        try:
+            return requests.get(f"{rep.url}/health", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def stop(self) -> None:
+        """Stop every server (SIGTERM its group, SIGKILL after a grace period), kill the actors,
+        remove the placement groups. Safe to call more than once and after partial starts."""
+        for rep in self.replicas:
+            if rep.actor is not None:
+                try:
+                    ray.get(rep.actor.stop.remote(), timeout=STOP_GRACE_S + 10)
+                except Exception as exc:  # the actor died: its child got SIGTERM via PDEATHSIG
+                    log.warning("replica %s: stop failed (%s)", rep.label, exc)
+                for handle in [rep.actor, *rep.holders]:
+                    try:
+                        ray.kill(handle)
+                    except Exception:
+                        pass
+            try:
+                remove_placement_group(rep.pg)
+            except Exception:
+                pass
+        self.replicas.clear()
+        if self._started_ray and ray.is_initialized():
+            ray.shutdown()
+            self._started_ray = False

@@ -1,0 +1,1 @@
+"""A stand-in for `vllm serve`: same flags, same API, latencies from a performance model."""

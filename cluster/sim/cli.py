@@ -1,0 +1,107 @@
+"""`loadtest sim`: the simulator's command line, shaped like `vllm serve`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from cluster.sim import perf_model
+from cluster.sim.engine import Engine
+from cluster.sim.profiles import HARDWARE, model_profile
+from cluster.sim.server import ServerConfig, SimServer, serve
+from cluster.speculation import SpeculativeConfigError, parse_speculative_config
+
+# Llama 3.x and Qwen 2.5 instruct models ship max_position_embeddings of 131072 and 32768; vLLM
+# takes it from the model's config. The simulator defaults to the smaller.
+DEFAULT_MAX_MODEL_LEN = 32768
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model_tag", nargs="?", metavar="MODEL", help="Model to serve (Hugging Face name), as in `vllm serve MODEL`.")
+    p.add_argument("--model", dest="model_flag", help="Same as the positional MODEL.")
+    p.add_argument("--host", default="127.0.0.1", help="Address to bind (default 127.0.0.1, loopback only).")
+    p.add_argument("--port", type=int, default=8000, help="Port to listen on (default 8000).")
+    p.add_argument("--served-model-name", nargs="+", help="Name(s) the API answers to (default: MODEL).")
+    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1, help="GPUs the target is split over.")
+    p.add_argument("--speculative-config", help="vLLM speculative config as JSON, e.g. "
+                   '\'{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}\'.')
+    p.add_argument("--max-num-seqs", type=int, default=256, help="Most sequences in one batch (vLLM default 256).")
+    p.add_argument("--max-model-len", type=int, default=None, help=f"Context length (default {DEFAULT_MAX_MODEL_LEN}).")
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="Fraction of GPU memory vLLM may use (default 0.9).")
+    p.add_argument("--api-key", help="Require `Authorization: Bearer KEY` on /v1 routes.")
+    sim = p.add_argument_group("simulator-only options")
+    sim.add_argument("--hardware", default="h100-sxm", choices=sorted(HARDWARE), help="GPU profile (default h100-sxm).")
+    sim.add_argument("--seed", type=int, default=0, help="Seed of the acceptance draws (default 0).")
+    sim.add_argument("--time-scale", type=float, default=1.0,
+                     help="Multiply every simulated duration by this (e.g. 0.1 runs 10x faster; default 1).")
+
+
+class SimArgsError(ValueError):
+    pass
+
+
+def build(args: argparse.Namespace) -> tuple[SimServer, str, int]:
+    """Turn parsed flags into a server, rejecting what vLLM would reject."""
+    model = args.model_flag or args.model_tag
+    if not model:
+        raise SimArgsError("the following arguments are required: MODEL (positional or --model)")
+    if args.tensor_parallel_size < 1:
+        raise SimArgsError(f"--tensor-parallel-size must be >= 1, got {args.tensor_parallel_size}")
+    if not 0 < args.gpu_memory_utilization <= 1:
+        raise SimArgsError(f"--gpu-memory-utilization must be in (0, 1], got {args.gpu_memory_utilization}")
+    if args.time_scale <= 0:
+        raise SimArgsError(f"--time-scale must be > 0, got {args.time_scale}")
+    try:
+        target = model_profile(model)
+        spec = draft = None
+        if args.speculative_config:
+            spec = parse_speculative_config(args.speculative_config, args.tensor_parallel_size)
+            if spec.method == "draft_model":
+                draft = model_profile(spec.model or "")
+    except (SpeculativeConfigError, ValueError) as exc:
+        raise SimArgsError(str(exc)) from None
+    dep = perf_model.Deployment(HARDWARE[args.hardware], target, args.tensor_parallel_size, spec, draft,
+                                args.gpu_memory_utilization)
+    if perf_model.kv_capacity_tokens(dep) <= 0:
+        raise SimArgsError(
+            f"No available memory for the cache blocks: {model} at TP{dep.tp} on {args.hardware} "
+            f"does not fit in gpu_memory_utilization={dep.gpu_memory_utilization}. "
+            "Try increasing `gpu_memory_utilization` or `tensor_parallel_size`."
+        )
+    names = tuple(args.served_model_name or [model])
+    engine = Engine(dep, max_num_seqs=args.max_num_seqs, time_scale=args.time_scale, seed=args.seed)
+    server = SimServer(ServerConfig(model, names, args.max_model_len or DEFAULT_MAX_MODEL_LEN, args.api_key), engine)
+    return server, args.host, args.port
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s sim: %(message)s")
+    try:
+        server, host, port = build(args)
+    except SimArgsError as exc:
+        print(f"loadtest sim: error: {exc}", file=sys.stderr)
+        return 2
+    dep = server.engine.dep
+    logging.info("serving %s as %s on http://%s:%d (%s, TP%d, speculation=%s, KV capacity %d tokens, time scale %g)",
+                 server.cfg.model, ",".join(server.cfg.served_model_names), host, port, dep.hardware.name,
+                 dep.tp, dep.spec.to_json() if dep.spec else "none", server.engine.kv_capacity,
+                 server.engine.time_scale)
+    return asyncio.run(_main(server, host, port))
+
+
+async def _main(server: SimServer, host: str, port: int) -> int:
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        await serve(server, host, port)
+    except asyncio.CancelledError:
+        logging.info("shutting down")
+    except OSError as exc:
+        print(f"loadtest sim: error: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
+        return 1
+    return 0

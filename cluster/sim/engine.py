@@ -1,0 +1,236 @@
+"""The simulator's engine: one asyncio loop doing continuous batching, step by step.
+
+Each step admits waiting requests within `max_num_seqs` and the KV capacity, spends the step
+time the performance model gives (scaled by `time_scale`), then emits to every running request
+the tokens that step produced: one token for a request finishing prefill, 1 + accepted drafts for
+a decoding one, in one chunk, as vLLM does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cluster.sim import perf_model
+from cluster.sim.acceptance import draw_accepted, position_alphas
+from cluster.sim.profiles import BLOCK_SIZE, MAX_NUM_BATCHED_TOKENS
+
+
+@dataclass(eq=False)
+class Sequence:
+    """One request inside the engine."""
+
+    request_id: str
+    prompt_tokens: int
+    target_tokens: int            # tokens it will generate (max_tokens, or its natural end)
+    domain: str
+    temperature: float
+    arrival: float = field(default_factory=time.monotonic)
+    # Mutable state.
+    computed: int = 0             # tokens whose KV is computed (prompt, then recomputed output)
+    generated: int = 0
+    scheduled_at: float | None = None
+    first_token_at: float | None = None
+    finished: bool = False
+    aborted: bool = False
+    outbox: asyncio.Queue[int] = field(default_factory=asyncio.Queue)  # tokens per chunk; 0 = done
+    alphas: np.ndarray | None = None  # per-position acceptance, set when the engine takes it
+
+    @property
+    def context(self) -> int:
+        return self.prompt_tokens + self.generated
+
+    @property
+    def prefilling(self) -> bool:
+        return self.computed < self.context
+
+
+@dataclass
+class EngineStats:
+    """Counters the server exposes on /metrics, in vLLM's terms."""
+
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    preemptions: int = 0
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted_tokens: int = 0
+    accepted_per_pos: list[int] = field(default_factory=list)
+    steps: int = 0
+    step_lateness_s: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
+
+
+class Engine:
+    def __init__(self, dep: perf_model.Deployment, max_num_seqs: int = 256, time_scale: float = 1.0,
+                 seed: int = 0, on_finish=None) -> None:
+        self.dep = dep
+        self.max_num_seqs = max_num_seqs
+        self.time_scale = time_scale
+        self.rng = np.random.default_rng(seed)
+        self.kv_capacity = perf_model.kv_capacity_tokens(dep)
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self.stats = EngineStats(accepted_per_pos=[0] * dep.k)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._on_finish = on_finish  # callback(seq) when a sequence ends normally
+
+    # ---- public API -------------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    def add(self, seq: Sequence) -> None:
+        self.stats.prompt_tokens += seq.prompt_tokens
+        if self.dep.spec is not None:
+            seq.alphas = position_alphas(self.dep.method, seq.domain, self.dep.k, seq.temperature)
+        self.waiting.append(seq)
+        self._wake.set()
+
+    def abort(self, seq: Sequence) -> None:
+        seq.aborted = True  # removed at the next step boundary
+
+    @property
+    def kv_usage(self) -> float:
+        """Fraction of KV blocks held by running sequences (vllm:kv_cache_usage_perc)."""
+        cap = self.kv_capacity // BLOCK_SIZE
+        used = sum(perf_model.blocks(s.computed) for s in self.running)
+        return min(1.0, used / cap) if cap else 0.0
+
+    # ---- the loop ---------------------------------------------------------------------------
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_start = loop.time()
+        while True:
+            if not self.running and not self.waiting:
+                self._wake.clear()
+                await self._wake.wait()
+                next_start = loop.time()
+            now = loop.time()
+            self.stats.step_lateness_s.append(max(0.0, now - next_start))
+            dt = self._schedule_and_cost()
+            if dt <= 0:
+                await asyncio.sleep(0)
+                next_start = loop.time()
+                continue
+            end = max(now, next_start) + dt * self.time_scale
+            await asyncio.sleep(max(0.0, end - loop.time()))
+            self._finish_step()
+            next_start = end
+
+    def _drop_aborted(self) -> None:
+        if any(s.aborted for s in self.running):
+            self.running = [s for s in self.running if not s.aborted]
+        if any(s.aborted for s in self.waiting):
+            self.waiting = deque(s for s in self.waiting if not s.aborted)
+
+    def _admit(self) -> None:
+        used = sum(perf_model.blocks(s.context + 1) for s in self.running)
+        cap_blocks = self.kv_capacity // BLOCK_SIZE
+        while self.waiting and len(self.running) < self.max_num_seqs:
+            seq = self.waiting[0]
+            need = perf_model.blocks(seq.context + 1)
+            if used + need > cap_blocks and self.running:
+                break
+            self.waiting.popleft()
+            used += need
+            if seq.scheduled_at is None:
+                seq.scheduled_at = time.monotonic()
+            self.running.append(seq)
+
+    def _preempt_if_needed(self) -> None:
+        # Every running sequence grows by up to K+1 tokens this step; preempt (recompute) the
+        # most recently admitted ones until the rest fit, as vLLM's scheduler does.
+        cap_blocks = self.kv_capacity // BLOCK_SIZE
+        growth = self.dep.k + 1
+        while len(self.running) > 1:
+            need = sum(perf_model.blocks(s.context + growth) for s in self.running)
+            if need <= cap_blocks:
+                break
+            victim = self.running.pop()
+            victim.computed = 0
+            self.waiting.appendleft(victim)
+            self.stats.preemptions += 1
+
+    def _schedule_and_cost(self) -> float:
+        self._drop_aborted()
+        self._admit()
+        self._preempt_if_needed()
+        budget = MAX_NUM_BATCHED_TOKENS
+        decode_kv = 0
+        self._decoding: list[Sequence] = []
+        self._prefill_plan: list[tuple[Sequence, int]] = []
+        for s in self.running:
+            if not s.prefilling:
+                self._decoding.append(s)
+                decode_kv += s.context
+        budget -= len(self._decoding) * (self.dep.k + 1)
+        prefill_tokens = prefill_kv = 0
+        for s in self.running:
+            if s.prefilling and budget > 0:
+                chunk = min(s.context - s.computed, budget)
+                budget -= chunk
+                self._prefill_plan.append((s, chunk))
+                prefill_tokens += chunk
+                prefill_kv += s.computed + chunk
+        self.stats.steps += 1
+        return perf_model.step_s(self.dep, len(self._decoding), decode_kv, prefill_tokens, prefill_kv)
+
+    def _emit(self, seq: Sequence, n: int, now: float) -> None:
+        n = min(n, seq.target_tokens - seq.generated)
+        if n <= 0:
+            return
+        if seq.first_token_at is None:
+            seq.first_token_at = now
+        seq.generated += n
+        seq.computed = seq.context  # emitted tokens are in the KV cache from here on
+        self.stats.generation_tokens += n
+        seq.outbox.put_nowait(n)
+        if seq.generated >= seq.target_tokens:
+            seq.finished = True
+            seq.outbox.put_nowait(0)
+            if self._on_finish:
+                self._on_finish(seq)
+
+    def _finish_step(self) -> None:
+        now = time.monotonic()
+        for seq, chunk in self._prefill_plan:
+            if seq.aborted:
+                continue
+            seq.computed += chunk
+            if not seq.prefilling:
+                if seq.generated == 0:
+                    self._emit(seq, 1, now)  # prefill produces the first token
+        decoding = [s for s in self._decoding if not s.aborted and not s.finished]
+        if decoding:
+            k = self.dep.k
+            if k and self.dep.spec is not None:
+                accepted = draw_accepted(self.rng, np.stack([s.alphas for s in decoding]))
+                # Drafts past the request's last token are discarded, and not counted as accepted,
+                # so /metrics and the client's tokens per chunk describe the same tokens.
+                room = np.array([s.target_tokens - s.generated - 1 for s in decoding])
+                accepted = np.minimum(accepted, np.maximum(room, 0))
+                st = self.stats
+                st.drafts += len(decoding)
+                st.draft_tokens += k * len(decoding)
+                st.accepted_tokens += int(accepted.sum())
+                for pos in range(k):
+                    st.accepted_per_pos[pos] += int((accepted > pos).sum())
+                for s, a in zip(decoding, accepted.tolist(), strict=True):
+                    self._emit(s, 1 + a, now)
+            else:
+                for s in decoding:
+                    self._emit(s, 1, now)
+        if any(s.finished for s in self.running):
+            self.running = [s for s in self.running if not s.finished]

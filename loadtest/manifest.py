@@ -1,0 +1,68 @@
+"""manifest.json: what was run, on what, and how it ended. Rewritten atomically at each stage,
+so a crash leaves the last stage's manifest readable. Never holds secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sys
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+END_STATUSES = ("running", "completed", "interrupted", "failed")
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("loadtest", "locust", "ray", "pyarrow", "numpy", "vllm"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def host_info() -> dict[str, object]:
+    return {"hostname": socket.gethostname(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "argv": sys.argv[1:]}
+
+
+@dataclass
+class ModeRun:
+    replicas: list[dict] = field(default_factory=list)   # label, url, pid, log
+    started_at: str | None = None
+    ended_at: str | None = None
+    end: str | None = None                                 # completed, deadline, interrupted, failed
+    records: int | None = None
+
+
+@dataclass
+class Manifest:
+    run_id: str
+    scenario: dict
+    fleet: dict
+    modes: list[str]
+    seed: int
+    requests: int
+    status: str = "running"
+    reason: str | None = None
+    started_at: str = field(default_factory=utc_now)
+    ended_at: str | None = None
+    mode_order: str = "sequential"
+    versions: dict = field(default_factory=versions)
+    host: dict = field(default_factory=host_info)
+    mode_runs: dict[str, ModeRun] = field(default_factory=dict)
+
+    def write(self, run_dir: Path) -> None:
+        path = run_dir / "manifest.json"
+        tmp = path.with_name(".manifest.json.tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2, default=str) + "\n")
+        tmp.replace(path)

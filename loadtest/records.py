@@ -1,0 +1,100 @@
+"""The request record: one row per scheduled request and mode, the project's central contract.
+
+Columns named in the result contract are never renamed; later work may add columns.
+- Times `*_ns` are epoch nanoseconds; durations `*_ms` come from a monotonic clock.
+- `itl_ms[i]` is the gap before chunk i (so `itl_ms[0]` is the TTFT) and `chunk_tokens[i]` the
+  tokens chunk i carried (from the server's running usage; empty when the server does not send
+  running usage, never guessed). Only chunks that carry text count.
+- `ttft_ms`, `e2e_ms` run from the send; `ttft_sched_ms`, `e2e_sched_ms` from the scheduled time,
+  so a client that fell behind cannot hide the queueing it caused (coordinated omission).
+- `tpot_ms` = (e2e - ttft) / (completion_tokens - 1), tokens from `usage`, never counted events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+STATUSES = ("ok", "error", "timeout", "not_sent")
+# Error kinds for status "error".
+ERROR_KINDS = ("http", "connection", "malformed_stream", "server_error", "incomplete_stream", "interrupted")
+
+REQUEST_SCHEMA = pa.schema([
+    pa.field("run_id", pa.string(), nullable=False),
+    pa.field("mode", pa.string(), nullable=False),
+    pa.field("replica", pa.string()),
+    pa.field("worker", pa.string(), nullable=False),
+    pa.field("tenant", pa.string(), nullable=False),
+    pa.field("request_id", pa.string(), nullable=False),
+    pa.field("status", pa.string(), nullable=False),
+    pa.field("scheduled_ns", pa.int64(), nullable=False),
+    pa.field("sent_ns", pa.int64()),
+    pa.field("first_token_ns", pa.int64()),
+    pa.field("last_token_ns", pa.int64()),
+    pa.field("offset_s", pa.float64(), nullable=False),      # scheduled offset from the mode's start
+    pa.field("lateness_ms", pa.float64()),                   # sent minus scheduled
+    pa.field("ttft_ms", pa.float64()),
+    pa.field("tpot_ms", pa.float64()),
+    pa.field("e2e_ms", pa.float64()),
+    pa.field("ttft_sched_ms", pa.float64()),
+    pa.field("e2e_sched_ms", pa.float64()),
+    pa.field("itl_ms", pa.list_(pa.float32())),
+    pa.field("chunk_tokens", pa.list_(pa.int32())),
+    pa.field("n_chunks", pa.int32()),
+    pa.field("prompt_tokens", pa.int32()),
+    pa.field("completion_tokens", pa.int32()),
+    pa.field("finish_reason", pa.string()),
+    pa.field("http_status", pa.int32()),
+    pa.field("error_kind", pa.string()),
+    pa.field("error", pa.string()),
+])
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """What one request became. Built by the client; serialised with `as_row()`."""
+
+    run_id: str
+    mode: str
+    worker: str
+    tenant: str
+    request_id: str
+    scheduled_ns: int
+    offset_s: float
+    replica: str | None = None
+    status: str = "not_sent"
+    sent_ns: int | None = None
+    first_token_ns: int | None = None
+    last_token_ns: int | None = None
+    lateness_ms: float | None = None
+    ttft_ms: float | None = None
+    e2e_ms: float | None = None
+    ttft_sched_ms: float | None = None
+    e2e_sched_ms: float | None = None
+    itl_ms: list[float] = field(default_factory=list)
+    chunk_tokens: list[int] | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    http_status: int | None = None
+    error_kind: str | None = None
+    error: str | None = None
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.itl_ms)
+
+    @property
+    def tpot_ms(self) -> float | None:
+        if self.ttft_ms is None or self.e2e_ms is None or not self.completion_tokens or self.completion_tokens < 2:
+            return None
+        return (self.e2e_ms - self.ttft_ms) / (self.completion_tokens - 1)
+
+    def as_row(self) -> dict:
+        row = {name: getattr(self, name) for name in self.__slots__}
+        row["n_chunks"] = self.n_chunks if self.sent_ns is not None else None
+        row["tpot_ms"] = self.tpot_ms
+        if self.sent_ns is None:
+            row["itl_ms"] = None
+        return row

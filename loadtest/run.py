@@ -1,0 +1,239 @@
+"""`loadtest run`: the main job, wiring the four packages together.
+
+scenario -> trace.parquet -> fleet on Ray -> for each mode: a Locust child process replays the
+trace open-loop against that mode's replicas and writes requests/mode=<mode>/ -> summary table.
+The fleet is torn down on every exit path; Ctrl-C or SIGTERM stops the replay gracefully (the
+in-flight requests get a grace period, unsent ones are recorded as not_sent) and the manifest
+says `interrupted`; a second Ctrl-C stops the replay at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+import loadtest
+from analysis.summary import load_requests, summarize, write_summary
+from analysis.table import mode_table
+from cluster import FleetError
+from cluster.fleet import FleetSpec, load_fleet
+from cluster.provision import Fleet, Replica
+from loadtest.manifest import Manifest, ModeRun, utc_now
+from scenarios import ScenarioError
+from scenarios.spec import load_scenario
+from scenarios.trace import build_trace, scenario_hash, write_trace
+
+log = logging.getLogger("loadtest")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+LOCUSTFILE = Path(loadtest.__file__).with_name("locustfile.py")
+
+
+class Interrupted(Exception):
+    pass
+
+
+class _Signals:
+    """First SIGINT/SIGTERM: stop gracefully. Second: stop the replay at once."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.child: subprocess.Popen | None = None
+        self._old: dict[int, object] = {}
+
+    def __enter__(self) -> _Signals:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+    def _handle(self, signum, frame) -> None:
+        self.count += 1
+        child = self.child
+        if child is not None and child.poll() is None:
+            try:
+                os.killpg(child.pid, signal.SIGTERM if self.count == 1 else signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.count == 1:
+            print(f"\n{signal.Signals(signum).name}: stopping gracefully (again to stop at once)", file=sys.stderr)
+
+    @property
+    def stop(self) -> bool:
+        return self.count > 0
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class RunPlan:
+    run_id: str
+    run_dir: Path
+    modes: list[str]
+    fleet: FleetSpec
+
+
+def _resolve_modes(fleet: FleetSpec, text: str | None) -> list[str]:
+    if not text:
+        return list(fleet.modes)
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    if not modes:
+        raise FleetError("--modes is empty")
+    for m in modes:
+        if m not in fleet.modes:
+            raise FleetError(f"--modes: fleet {fleet.name!r} has no mode {m!r} (it has: {', '.join(fleet.modes)})")
+    if len(set(modes)) != len(modes):
+        raise FleetError(f"--modes lists a mode twice: {text}")
+    return modes
+
+
+def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: Path, args: argparse.Namespace,
+                signals: _Signals, progress: Progress, task_id) -> tuple[str, int]:
+    """Run one Locust child for `mode`; return (end reason, records written)."""
+    logs = plan.run_dir / "logs"
+    argv = [
+        sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "-u", "1", "-r", "1",
+        "--host", replicas[0].url, "--only-summary", "--logfile", str(logs / f"locust-{mode}.log"),
+        "--trace-file", str(trace_path), "--mode", mode, "--endpoints", ",".join(r.url for r in replicas),
+        "--served-model", replicas[0].served_model, "--run-id", plan.run_id,
+        "--records-dir", str(plan.run_dir / "requests" / f"mode={mode}"),
+        "--max-inflight", str(args.max_inflight), "--request-timeout", str(args.timeout),
+    ]
+    end, recorded = "failed", 0
+    with open(logs / f"locust-{mode}.stdout.txt", "w") as stats_out:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                start_new_session=True, preexec_fn=_die_with_parent)
+        signals.child = proc
+
+        def pump() -> None:
+            nonlocal end, recorded
+            for line in proc.stdout:
+                if line.startswith("@@progress "):
+                    done, total = (int(x) for x in line.split()[1:3])
+                    progress.update(task_id, completed=done, total=total)
+                elif line.startswith("@@finished "):
+                    _, end, n = line.split()
+                    recorded = int(n)
+                else:
+                    stats_out.write(line)
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        while proc.poll() is None:
+            time.sleep(0.1)
+        reader.join(5)
+        signals.child = None
+    if proc.returncode not in (0, None) and end != "interrupted":
+        raise RuntimeError(f"the Locust replay of {mode} exited with code {proc.returncode}; "
+                           f"see {logs / f'locust-{mode}.log'}")
+    return end, recorded
+
+
+def main(args: argparse.Namespace) -> int:
+    # Wide enough for the table when stdout is a file or a pipe (rich assumes 80 columns there).
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    err = Console(stderr=True)
+    # -- everything that can be wrong with the input is found before anything starts ------------
+    try:
+        scenario, scenario_raw = load_scenario(args.scenario)
+        fleet_spec, fleet_raw = load_fleet(args.fleet)
+        modes = _resolve_modes(fleet_spec, args.modes)
+    except (ScenarioError, FleetError) as exc:
+        err.print(f"loadtest run: error: {exc}", markup=False, highlight=False)
+        return EXIT_USAGE
+    requests_n = args.requests or scenario.demo_requests
+    seed = scenario.seed if args.seed is None else args.seed
+    run_id = args.run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{scenario.name}"
+    run_dir = Path(args.out) / run_id
+    if run_dir.exists() and any(run_dir.iterdir()):
+        err.print(f"loadtest run: error: {run_dir} already exists; pick another --run-id", markup=False)
+        return EXIT_USAGE
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    plan = RunPlan(run_id, run_dir, modes, fleet_spec)
+
+    manifest = Manifest(
+        run_id=run_id,
+        scenario={"name": scenario.name, "source": str(args.scenario), "sha256": scenario_hash(scenario_raw),
+                  "rate_scale": scenario.rate_scale, "arrival": scenario.arrival.model_dump()},
+        fleet={"name": fleet_spec.name, "source": str(args.fleet), "sha256": scenario_hash(fleet_raw),
+               "spec": fleet_spec.model_dump()},
+        modes=modes, seed=seed, requests=requests_n,
+    )
+    manifest.write(run_dir)
+    t_build = time.monotonic()
+    trace = build_trace(scenario, requests=requests_n, seed=seed)
+    trace_path = run_dir / "trace.parquet"
+    write_trace(trace, trace_path, scenario.name, manifest.scenario["sha256"])
+    span = trace["offset_s"][-1].as_py()
+    console.print(f"[bold]{run_id}[/bold]: {trace.num_rows} requests of {scenario.name} over {span:.1f} s "
+                  f"(trace built in {time.monotonic() - t_build:.1f} s), modes {', '.join(modes)}, "
+                  f"fleet {fleet_spec.name}")
+
+    status, reason, code = "failed", None, EXIT_FAILED
+    with _Signals() as signals:
+        try:
+            with Fleet(fleet_spec, modes, run_dir / "logs", address=None) as fleet:
+                console.print(f"fleet ready: {len(fleet.replicas)} replica(s) on Ray")
+                for rep in fleet.replicas:
+                    manifest.mode_runs.setdefault(rep.mode, ModeRun()).replicas.append(
+                        {"label": rep.label, "url": rep.url, "pid": rep.pid, "log": str(rep.log_path)})
+                manifest.write(run_dir)
+                progress = Progress(TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(),
+                                    TimeElapsedColumn(), console=console)
+                tasks = {m: progress.add_task(m, total=trace.num_rows) for m in modes}
+                with progress:
+                    for i, mode in enumerate(modes):
+                        if signals.stop:
+                            break
+                        if i and args.cooldown:
+                            time.sleep(args.cooldown)
+                        mr = manifest.mode_runs.setdefault(mode, ModeRun())
+                        mr.started_at = utc_now()
+                        manifest.write(run_dir)
+                        mr.end, mr.records = replay_mode(plan, mode, fleet.endpoints(mode), trace_path, args,
+                                                         signals, progress, tasks[mode])
+                        mr.ended_at = utc_now()
+                        manifest.write(run_dir)
+                if signals.stop:
+                    raise Interrupted()
+            status, code = "completed", EXIT_OK
+        except Interrupted:
+            status, reason, code = "interrupted", "stopped by signal", EXIT_INTERRUPTED
+        except KeyboardInterrupt:
+            status, reason, code = "interrupted", "stopped by signal", EXIT_INTERRUPTED
+        except FleetError as exc:
+            reason = str(exc)
+            err.print(f"loadtest run: error: {exc}", markup=False, highlight=False)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            err.print(f"loadtest run: error: {reason}", markup=False, highlight=False)
+        finally:
+            manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
+            manifest.write(run_dir)
+
+    if (run_dir / "requests").exists():
+        table = load_requests(run_dir)
+        summaries = summarize(table, [m for m in modes if m in set(table["mode"].to_pylist())])
+        write_summary(summaries, run_dir / "summary.parquet")
+        console.print(mode_table(summaries, title=f"{run_id} ({status})"))
+    console.print(f"results: {run_dir}/")
+    return code
+
+

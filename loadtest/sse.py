@@ -1,0 +1,89 @@
+"""Turning an OpenAI-style SSE stream into measurements, one line at a time.
+
+Pure: it is fed lines and the times they arrived, so it is tested without a server. The rules of
+DESIGN.md "Measuring right under speculation" live here: TTFT at the first chunk that carries
+text; tokens per chunk from the running usage (`continuous_usage_stats`), never from counting
+events; the total from the final usage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import orjson
+
+
+class StreamError(Exception):
+    """The stream cannot be measured: `kind` is an error kind of records.ERROR_KINDS."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class StreamMeasurement:
+    sent: float                                   # monotonic seconds when the request was sent
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    running_usage: bool = True                    # every text chunk carried usage so far
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    done: bool = False
+    _tokens_so_far: int = 0
+
+    def feed(self, line: bytes, now: float) -> None:
+        """One line of the body, as received at monotonic time `now`."""
+        line = line.strip()
+        if not line or not line.startswith(b"data:"):
+            return  # blank separators, comments (":"), event names
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            self.done = True
+            return
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise StreamError("malformed_stream", f"chunk is not JSON: {data[:120]!r}") from None
+        if not isinstance(obj, dict):
+            raise StreamError("malformed_stream", f"chunk is not a JSON object: {data[:120]!r}")
+        if "error" in obj or obj.get("object") == "error":
+            err = obj.get("error", obj)
+            msg = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+            raise StreamError("server_error", f"server error in stream: {msg}"[:500])
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
+            self.completion_tokens = usage.get("completion_tokens", self.completion_tokens)
+        choices = obj.get("choices") or ()
+        if not choices:
+            return
+        choice = choices[0]
+        text = choice.get("text")
+        if text is None:
+            text = (choice.get("delta") or {}).get("content")
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+        if not text:
+            return
+        self.chunk_times.append(now)
+        if isinstance(usage, dict) and "completion_tokens" in usage:
+            # Tokens since the previous text chunk; tokens of empty-text chunks (held back by the
+            # detokenizer) are attributed to the chunk that finally shows them.
+            self.chunk_tokens.append(usage["completion_tokens"] - self._tokens_so_far)
+            self._tokens_so_far = usage["completion_tokens"]
+        else:
+            self.running_usage = False
+
+    @property
+    def itl_ms(self) -> list[float]:
+        prev, out = self.sent, []
+        for t in self.chunk_times:
+            out.append((t - prev) * 1e3)
+            prev = t
+        return out
+
+    @property
+    def tokens_per_chunk(self) -> list[int] | None:
+        return self.chunk_tokens if self.running_usage and self.chunk_times else None
