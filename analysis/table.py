@@ -21,7 +21,10 @@ def mode_table(summaries: list[ModeSummary], title: str = "") -> Table:
                           ("speedup", "right"), ("late p99", "right"), ("errors", "right")]:
         t.add_column(name, justify=justify)
     for s in summaries:
-        speed = "ref" if s.speedup is None and s.mode == "baseline" else "-" if s.speedup is None else f"{s.speedup:.2f}x"
+        if s.speedup is None:
+            speed = "ref" if s.mode == "baseline" else "-"
+        else:
+            speed = f"{s.speedup:.2f}x"
         bad = s.errors + s.not_sent
         t.add_row(s.mode, f"{s.req_per_s:.2f}", f"{s.out_tok_per_s:,.0f}", _ms(s.ttft_p50_ms), _ms(s.ttft_p99_ms),
                   _ms(s.tpot_p50_ms), _ms(s.tpot_p99_ms), _ms(s.e2e_p99_ms),

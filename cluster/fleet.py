@@ -62,7 +62,7 @@ class FleetSpec(_Strict):
 
     @model_validator(mode="after")
     def _speculation(self):
-        for name, mode in self.modes.items():
+        for name, _mode in self.modes.items():
             try:
                 self.speculative_config(name)
             except SpeculativeConfigError as exc:

@@ -254,7 +254,8 @@ class Fleet:
                             "model": rep.served_model, "prompt": "Hello, my name is", "max_tokens": 4})
                         if r.status_code == 200:
                             return
-                        raise FleetError(f"replica {rep.label}: warm-up completion failed: HTTP {r.status_code} {r.text[:200]}")
+                        raise FleetError(f"replica {rep.label}: warm-up completion failed: "
+                                         f"HTTP {r.status_code} {r.text[:200]}")
                 except requests.RequestException:
                     pass
                 time.sleep(HEALTH_POLL_S)

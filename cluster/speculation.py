@@ -94,7 +94,9 @@ def parse_speculative_config(raw: str | dict[str, Any], tensor_parallel_size: in
         lo = lo if lo is not None else hi
         hi = hi if hi is not None else lo
         if lo is None:
-            raise SpeculativeConfigError("Either prompt_lookup_max or prompt_lookup_min must be provided when using the ngram method.")
+            raise SpeculativeConfigError(
+                "Either prompt_lookup_max or prompt_lookup_min must be provided when using the ngram method."
+            )
         if lo < 1:
             raise SpeculativeConfigError(f"prompt_lookup_min={lo} must be > 0")
         if hi < lo:

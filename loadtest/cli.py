@@ -69,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     return top
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -87,7 +94,11 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # Report an unknown option against the subcommand it was given to.
+        sub = _subparsers(parser).get(args.command or "", parser)
+        sub.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE

@@ -76,7 +76,8 @@ def execute(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str]
     except StreamError as exc:
         rec.status, rec.error_kind, rec.error = "error", exc.kind, str(exc)
     except gevent.GreenletExit:
-        rec.status, rec.error_kind, rec.error = "error", "interrupted", "the run stopped while the request was in flight"
+        rec.status, rec.error_kind = "error", "interrupted"
+        rec.error = "the run stopped while the request was in flight"
         raise
     except Exception as exc:  # connection refused or reset, HTTP parse errors
         rec.status, rec.error_kind = "error", "connection"

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import gevent
+import gevent.event
 import gevent.pool
 import orjson
 import pyarrow.parquet as pq
@@ -81,7 +82,8 @@ class Replay:
         self.next_index = 0
         self.recorded = 0
         self.stopping = False
-        self.finished = False
+        self.end_reason: str | None = None
+        self._finished = gevent.event.Event()
         self.clock: Clock | None = None
         self.t0 = 0.0
         key = os.environ.get(opts.api_key_env)
@@ -148,8 +150,9 @@ class Replay:
                     break
                 self.next_index = i + 1
                 self.pool.spawn(self._one, i, row, client_pool)
-            self.pool.join()
-            self.finish("completed" if self.next_index == len(self.rows) else "deadline")
+            if self.end_reason is None:  # nobody stopped us: drain and close
+                self.pool.join()
+                self.finish("completed" if self.next_index == len(self.rows) else "deadline")
         finally:
             ticker.kill(block=False)
 
@@ -162,8 +165,10 @@ class Replay:
     def finish(self, reason: str) -> None:
         """Stop dispatching, give in-flight requests a grace period, record every unsent row as
         not_sent with the reason, and close the sink. Idempotent."""
-        if self.finished:
+        if self.end_reason is not None:  # another greenlet is finishing: wait for it
+            self._finished.wait()
             return
+        self.end_reason = reason
         self.stopping = True
         if reason != "completed" and not self.pool.join(timeout=self.opts.grace):
             self.pool.kill(block=True, timeout=5)  # recorded as error/interrupted by the client
@@ -175,7 +180,7 @@ class Replay:
             self.sink.add(self._record(row, "not_sent", why).as_row())
             self.recorded += 1
         self.sink.close()
-        self.finished = True
+        self._finished.set()
         print(f"@@progress {self.recorded} {len(self.rows)}", flush=True)
         print(f"@@finished {reason} {self.recorded}", flush=True)
 

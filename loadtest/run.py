@@ -149,21 +149,23 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: P
 def main(args: argparse.Namespace) -> int:
     # Wide enough for the table when stdout is a file or a pipe (rich assumes 80 columns there).
     console = Console(width=None if sys.stdout.isatty() else 160)
-    err = Console(stderr=True)
+
+    def fail(message: str) -> None:  # one line, never wrapped
+        print(f"loadtest run: error: {message}", file=sys.stderr, flush=True)
     # -- everything that can be wrong with the input is found before anything starts ------------
     try:
         scenario, scenario_raw = load_scenario(args.scenario)
         fleet_spec, fleet_raw = load_fleet(args.fleet)
         modes = _resolve_modes(fleet_spec, args.modes)
     except (ScenarioError, FleetError) as exc:
-        err.print(f"loadtest run: error: {exc}", markup=False, highlight=False)
+        fail(str(exc))
         return EXIT_USAGE
     requests_n = args.requests or scenario.demo_requests
     seed = scenario.seed if args.seed is None else args.seed
     run_id = args.run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{scenario.name}"
     run_dir = Path(args.out) / run_id
     if run_dir.exists() and any(run_dir.iterdir()):
-        err.print(f"loadtest run: error: {run_dir} already exists; pick another --run-id", markup=False)
+        fail(f"{run_dir} already exists; pick another --run-id")
         return EXIT_USAGE
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     plan = RunPlan(run_id, run_dir, modes, fleet_spec)
@@ -220,10 +222,11 @@ def main(args: argparse.Namespace) -> int:
             status, reason, code = "interrupted", "stopped by signal", EXIT_INTERRUPTED
         except FleetError as exc:
             reason = str(exc)
-            err.print(f"loadtest run: error: {exc}", markup=False, highlight=False)
+            fail(reason)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
-            err.print(f"loadtest run: error: {reason}", markup=False, highlight=False)
+            log.debug("run failed", exc_info=True)
+            fail(reason)
         finally:
             manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
             manifest.write(run_dir)

@@ -70,7 +70,8 @@ def _corpus(name: str) -> tuple[str, np.ndarray]:
 
 @cache
 def _questions() -> tuple[str, ...]:
-    return tuple(line for line in (resources.files("scenarios") / "content" / "chat.txt").read_text().splitlines() if line)
+    text = (resources.files("scenarios") / "content" / "chat.txt").read_text()
+    return tuple(line for line in text.splitlines() if line)
 
 
 def _slice(name: str, start_pick: int, chars: int) -> str:
@@ -96,7 +97,7 @@ def make_prompt(domain: str, language: str | None, target_tokens: int, uid: int,
         head = f"-- request {tag}: {_SQL_QUESTIONS[pick % len(_SQL_QUESTIONS)]}\n"
         body_name = "sql"
     elif domain == "summarize":
-        head = f"{_SUMMARY_ASKS[pick % len(_SUMMARY_ASKS)]} (document {tag})\n\n"
+        head = f"Document {tag}. {_SUMMARY_ASKS[pick % len(_SUMMARY_ASKS)]}\n\n"
         body_name = "summarize"
     elif domain == "structured":
         head = f"Review {tag}:\n"

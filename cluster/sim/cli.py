@@ -20,7 +20,8 @@ DEFAULT_MAX_MODEL_LEN = 32768
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model_tag", nargs="?", metavar="MODEL", help="Model to serve (Hugging Face name), as in `vllm serve MODEL`.")
+    p.add_argument("model_tag", nargs="?", metavar="MODEL",
+                   help="Model to serve (Hugging Face name), as in `vllm serve MODEL`.")
     p.add_argument("--model", dest="model_flag", help="Same as the positional MODEL.")
     p.add_argument("--host", default="127.0.0.1", help="Address to bind (default 127.0.0.1, loopback only).")
     p.add_argument("--port", type=int, default=8000, help="Port to listen on (default 8000).")
@@ -30,7 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    '\'{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}\'.')
     p.add_argument("--max-num-seqs", type=int, default=256, help="Most sequences in one batch (vLLM default 256).")
     p.add_argument("--max-model-len", type=int, default=None, help=f"Context length (default {DEFAULT_MAX_MODEL_LEN}).")
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="Fraction of GPU memory vLLM may use (default 0.9).")
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9,
+                   help="Fraction of GPU memory vLLM may use (default 0.9).")
     p.add_argument("--api-key", help="Require `Authorization: Bearer KEY` on /v1 routes.")
     sim = p.add_argument_group("simulator-only options")
     sim.add_argument("--hardware", default="h100-sxm", choices=sorted(HARDWARE), help="GPU profile (default h100-sxm).")

@@ -1,0 +1,89 @@
+"""`loadtest run` as a user runs it: real Ray, real simulator processes, real Locust, real Parquet."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.summary import load_requests
+from loadtest.records import STATUSES
+from tests.conftest import DATA, ROOT, loadtest, pid_alive
+
+pytestmark = pytest.mark.e2e
+MODES = ["baseline", "draft", "ngram"]
+
+
+def _server_pids(manifest: dict) -> list[int]:
+    return [r["pid"] for mr in manifest["mode_runs"].values() for r in mr["replicas"]]
+
+
+def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
+    out = loadtest("run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "fast-sim.toml"),
+                   "--out", str(tmp_path), "--run-id", "e2e", "--cooldown", "0", timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run_dir = tmp_path / "e2e"
+    assert f"results: {run_dir}/" in out.stdout
+    for mode in MODES:
+        assert mode in out.stdout
+    assert "speedup" in out.stdout and "TTFT p99" in out.stdout
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and manifest["modes"] == MODES
+    assert len(manifest["scenario"]["sha256"]) == 64 and manifest["versions"]["locust"]
+    assert manifest["started_at"] < manifest["ended_at"]
+
+    trace = pq.read_table(run_dir / "trace.parquet")
+    records = load_requests(run_dir)
+    ids = set(trace["request_id"].to_pylist())
+    for mode in MODES:
+        rows = records.filter(pc.equal(records["mode"], mode))
+        assert rows.num_rows == trace.num_rows == 16
+        assert set(rows["request_id"].to_pylist()) == ids
+        assert set(rows["status"].to_pylist()) <= set(STATUSES)
+        ok = rows.filter(pc.equal(rows["status"], "ok"))
+        assert ok.num_rows == 16, rows.filter(pc.not_equal(rows["status"], "ok")).to_pylist()
+        for r in ok.to_pylist():
+            assert r["completion_tokens"] > 0 and sum(r["chunk_tokens"]) == r["completion_tokens"]
+            assert len(r["itl_ms"]) == r["n_chunks"] == len(r["chunk_tokens"])
+            assert r["ttft_ms"] <= r["e2e_ms"] and r["lateness_ms"] >= 0
+        tokens_per_chunk = pc.sum(ok["completion_tokens"]).as_py() / pc.sum(ok["n_chunks"]).as_py()
+        assert (tokens_per_chunk == 1.0) if mode == "baseline" else (tokens_per_chunk > 1.2), mode
+
+    for pid in _server_pids(manifest):
+        assert not pid_alive(pid), f"server {pid} outlived the run"
+
+
+def test_ctrl_c_stops_gracefully_and_keeps_every_record(tmp_path):
+    argv = [sys.executable, "-m", "loadtest", "run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet",
+            str(DATA / "fast-sim.toml"), "--modes", "baseline,draft", "--requests", "150", "--out", str(tmp_path),
+            "--run-id", "stop"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run_dir = tmp_path / "stop"
+    try:
+        deadline = time.monotonic() + 120
+        while not list((run_dir / "requests" / "mode=baseline").glob("part-*.parquet")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, output
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+    assert manifest["mode_runs"]["baseline"]["end"] == "interrupted"
+    records = load_requests(run_dir)
+    assert set(records["mode"].to_pylist()) == {"baseline"}  # the second mode never started
+    assert records.num_rows == 150 and len(set(records["request_id"].to_pylist())) == 150
+    statuses = set(records["status"].to_pylist())
+    assert "not_sent" in statuses and statuses <= set(STATUSES)
+    for pid in _server_pids(manifest):
+        assert not pid_alive(pid), f"server {pid} outlived the interrupted run"

@@ -1,0 +1,81 @@
+"""Scenarios: the built-in mix, deterministic traces, and one-line errors naming the key."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from scenarios import ScenarioError
+from scenarios.spec import load_scenario
+from scenarios.trace import META_HASH, TRACE_SCHEMA, build_trace, scenario_hash, write_trace
+from tests.conftest import loadtest
+
+
+def test_saas_mix_has_distinct_tenants_with_slos():
+    s, _ = load_scenario("saas-mix")
+    assert s.requests == 50000 and len(s.tenants) >= 4
+    assert len({t.domain for t in s.tenants.values()}) >= 4
+    assert len({(t.slo.ttft_p99_ms, t.slo.tpot_p99_ms, t.slo.e2e_p99_ms) for t in s.tenants.values()}) >= 4
+    assert {"rust", "cpp"} <= {lang for t in s.tenants.values() for lang in (t.language or [])}
+
+
+def test_same_seed_same_trace_other_seed_other_trace():
+    s, _ = load_scenario("saas-mix")
+    a, b = build_trace(s, requests=300), build_trace(s, requests=300)
+    assert a.equals(b)
+    c = build_trace(s, requests=300, seed=s.seed + 1)
+    assert not a.equals(c)
+    assert a.num_rows == 300 and a.schema.equals(TRACE_SCHEMA)
+
+
+def test_trace_rows_are_well_formed(tmp_path):
+    s, raw = load_scenario("saas-mix")
+    t = build_trace(s, requests=500)
+    offsets = t["offset_s"].to_pylist()
+    assert offsets[0] == 0 and all(b >= a for a, b in itertools.pairwise(offsets))
+    assert len(set(t["request_id"].to_pylist())) == 500
+    for row in t.to_pylist():
+        assert (row["prompt"] is None) != (row["messages"] is None)
+        assert row["prompt"] is None if row["api"] == "chat" else row["messages"] is None
+    prompts = [r["prompt"] or json.loads(r["messages"])[-1]["content"] for r in t.to_pylist()]
+    assert len({p[:32] for p in prompts}) == 500  # no shared prefixes by accident
+    write_trace(t, tmp_path / "trace.parquet", s.name, scenario_hash(raw))
+    assert pq.read_schema(tmp_path / "trace.parquet").metadata[META_HASH] == scenario_hash(raw).encode()
+
+
+BASE = """
+name = "x"
+requests = 10
+[arrival]
+process = "poisson"
+rate = 5
+[tenants.a]
+share = 1.0
+domain = "chat"
+prompt_tokens = { dist = "fixed", value = 10 }
+output_tokens = { dist = "fixed", value = 10 }
+"""
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda s: s.replace('name = "x"', 'name = "x"\nrequets = 5'), "requets: unknown key"),
+    (lambda s: s.replace("rate = 5", "rate = -1"), "arrival.poisson.rate: Input should be greater than 0"),
+    (lambda s: s.replace("rate = 5", 'rate = "fast"'), "arrival.poisson.rate"),
+    (lambda s: s.replace("share = 1.0", "share = 0.7"), "tenant shares must sum to 1, they sum to 0.7"),
+    (lambda s: s.replace('{ dist = "fixed", value = 10 }\noutput',
+                         '{ dist = "uniform", min = 50, max = 10 }\noutput'), "min (50) is greater than max (10)"),
+    (lambda s: s.split("[tenants.a]")[0], "tenants: required key is missing"),
+    (lambda s: s.replace('domain = "chat"', 'domain = "code"'), "needs a language"),
+    (lambda s: s + "\n[[oops", "not valid TOML"),
+])
+def test_bad_scenarios_get_one_line_naming_the_key(tmp_path, edit, needle):
+    path = tmp_path / "bad.toml"
+    path.write_text(edit(BASE))
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(path)
+    assert needle in str(e.value) and str(path) in str(e.value) and "\n" not in str(e.value)
+    out = loadtest("run", "--scenario", str(path))
+    assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr

@@ -1,0 +1,72 @@
+"""--speculative-config: vLLM's keys, vLLM's rejections, and the argv built for each method."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cluster.argv import serve_argv
+from cluster.fleet import FleetSpec
+from cluster.speculation import SpeculativeConfigError, parse_speculative_config
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"method": "lookahead", "num_speculative_tokens": 3}, "Input should be"),
+    ({"method": "ngram", "num_speculative_tokens": 0, "prompt_lookup_max": 3}, "greater than zero (0)"),
+    ({"method": "draft_model", "model": "m-1B", "num_speculative_tokens": 5, "draft_tensor_parallel_size": 2},
+     "cannot be other value than 1 or target model tensor_parallel_size"),
+    ({"method": "medusa", "num_speculative_tokens": 5}, "needs a 'model'"),
+    ({"method": "ngram", "num_speculative_tokens": 5}, "prompt_lookup_max or prompt_lookup_min"),
+])
+def test_rejects_what_vllm_rejects(raw, message):
+    with pytest.raises(SpeculativeConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_speculative_config(json.dumps(raw), tensor_parallel_size=4)
+
+
+def test_draft_tp_equal_to_target_is_accepted():
+    cfg = parse_speculative_config({"method": "draft_model", "model": "m-1B", "num_speculative_tokens": 5,
+                                    "draft_tensor_parallel_size": 4}, tensor_parallel_size=4)
+    assert cfg.draft_tensor_parallel_size == 4
+
+
+def test_legacy_ngram_model_name_is_translated():
+    cfg = parse_speculative_config({"model": "[ngram]", "num_speculative_tokens": 4, "prompt_lookup_max": 3})
+    assert cfg.method == "ngram" and cfg.model is None
+
+
+def _fleet(engine: str, **mode) -> FleetSpec:
+    return FleetSpec.model_validate({
+        "name": "t", "engine": engine, "model": "meta-llama/Llama-3.3-70B-Instruct", "tensor_parallel_size": 4,
+        "modes": {"m": mode},
+    })
+
+
+@pytest.mark.parametrize("mode, expected", [
+    ({"method": "none"}, None),
+    ({"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 5},
+     {"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 5}),
+    ({"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", "num_speculative_tokens": 3},
+     {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", "num_speculative_tokens": 3}),
+    ({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4},
+     {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4}),
+])
+def test_vllm_argv_per_method(mode, expected):
+    argv = serve_argv(_fleet("vllm", **mode), "m", 8011)
+    assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-3.3-70B-Instruct"]
+    flags = dict(zip(argv[3::2], argv[4::2], strict=True))
+    assert flags["--host"] == "127.0.0.1" and flags["--port"] == "8011"
+    assert flags["--tensor-parallel-size"] == "4"
+    assert flags["--served-model-name"] == "Llama-3.3-70B-Instruct-m"
+    if expected is None:
+        assert "--speculative-config" not in flags
+    else:
+        assert json.loads(flags["--speculative-config"]) == expected
+
+
+def test_sim_argv_is_vllm_argv_plus_sim_flags():
+    mode = {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}
+    vllm, sim = serve_argv(_fleet("vllm", **mode), "m", 9000), serve_argv(_fleet("sim", **mode), "m", 9000)
+    assert sim[1:4] == ["-m", "loadtest", "sim"]
+    assert sim[4:4 + len(vllm) - 2] == vllm[2:]
+    assert "--hardware" in sim and "--time-scale" in sim
