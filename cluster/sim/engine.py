@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -66,7 +67,7 @@ class EngineStats:
 
 class Engine:
     def __init__(self, dep: perf_model.Deployment, max_num_seqs: int = 256, time_scale: float = 1.0,
-                 seed: int = 0, on_finish=None) -> None:
+                 seed: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
         self.dep = dep
         self.max_num_seqs = max_num_seqs
         self.time_scale = time_scale
@@ -77,7 +78,9 @@ class Engine:
         self.stats = EngineStats(accepted_per_pos=[0] * dep.k)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
-        self._on_finish = on_finish  # callback(seq) when a sequence ends normally
+        # The clock stamps admissions and emissions: real time when serving, virtual time when the
+        # same scheduler runs offline (cluster/sim/offline.py).
+        self.clock = clock
 
     # ---- public API -------------------------------------------------------------------------
     def start(self) -> None:
@@ -146,7 +149,7 @@ class Engine:
             self.waiting.popleft()
             used += need
             if seq.scheduled_at is None:
-                seq.scheduled_at = time.monotonic()
+                seq.scheduled_at = self.clock()
             self.running.append(seq)
 
     def _preempt_if_needed(self) -> None:
@@ -196,15 +199,17 @@ class Engine:
         seq.generated += n
         seq.computed = seq.context  # emitted tokens are in the KV cache from here on
         self.stats.generation_tokens += n
-        seq.outbox.put_nowait(n)
+        self.deliver(seq, n, now)
         if seq.generated >= seq.target_tokens:
             seq.finished = True
-            seq.outbox.put_nowait(0)
-            if self._on_finish:
-                self._on_finish(seq)
+            self.deliver(seq, 0, now)
+
+    def deliver(self, seq: Sequence, n: int, now: float) -> None:
+        """Hand `n` tokens (0: the end) to whoever streams `seq`."""
+        seq.outbox.put_nowait(n)
 
     def _finish_step(self) -> None:
-        now = time.monotonic()
+        now = self.clock()
         for seq, chunk in self._prefill_plan:
             if seq.aborted:
                 continue
