@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import time
 
 import openai
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from scenarios.prompts import make_prompt
 from tests.conftest import MODEL, sim_server
 
 DRAFT = '{"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 5}'
@@ -78,18 +81,44 @@ def test_baseline_sends_one_token_per_chunk():
         assert len(chunks) == 50
 
 
-def test_acceptance_from_metrics_matches_client_tokens_per_chunk(draft_sim):
-    before = _spec_counters(draft_sim)
-    tokens = chunks = 0
-    for i in range(6):
-        text = [c for c in _stream(draft_sim, 120, prompt=f"{i} {PROSE}") if c["choices"]]
-        tokens += 120 - 1  # the first chunk comes from prefill, not a verification pass
-        chunks += len(text) - 1
-    after = _spec_counters(draft_sim)
+SPECS = {
+    "draft": DRAFT,
+    "medusa": '{"method": "medusa", "model": "medusa-heads", "num_speculative_tokens": 5}',
+    "eagle": '{"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3-Instruct-70B", "num_speculative_tokens": 5}',
+    "ngram": '{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}',
+}
+
+
+@pytest.mark.parametrize("mode", list(SPECS))
+def test_acceptance_from_metrics_matches_client_tokens_per_chunk(mode):
+    with sim_server("--speculative-config", SPECS[mode], "-tp", "4", "--time-scale", "0.05") as url:
+        before = _spec_counters(url)
+        tokens = chunks = 0
+        for i in range(6):
+            text = [c for c in _stream(url, 120, prompt=make_prompt("summarize", None, 1200, i, i)) if c["choices"]]
+            assert text[-1]["usage"]["completion_tokens"] == 120
+            tokens += 120 - 1  # the first chunk comes from prefill, not a verification pass
+            chunks += len(text) - 1
+        after = _spec_counters(url)
     drafts = after["vllm:spec_decode_num_drafts"] - before["vllm:spec_decode_num_drafts"]
     accepted = after["vllm:spec_decode_num_accepted_tokens"] - before["vllm:spec_decode_num_accepted_tokens"]
+    assert tokens / chunks > 1.3
     assert drafts == chunks
     assert 1 + accepted / drafts == pytest.approx(tokens / chunks, rel=0.05)
+
+
+def test_streamed_timing_follows_the_model():
+    with sim_server("-tp", "4") as url:  # real time
+        model_step = requests.get(f"{url}/sim/info", timeout=5).json()["performance_model"]["single_stream_step_s"]
+        body = {"model": MODEL, "prompt": "x " * 2000, "max_tokens": 60, "ignore_eos": True, "stream": True}
+        times = []
+        with requests.post(f"{url}/v1/completions", json=body, stream=True, timeout=30) as r:
+            for line in r.iter_lines():
+                if line.startswith(b"data: {"):
+                    times.append(time.perf_counter())
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert len(gaps) == 59
+    assert sum(gaps) / len(gaps) == pytest.approx(model_step, rel=0.05)
 
 
 def _spec_counters(url: str) -> dict[str, float]:

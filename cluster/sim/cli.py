@@ -10,6 +10,7 @@ import sys
 
 from cluster.sim import perf_model
 from cluster.sim.engine import Engine
+from cluster.sim.faults import FAULT_HELP, parse_faults
 from cluster.sim.profiles import HARDWARE, model_profile
 from cluster.sim.server import ServerConfig, SimServer, serve
 from cluster.speculation import SpeculativeConfigError, parse_speculative_config
@@ -37,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sim = p.add_argument_group("simulator-only options")
     sim.add_argument("--hardware", default="h100-sxm", choices=sorted(HARDWARE), help="GPU profile (default h100-sxm).")
     sim.add_argument("--seed", type=int, default=0, help="Seed of the acceptance draws (default 0).")
+    sim.add_argument("--fault", default=None, metavar="LIST", help=FAULT_HELP)
     sim.add_argument("--time-scale", type=float, default=1.0,
                      help="Multiply every simulated duration by this (e.g. 0.1 runs 10x faster; default 1).")
 
@@ -63,6 +65,7 @@ def build(args: argparse.Namespace) -> tuple[SimServer, str, int]:
             spec = parse_speculative_config(args.speculative_config, args.tensor_parallel_size)
             if spec.method == "draft_model":
                 draft = model_profile(spec.model or "")
+        faults = parse_faults(args.fault)
     except (SpeculativeConfigError, ValueError) as exc:
         raise SimArgsError(str(exc)) from None
     dep = perf_model.Deployment(HARDWARE[args.hardware], target, args.tensor_parallel_size, spec, draft,
@@ -75,7 +78,8 @@ def build(args: argparse.Namespace) -> tuple[SimServer, str, int]:
         )
     names = tuple(args.served_model_name or [model])
     engine = Engine(dep, max_num_seqs=args.max_num_seqs, time_scale=args.time_scale, seed=args.seed)
-    server = SimServer(ServerConfig(model, names, args.max_model_len or DEFAULT_MAX_MODEL_LEN, args.api_key), engine)
+    cfg = ServerConfig(model, names, args.max_model_len or DEFAULT_MAX_MODEL_LEN, args.api_key, faults, args.seed)
+    server = SimServer(cfg, engine)
     return server, args.host, args.port
 
 

@@ -20,6 +20,8 @@ from cluster.sim import perf_model
 from cluster.sim.acceptance import draw_accepted, position_alphas
 from cluster.sim.profiles import BLOCK_SIZE, MAX_NUM_BATCHED_TOKENS
 
+CATCH_UP_LIMIT_S = 0.05
+
 
 @dataclass(eq=False)
 class Sequence:
@@ -127,7 +129,11 @@ class Engine:
                 await asyncio.sleep(0)
                 next_start = loop.time()
                 continue
-            end = max(now, next_start) + dt * self.time_scale
+            # Steps follow an absolute schedule, so the event loop's wake-up jitter (epoll rounds to
+            # 1 ms) does not accumulate; after a stall longer than CATCH_UP_LIMIT_S (the process
+            # was starved) the schedule restarts from now rather than bursting to catch up.
+            start = next_start if now - next_start < CATCH_UP_LIMIT_S else now
+            end = start + dt * self.time_scale
             await asyncio.sleep(max(0.0, end - loop.time()))
             self._finish_step()
             next_start = end

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
+import logging
+import os
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import orjson
@@ -22,6 +24,7 @@ from aiohttp import web
 from cluster.sim import perf_model, profiles
 from cluster.sim.acceptance import classify_domain
 from cluster.sim.engine import Engine, Sequence
+from cluster.sim.faults import HTTP_ERROR_TYPES, FaultPlan, Faults, RequestFaults
 from cluster.sim.metrics import ServerMetrics
 
 # Text the simulator streams: common English words, one token each (a leading space, as BPE
@@ -57,6 +60,8 @@ class ServerConfig:
     served_model_names: tuple[str, ...]
     max_model_len: int
     api_key: str | None = None
+    faults: Faults = field(default_factory=Faults)
+    seed: int = 0
 
 
 class RequestError(Exception):
@@ -86,6 +91,8 @@ class SimServer:
         self.metrics = ServerMetrics(cfg.served_model_names[0], engine)
         self.created = int(time.time())
         self._ids = itertools.count()
+        self.started = time.monotonic()
+        self.faults = FaultPlan(cfg.faults, cfg.seed)
 
     # ---- app --------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -102,6 +109,8 @@ class SimServer:
 
     async def _on_startup(self, app: web.Application) -> None:
         self.engine.start()
+        if self.cfg.faults.crash_at is not None:
+            asyncio.get_running_loop().call_later(self.cfg.faults.crash_at, _crash, "crash-at")
 
     async def _on_cleanup(self, app: web.Application) -> None:
         await self.engine.stop()
@@ -115,6 +124,9 @@ class SimServer:
 
     # ---- simple routes ------------------------------------------------------------------------
     async def health(self, request: web.Request) -> web.Response:
+        slow = self.cfg.faults.slow_start
+        if slow is not None and time.monotonic() - self.started < slow:
+            return web.Response(status=503, text="starting (fault slow-start)")
         return web.Response(status=200)
 
     async def models(self, request: web.Request) -> web.Response:
@@ -235,10 +247,16 @@ class SimServer:
 
     async def _generate(self, request: web.Request, body: dict[str, Any], seq: Sequence,
                         chat: bool) -> web.StreamResponse:
+        faults = self.faults.next_request()
+        if faults.http_error:
+            return error_response(RequestError(f"injected fault: HTTP {faults.http_error}", faults.http_error,
+                                               HTTP_ERROR_TYPES[faults.http_error]))
         self.engine.add(seq)
         try:
             if body.get("stream"):
-                return await self._stream(request, body, seq, chat)
+                return await self._stream(request, body, seq, chat, faults)
+            if faults.crash_after_chunks is not None:
+                _crash("crash-after")
             return await self._complete(body, seq, chat)
         finally:
             if not seq.finished:
@@ -275,7 +293,7 @@ class SimServer:
         return web.Response(body=orjson.dumps(out), content_type="application/json")
 
     async def _stream(self, request: web.Request, body: dict[str, Any], seq: Sequence,
-                      chat: bool) -> web.StreamResponse:
+                      chat: bool, faults: RequestFaults) -> web.StreamResponse:
         opts = body.get("stream_options") or {}
         include_usage = bool(opts.get("include_usage"))
         continuous = include_usage and bool(opts.get("continuous_usage_stats"))
@@ -297,7 +315,7 @@ class SimServer:
             await resp.write(event({"index": 0, "delta": {"role": "assistant", "content": ""},
                                     "logprobs": None, "finish_reason": None}, 0))
         last = seq.arrival
-        emitted = 0
+        emitted = chunks = 0
         while (n := await seq.outbox.get()) != 0:
             now = time.monotonic()
             if emitted == 0:
@@ -314,12 +332,28 @@ class SimServer:
                 choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason,
                           "stop_reason": None}
             await resp.write(event(choice, emitted))
+            chunks += 1
+            if chunks == faults.malformed_at_chunk:
+                await resp.write(b'data: {"id": "' + rid.encode() + b'", "choices": [{"text": \n\n')
+            if chunks == faults.stall_at_chunk:
+                await asyncio.sleep(self.cfg.faults.stall[1])
+            if chunks == faults.drop_at_chunk:
+                request.transport.abort()  # the client sees the connection reset mid-stream
+                return resp
+            if chunks == faults.crash_after_chunks:
+                _crash("crash-after")
         self.metrics.finished(seq, self._finish_reason(seq, body), time.monotonic())
         if include_usage:
             await resp.write(event(None, emitted))
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
+
+
+def _crash(fault: str) -> None:
+    logging.getLogger(__name__).error("injected fault %s: exiting now", fault)
+    logging.shutdown()
+    os._exit(1)
 
 
 async def serve(server: SimServer, host: str, port: int) -> None:

@@ -1,0 +1,103 @@
+"""Fault injection for reliability tests: `--fault crash-after=3,stall=0.1:2,...`.
+
+Every random decision comes from one generator seeded by `--seed`, drawn once per request in
+arrival order, so a run with the same requests in the same order fails the same way.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+HTTP_ERROR_TYPES = {429: "TooManyRequestsError", 500: "InternalServerError", 503: "ServiceUnavailableError"}
+FAULT_HELP = (
+    "comma-separated faults: crash-after=N (exit mid-stream once N requests have been served), "
+    "crash-at=S (exit S seconds after start), stall=P:S (with probability P a stream pauses S seconds), "
+    "http-error=P:CODE (with probability P answer CODE: 429, 500 or 503), malformed=P (a broken JSON "
+    "chunk), slow-start=S (/health fails for the first S seconds), drop=P (connection reset mid-stream)"
+)
+
+
+@dataclass(frozen=True)
+class Faults:
+    crash_after: int | None = None
+    crash_at: float | None = None
+    stall: tuple[float, float] | None = None
+    http_error: tuple[float, int] | None = None
+    malformed: float | None = None
+    slow_start: float | None = None
+    drop: float | None = None
+
+
+def _prob(name: str, text: str) -> float:
+    p = float(text)
+    if not 0 <= p <= 1:
+        raise ValueError(f"--fault {name}: probability must be in [0, 1], got {text}")
+    return p
+
+
+def parse_faults(text: str | None) -> Faults:
+    """Parse `--fault`; raise ValueError with one line naming the bad item."""
+    if not text:
+        return Faults()
+    out: dict = {}
+    for item in text.split(","):
+        name, sep, value = item.strip().partition("=")
+        try:
+            if not sep:
+                raise ValueError("expected NAME=VALUE")
+            if name == "crash-after":
+                out["crash_after"] = int(value)
+            elif name == "crash-at":
+                out["crash_at"] = float(value)
+            elif name == "slow-start":
+                out["slow_start"] = float(value)
+            elif name in ("malformed", "drop"):
+                out[name] = _prob(name, value)
+            elif name == "stall":
+                p, _, s = value.partition(":")
+                out["stall"] = (_prob(name, p), float(s))
+            elif name == "http-error":
+                p, _, code = value.partition(":")
+                if int(code) not in HTTP_ERROR_TYPES:
+                    raise ValueError(f"CODE must be one of {sorted(HTTP_ERROR_TYPES)}")
+                out["http_error"] = (_prob(name, p), int(code))
+            else:
+                raise ValueError(f"unknown fault {name!r}")
+        except ValueError as exc:
+            msg = str(exc) if str(exc).startswith("--fault") else f"--fault {item.strip()!r}: {exc}"
+            raise ValueError(msg) from None
+    return Faults(**out)
+
+
+@dataclass(frozen=True)
+class RequestFaults:
+    """What happens to one request."""
+
+    http_error: int | None = None
+    crash_after_chunks: int | None = None   # exit the process after this many chunks
+    stall_at_chunk: int | None = None
+    malformed_at_chunk: int | None = None
+    drop_at_chunk: int | None = None
+
+
+class FaultPlan:
+    def __init__(self, faults: Faults, seed: int) -> None:
+        self.faults = faults
+        self.rng = random.Random(seed)
+        self.served = 0
+
+    def next_request(self) -> RequestFaults:
+        f, rng = self.faults, self.rng
+        draws = [rng.random() for _ in range(4)]  # always four draws: decisions stay aligned
+        at = rng.randint(1, 4)                     # which chunk a stream-level fault hits
+        index = self.served
+        self.served += 1
+        if f.http_error and draws[0] < f.http_error[0]:
+            return RequestFaults(http_error=f.http_error[1])
+        return RequestFaults(
+            crash_after_chunks=at if f.crash_after is not None and index >= f.crash_after else None,
+            stall_at_chunk=at if f.stall and draws[1] < f.stall[0] else None,
+            malformed_at_chunk=at if f.malformed and draws[2] < f.malformed else None,
+            drop_at_chunk=at if f.drop and draws[3] < f.drop else None,
+        )

@@ -1,0 +1,115 @@
+"""Each injected fault does what it says, seen from a client."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from loadtest.sse import StreamError, StreamMeasurement
+from tests.conftest import MODEL, free_port, loadtest, sim_server
+
+FAST = ("-tp", "4", "--time-scale", "0.1")
+
+
+def _stream(url: str, tokens: int = 30, timeout: float = 30) -> tuple[int, list[tuple[float, bytes]]]:
+    body = {"model": MODEL, "prompt": "Tell me a story about a lighthouse keeper.", "max_tokens": tokens,
+            "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
+    lines = []
+    with requests.post(f"{url}/v1/completions", json=body, stream=True, timeout=timeout) as r:
+        if r.status_code != 200:
+            return r.status_code, [(time.monotonic(), r.content)]
+        try:
+            for line in r.iter_lines():
+                if line:
+                    lines.append((time.monotonic(), line))
+        except requests.exceptions.ChunkedEncodingError:
+            lines.append((time.monotonic(), b"<connection broken>"))
+    return 200, lines
+
+
+def test_http_error():
+    with sim_server(*FAST, "--fault", "http-error=1:503") as url:
+        status, lines = _stream(url)
+        assert status == 503 and b'"code":503' in lines[0][1] and b"ServiceUnavailableError" in lines[0][1]
+
+
+def test_malformed_chunk_is_caught_by_the_client_parser():
+    with sim_server(*FAST, "--fault", "malformed=1") as url:
+        _, lines = _stream(url)
+        m = StreamMeasurement(sent=0.0)
+        with pytest.raises(StreamError) as e:
+            for t, line in lines:
+                m.feed(line, t)
+        assert e.value.kind == "malformed_stream"
+
+
+def test_stall_pauses_the_stream():
+    with sim_server(*FAST, "--fault", "stall=1:0.8") as url:
+        _, lines = _stream(url)
+        gaps = [b[0] - a[0] for a, b in itertools.pairwise(lines)]
+        assert max(gaps) >= 0.75 and lines[-1][1] == b"data: [DONE]"
+
+
+def test_drop_resets_the_connection_mid_stream():
+    with sim_server(*FAST, "--fault", "drop=1") as url:
+        _, lines = _stream(url)
+        assert lines[-1][1] != b"data: [DONE]" and any(b'"text"' in line for _, line in lines)
+
+
+def test_slow_start_delays_health():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "loadtest", "sim", MODEL, *FAST, "--port", str(port),
+                             "--fault", "slow-start=1.5"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        codes = []
+        start = time.monotonic()
+        while time.monotonic() - start < 6 and 200 not in codes:
+            try:
+                codes.append(requests.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code)
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.1)
+        assert 503 in codes and codes[-1] == 200 and time.monotonic() - start >= 1.4
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.mark.parametrize("fault", ["crash-after=2", "crash-at=1.5"])
+def test_crash_exits_the_process(fault):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "loadtest", "sim", MODEL, *FAST, "--port", str(port),
+                             "--fault", fault], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                if requests.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                time.sleep(0.05)
+        if fault.startswith("crash-after"):
+            for _ in range(2):
+                assert _stream(url)[1][-1][1] == b"data: [DONE]"
+            _, lines = _stream(url)
+            assert lines[-1][1] != b"data: [DONE]"
+        assert proc.wait(10) == 1
+        assert b"injected fault" in proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_bad_fault_is_one_line_exit_2():
+    out = loadtest("sim", MODEL, "-tp", "4", "--fault", "stall=2:1")
+    assert out.returncode == 2 and "--fault stall: probability must be in [0, 1]" in out.stderr
