@@ -18,6 +18,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import orjson
 from aiohttp import web
 
@@ -165,6 +166,7 @@ class SimServer:
                 "max_num_batched_tokens": profiles.MAX_NUM_BATCHED_TOKENS,
                 "single_stream_step_s": perf_model.step_s(dep, 1, 1024),
             },
+            "step_lateness_ms": _percentiles(self.engine.stats.step_lateness_s),
             "max_num_seqs": self.engine.max_num_seqs,
             "time_scale": self.engine.time_scale,
             "steps": self.engine.stats.steps,
@@ -348,6 +350,15 @@ class SimServer:
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
+
+
+def _percentiles(values) -> dict[str, float | int]:
+    """p50/p99/max in ms of the last steps' start lateness (how late the engine began each step)."""
+    if not values:
+        return {"steps": 0}
+    arr = np.fromiter(values, dtype=np.float64) * 1e3
+    return {"steps": len(arr), "p50": float(np.percentile(arr, 50)), "p99": float(np.percentile(arr, 99)),
+            "max": float(arr.max())}
 
 
 def _crash(fault: str) -> None:
