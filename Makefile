@@ -25,6 +25,7 @@ lint: install
 	$(BIN)/ruff check .
 
 bench: install
+	-$(BIN)/python bench/calibrate.py
 	$(BIN)/python bench/sim_throughput.py
 
 clean:

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import requests
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from cluster import FleetError
+from cluster import FleetError, StartupCancelled
 from cluster.argv import serve_argv
 from cluster.fleet import FleetSpec
 
@@ -141,7 +142,8 @@ def bundles_for(fleet: FleetSpec) -> list[dict[str, float]]:
 class Fleet:
     """The replicas of every requested mode. Use as a context manager: teardown always runs."""
 
-    def __init__(self, spec: FleetSpec, modes: list[str], logs_dir: Path, address: str | None = None) -> None:
+    def __init__(self, spec: FleetSpec, modes: list[str], logs_dir: Path, address: str | None = None,
+                 cancelled: Callable[[], bool] = lambda: False) -> None:
         unknown = [m for m in modes if m not in spec.modes]
         if unknown:
             raise FleetError(f"fleet {spec.name!r} has no mode {unknown[0]!r} (it has: {', '.join(spec.modes)})")
@@ -151,6 +153,7 @@ class Fleet:
         self.address = address
         self.replicas: list[Replica] = []
         self._started_ray = False
+        self.cancelled = cancelled  # polled while waiting for replicas; True aborts the start
 
     def __enter__(self) -> Fleet:
         try:
@@ -228,6 +231,8 @@ class Fleet:
         stage = "/health"
         with requests.Session() as http:
             while True:
+                if self.cancelled():
+                    raise StartupCancelled(f"stopped while waiting for {rep.label}")
                 code = ray.get(rep.actor.poll.remote())
                 if code is not None:
                     raise FleetError(

@@ -28,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 import loadtest
 from analysis.summary import load_requests, summarize, write_summary
 from analysis.table import mode_table
-from cluster import FleetError
+from cluster import FleetError, StartupCancelled
 from cluster.fleet import FleetSpec, load_fleet
 from cluster.provision import Fleet, Replica
 from loadtest.manifest import Manifest, ModeRun, utc_now
@@ -191,7 +191,7 @@ def main(args: argparse.Namespace) -> int:
     status, reason, code = "failed", None, EXIT_FAILED
     with _Signals() as signals:
         try:
-            with Fleet(fleet_spec, modes, run_dir / "logs", address=None) as fleet:
+            with Fleet(fleet_spec, modes, run_dir / "logs", cancelled=lambda: signals.stop) as fleet:
                 console.print(f"fleet ready: {len(fleet.replicas)} replica(s) on Ray")
                 for rep in fleet.replicas:
                     manifest.mode_runs.setdefault(rep.mode, ModeRun()).replicas.append(
@@ -216,9 +216,7 @@ def main(args: argparse.Namespace) -> int:
                 if signals.stop:
                     raise Interrupted()
             status, code = "completed", EXIT_OK
-        except Interrupted:
-            status, reason, code = "interrupted", "stopped by signal", EXIT_INTERRUPTED
-        except KeyboardInterrupt:
+        except (Interrupted, StartupCancelled, KeyboardInterrupt):
             status, reason, code = "interrupted", "stopped by signal", EXIT_INTERRUPTED
         except FleetError as exc:
             reason = str(exc)
