@@ -58,6 +58,56 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cooldown", type=float, default=2.0, metavar="S",
                      help="pause between modes after the previous one drains, in seconds (default 2)")
 
+    run.add_argument("--trace", default=None, metavar="FILE",
+                     help="replay this trace.parquet (from `loadtest trace build` or `trace import`) instead of "
+                     "building one from --scenario")
+    run.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
+                     help="multiply the scenario's arrival rates by X (default: the scenario's rate_scale)")
+
+    scen = sub.add_parser("scenario", help="list, show or validate scenarios",
+                          description="Built-in scenarios live beside the code as TOML; your own are TOML files.")
+    ssub = scen.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser, required=True)
+    ssub.add_parser("list", help="the built-in scenarios, one line each", description="List built-in scenarios.")
+    show = ssub.add_parser("show", help="print a scenario's TOML and hash", description="Print a scenario file.")
+    show.add_argument("name", metavar="NAME|PATH", help="built-in scenario name or a scenario TOML file")
+    val = ssub.add_parser("validate", help="check a scenario file; one line per problem, exit 2 if invalid",
+                          description="Validate a scenario file: unknown keys, types, rates, shares, bounds, files.")
+    val.add_argument("path", metavar="PATH", help="the scenario TOML file to check")
+
+    trace = sub.add_parser("trace", help="build, import or inspect traces (trace.parquet)",
+                           description="Traces are the replayable schedule: one row per request.")
+    tsub = trace.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser, required=True)
+    tb = tsub.add_parser("build", help="compile a scenario into a trace file",
+                         description="Compile a scenario into trace.parquet, deterministic per seed.")
+    tb.add_argument("--scenario", required=True, metavar="NAME|PATH", help="built-in scenario name or TOML file")
+    tb.add_argument("--out", required=True, metavar="FILE", help="where to write the trace (Parquet)")
+    tb.add_argument("--requests", type=_positive_int, default=None, metavar="N",
+                    help="number of requests (default: the scenario's requests or duration)")
+    tb.add_argument("--duration", type=_positive_float, default=None, metavar="S",
+                    help="seconds of traffic instead of a request count")
+    tb.add_argument("--seed", type=int, default=None, metavar="N", help="seed (default: the scenario's)")
+    tb.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
+                    help="multiply the scenario's arrival rates by X")
+    ti = tsub.add_parser("import", help="turn a real trace (ShareGPT, JSONL, Azure, BurstGPT) into a trace file",
+                         description="Import a real trace. Length-only traces get prompts generated to their "
+                         "lengths; untimed ones get Poisson arrivals at --rate.")
+    ti.add_argument("file", metavar="FILE", help="the trace to import")
+    ti.add_argument("--format", required=True, choices=["sharegpt", "jsonl", "azure", "burstgpt"],
+                    help="the file's layout")
+    ti.add_argument("--out", required=True, metavar="FILE", help="where to write the trace (Parquet)")
+    ti.add_argument("--speedup", type=_positive_float, default=1.0, metavar="X",
+                    help="replay X times faster than recorded (default 1)")
+    ti.add_argument("--window", default=None, metavar="START:END",
+                    help="keep only requests between START and END seconds of the recorded timeline")
+    ti.add_argument("--sample", type=_positive_float, default=None, metavar="N|F",
+                    help="keep N requests (N >= 1) or a fraction F (< 1), chosen by --seed")
+    ti.add_argument("--rate", type=_positive_float, default=1.0, metavar="R",
+                    help="arrivals per second for traces without times (default 1)")
+    ti.add_argument("--seed", type=int, default=0, metavar="N", help="seed of sampling and generated parts")
+    tsh = tsub.add_parser("show", help="summarise a trace: tenants, rates over time, burstiness, lengths",
+                          description="Summarise a trace file.")
+    tsh.add_argument("file", metavar="FILE", help="a trace.parquet")
+
     sim = sub.add_parser(
         "sim",
         help="the vLLM-compatible simulator (same flags as `vllm serve`, plus simulator-only options)",
@@ -69,11 +119,56 @@ def build_parser() -> argparse.ArgumentParser:
     return top
 
 
+def _traffic(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from rich.console import Console
+
+    from scenarios import ScenarioError
+    from scenarios import commands as c
+    from scenarios.importers import ImportOptions
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    prog = f"loadtest {args.command} {args.action}"
+    try:
+        if args.command == "scenario":
+            if args.action == "list":
+                return c.scenario_list(console)
+            if args.action == "show":
+                return c.scenario_show(console, args.name)
+            return c.scenario_validate(console, args.path)
+        if args.action == "build":
+            return c.trace_build(console, args.scenario, args.out, args.requests, args.seed, args.duration,
+                                 args.rate_scale)
+        if args.action == "import":
+            window = None
+            if args.window:
+                try:
+                    start, end = (float(x) for x in args.window.split(":"))
+                except ValueError:
+                    raise ScenarioError(f"--window: expected START:END in seconds, got {args.window!r}") from None
+                window = (start, end)
+            opts = ImportOptions(args.speedup, window, args.sample, args.rate, args.seed)
+            return c.trace_import(console, args.file, args.format, args.out, opts)
+        return c.trace_show(console, args.file)
+    except ScenarioError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
     return {}
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -110,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         from loadtest.run import main as run_main
 
         return run_main(args)
+    if args.command in ("scenario", "trace"):
+        return _traffic(args, _subparsers(parser)[args.command])
     parser.error(f"unknown command {args.command!r}")
     return EXIT_USAGE
 

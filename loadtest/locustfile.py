@@ -32,6 +32,7 @@ from locust.exception import StopUser
 from loadtest.client import Clock, execute
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.sink import ParquetSink
+from scenarios.trace import closed_concurrency
 
 log = logging.getLogger("loadtest.replay")
 PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
@@ -76,7 +77,9 @@ class Replay:
         self.rows = [{c: cols[c][i] for c in TRACE_COLUMNS} for i in range(k, table.num_rows, n)]
         self.endpoints = [URL(e.rstrip("/")) for e in opts.endpoints.split(",")]
         self.labels = _endpoint_labels(opts.mode, self.endpoints)
-        self.pool = gevent.pool.Pool(opts.max_inflight)
+        # A closed-loop trace keeps exactly its concurrency in flight; an open one up to the cap.
+        self.closed = closed_concurrency(pq.read_schema(opts.trace_file))
+        self.pool = gevent.pool.Pool(self.closed or opts.max_inflight)
         self.executor = ThreadPoolExecutor(max_workers=1)
         self.sink = ParquetSink(Path(opts.records_dir), opts.worker_id, REQUEST_SCHEMA, self.executor)
         self.next_index = 0
@@ -91,11 +94,11 @@ class Replay:
         if key:
             self.headers["Authorization"] = f"Bearer {key}"
 
-    def _record(self, row: dict, status: str | None = None, error: str | None = None) -> RequestRecord:
-        scheduled = self.t0 + row["offset_s"]
+    def _record(self, row: dict, scheduled: float, status: str | None = None,
+                error: str | None = None) -> RequestRecord:
         return RequestRecord(
             run_id=self.opts.run_id, mode=self.opts.mode, worker=self.opts.worker_id, tenant=row["tenant"],
-            request_id=row["request_id"], scheduled_ns=self.clock.to_ns(scheduled), offset_s=row["offset_s"],
+            request_id=row["request_id"], scheduled_ns=self.clock.to_ns(scheduled), offset_s=scheduled - self.t0,
             status=status or "not_sent", error=error,
         )
 
@@ -110,14 +113,13 @@ class Replay:
             body["prompt"] = row["prompt"]
         return orjson.dumps(body)
 
-    def _one(self, index: int, row: dict, client_pool) -> None:
-        rec = self._record(row)
+    def _one(self, index: int, row: dict, client_pool, scheduled: float) -> None:
+        rec = self._record(row, scheduled)
         ep = index % len(self.endpoints)
         rec.replica = self.labels[ep]
         base = self.endpoints[ep]
         url = URL(f"{base}{PATHS[row['api']]}")
         headers = {**self.headers, "X-Request-Id": f"{self.opts.run_id}-{self.opts.mode}-{row['request_id']}"}
-        scheduled = self.t0 + row["offset_s"]
         timeout = self.opts.request_timeout
         if self.opts.deadline:
             timeout = max(0.001, min(timeout, self.t0 + self.opts.deadline - time.perf_counter()))
@@ -141,15 +143,19 @@ class Replay:
         deadline = self.t0 + self.opts.deadline if self.opts.deadline else float("inf")
         try:
             for i, row in enumerate(self.rows):
-                due = self.t0 + row["offset_s"]
-                delay = due - time.perf_counter()
-                if delay > 0:
-                    gevent.sleep(delay)
-                self.pool.wait_available()  # at the in-flight cap, lateness accrues and is recorded
+                if self.closed is None:  # open loop: each request at its time
+                    due = self.t0 + row["offset_s"]
+                    delay = due - time.perf_counter()
+                    if delay > 0:
+                        gevent.sleep(delay)
+                self.pool.wait_available()  # at the cap, lateness accrues (open loop) and is recorded
+                if self.closed is not None:  # closed loop: due the moment a slot frees
+                    gevent.sleep(max(0.0, self.t0 - time.perf_counter()))
+                    due = time.perf_counter()
                 if self.stopping or time.perf_counter() >= deadline:
                     break
                 self.next_index = i + 1
-                self.pool.spawn(self._one, i, row, client_pool)
+                self.pool.spawn(self._one, i, row, client_pool, due)
             if self.end_reason is None:  # nobody stopped us: drain and close
                 self.pool.join()
                 self.finish("completed" if self.next_index == len(self.rows) else "deadline")
@@ -177,7 +183,7 @@ class Replay:
         why = {"deadline": "run deadline reached before its scheduled time",
                "interrupted": "run interrupted before its scheduled time"}.get(reason, reason)
         for row in self.rows[self.next_index:]:
-            self.sink.add(self._record(row, "not_sent", why).as_row())
+            self.sink.add(self._record(row, self.t0 + row["offset_s"], "not_sent", why).as_row())
             self.recorded += 1
         self.sink.close()
         self._finished.set()

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -34,7 +35,7 @@ from cluster.provision import Fleet, Replica
 from loadtest.manifest import Manifest, ModeRun, utc_now
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
-from scenarios.trace import build_trace, scenario_hash, write_trace
+from scenarios.trace import build_trace, load_trace_file, scenario_hash, write_trace
 
 log = logging.getLogger("loadtest")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -146,6 +147,25 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: P
     return end, recorded
 
 
+def _prepare_trace(args: argparse.Namespace) -> tuple[pa.Table, dict, int | None]:
+    """The trace to replay: built from --scenario, or read from --trace; with what describes it."""
+    if args.trace:
+        trace, meta = load_trace_file(Path(args.trace))
+        if args.requests:
+            trace = trace.slice(0, args.requests)
+        info = {"name": meta.get("name", Path(args.trace).stem), "source": str(args.trace),
+                "sha256": meta.get("sha256", "")}
+        return trace, info, None
+    scenario, raw = load_scenario(args.scenario)
+    seed = scenario.seed if args.seed is None else args.seed
+    requests_n = args.requests or scenario.demo_requests
+    trace = build_trace(scenario, requests=requests_n, seed=seed, rate_scale=args.rate_scale)
+    arrival = scenario.arrival.model_dump(by_alias=True) if scenario.arrival else "per tenant"
+    info = {"name": scenario.name, "source": str(args.scenario), "sha256": scenario_hash(raw),
+            "rate_scale": args.rate_scale or scenario.rate_scale, "arrival": arrival}
+    return trace, info, seed
+
+
 def main(args: argparse.Namespace) -> int:
     # Wide enough for the table when stdout is a file or a pipe (rich assumes 80 columns there).
     console = Console(width=None if sys.stdout.isatty() else 160)
@@ -154,15 +174,14 @@ def main(args: argparse.Namespace) -> int:
         print(f"loadtest run: error: {message}", file=sys.stderr, flush=True)
     # -- everything that can be wrong with the input is found before anything starts ------------
     try:
-        scenario, scenario_raw = load_scenario(args.scenario)
         fleet_spec, fleet_raw = load_fleet(args.fleet)
         modes = _resolve_modes(fleet_spec, args.modes)
+        t_build = time.monotonic()
+        trace, scenario_info, seed = _prepare_trace(args)
     except (ScenarioError, FleetError) as exc:
         fail(str(exc))
         return EXIT_USAGE
-    requests_n = args.requests or scenario.demo_requests
-    seed = scenario.seed if args.seed is None else args.seed
-    run_id = args.run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{scenario.name}"
+    run_id = args.run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{scenario_info['name'].replace(':', '-')}"
     run_dir = Path(args.out) / run_id
     if run_dir.exists() and any(run_dir.iterdir()):
         fail(f"{run_dir} already exists; pick another --run-id")
@@ -172,20 +191,17 @@ def main(args: argparse.Namespace) -> int:
 
     manifest = Manifest(
         run_id=run_id,
-        scenario={"name": scenario.name, "source": str(args.scenario), "sha256": scenario_hash(scenario_raw),
-                  "rate_scale": scenario.rate_scale, "arrival": scenario.arrival.model_dump()},
+        scenario=scenario_info,
         fleet={"name": fleet_spec.name, "source": str(args.fleet), "sha256": scenario_hash(fleet_raw),
                "spec": fleet_spec.model_dump()},
-        modes=modes, seed=seed, requests=requests_n,
+        modes=modes, seed=seed, requests=trace.num_rows,
     )
     manifest.write(run_dir)
-    t_build = time.monotonic()
-    trace = build_trace(scenario, requests=requests_n, seed=seed)
     trace_path = run_dir / "trace.parquet"
-    write_trace(trace, trace_path, scenario.name, manifest.scenario["sha256"])
+    write_trace(trace, trace_path, scenario_info["name"], scenario_info["sha256"])
     span = trace["offset_s"][-1].as_py()
-    console.print(f"[bold]{run_id}[/bold]: {trace.num_rows} requests of {scenario.name} over {span:.1f} s "
-                  f"(trace built in {time.monotonic() - t_build:.1f} s), modes {', '.join(modes)}, "
+    console.print(f"[bold]{run_id}[/bold]: {trace.num_rows} requests of {scenario_info['name']} over {span:.1f} s "
+                  f"(trace ready in {time.monotonic() - t_build:.1f} s), modes {', '.join(modes)}, "
                   f"fleet {fleet_spec.name}")
 
     status, reason, code = "failed", None, EXIT_FAILED

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
+import orjson
 
 # Byte-level BPE tokenizers of Llama 3 and Qwen 2.5 average about 4 characters of English or code
 # per token. This is the one estimate the project uses for prompt length targets; the server's
@@ -59,8 +61,12 @@ _JSON_ASK = ('Return a JSON object with keys "sentiment" (positive, neutral or n
 
 @cache
 def _corpus(name: str) -> tuple[str, np.ndarray]:
-    """The content file repeated to at least 64k characters, and its line-start offsets."""
-    text = (resources.files("scenarios") / "content" / _FILES[name]).read_text()
+    """A content file (a built-in name, or the path of a user's document) repeated to at least 64k
+    characters, and its line-start offsets."""
+    if name in _FILES:
+        text = (resources.files("scenarios") / "content" / _FILES[name]).read_text()
+    else:
+        text = Path(name).read_text(errors="replace")
     if not text.endswith("\n"):
         text += "\n"
     text = text * max(1, -(-65536 // len(text)) + 1)
@@ -81,9 +87,25 @@ def _slice(name: str, start_pick: int, chars: int) -> str:
     return text[start:start + chars]
 
 
-def make_prompt(domain: str, language: str | None, target_tokens: int, uid: int, pick: int) -> str:
+@cache
+def custom_prompts(path: str) -> tuple[str, ...]:
+    """Prompts of a `custom` tenant: JSONL lines with a "prompt" key, or else one prompt per line."""
+    lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
+    if not lines:
+        raise ValueError(f"{path}: no prompts in the file")
+    if lines[0].lstrip().startswith("{"):
+        return tuple(str(orjson.loads(ln)["prompt"]) for ln in lines)
+    return tuple(lines)
+
+
+def make_prompt(domain: str, language: str | None, target_tokens: int, uid: int, pick: int,
+                source: str | None = None) -> str:
     """One prompt of about `target_tokens` tokens. `uid` makes its opening unique; `pick` chooses
-    the instruction and where the body text starts."""
+    the instruction and where the body text starts; `source` is a summarize tenant's document or
+    a custom tenant's prompts file."""
+    if domain == "custom":
+        prompts = custom_prompts(source)
+        return prompts[pick % len(prompts)]
     tag = f"{uid:010x}"
     if domain == "chat":
         head = f"[session {tag}] {_questions()[pick % len(_questions())]}\n\nWhat I wrote earlier:\n"
@@ -98,7 +120,7 @@ def make_prompt(domain: str, language: str | None, target_tokens: int, uid: int,
         body_name = "sql"
     elif domain == "summarize":
         head = f"Document {tag}. {_SUMMARY_ASKS[pick % len(_SUMMARY_ASKS)]}\n\n"
-        body_name = "summarize"
+        body_name = source or "summarize"
     elif domain == "structured":
         head = f"Review {tag}:\n"
         body_name = "structured"

@@ -8,7 +8,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from scenarios import ScenarioError
 
@@ -28,6 +37,15 @@ class _Bounded(_Strict):
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) is greater than max ({self.max})")
         return self
+
+
+def _resolve(path: str, info: ValidationInfo) -> str:
+    """A file named in a scenario, relative to the scenario file; it must exist."""
+    base = Path((info.context or {}).get("base", "."))
+    full = (base / path).resolve()
+    if not full.is_file():
+        raise ValueError(f"file {path!r} does not exist (looked for {full})")
+    return str(full)
 
 
 class Fixed(_Strict):
@@ -54,8 +72,33 @@ class LogNormal(_Bounded):
 
 
 class Empirical(_Bounded):
+    """Draws from a list of observed lengths, given inline (`values`) or as a file of one integer
+    per line (`file`, relative to the scenario)."""
+
     dist: Literal["empirical"]
-    values: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1)]
+    values: list[Annotated[int, Field(ge=1)]] | None = None
+    file: str | None = None
+
+    @field_validator("file")
+    @classmethod
+    def _file(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return None if v is None else _resolve(v, info)
+
+    @model_validator(mode="after")
+    def _source(self):
+        if (self.values is None) == (self.file is None):
+            raise ValueError("empirical needs exactly one of values (a list) or file (one length per line)")
+        if self.values is not None and not self.values:
+            raise ValueError("empirical values is empty")
+        return self
+
+    def observed(self) -> list[int]:
+        if self.values is not None:
+            return self.values
+        out = [int(line) for line in Path(self.file).read_text().split() if line.strip()]
+        if not out or min(out) < 1:
+            raise ValueError(f"{self.file}: needs positive integers, one per line")
+        return out
 
 
 Distribution = Annotated[Fixed | Uniform | Normal | LogNormal | Empirical, Field(discriminator="dist")]
@@ -67,62 +110,177 @@ class Slo(_Strict):
     e2e_p99_ms: PositiveFloat | None = None
 
 
+# ---- arrival processes ------------------------------------------------------------------------
+class Poisson(_Strict):
+    """Independent arrivals at `rate` per second: exponential gaps, CV 1."""
+
+    process: Literal["poisson"]
+    rate: PositiveFloat
+
+
+class Constant(_Strict):
+    """Evenly spaced arrivals at `rate` per second: CV 0."""
+
+    process: Literal["constant"]
+    rate: PositiveFloat
+
+
+class Gamma(_Strict):
+    """Gamma-distributed gaps with mean 1/rate and coefficient of variation `cv` (>1: bursty)."""
+
+    process: Literal["gamma"]
+    rate: PositiveFloat
+    cv: PositiveFloat
+
+
+class Ramp(_Strict):
+    """Poisson arrivals whose rate moves linearly from `from` to `to` over `over` seconds, then
+    stays at `to`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    process: Literal["ramp"]
+    from_rate: Annotated[float, Field(alias="from", ge=0)]
+    to_rate: Annotated[float, Field(alias="to", ge=0)]
+    over: PositiveFloat
+
+    @model_validator(mode="after")
+    def _some_rate(self):
+        if self.from_rate == 0 and self.to_rate == 0:
+            raise ValueError("ramp needs from or to above 0")
+        return self
+
+
+class Step(_Strict):
+    rate: Annotated[float, Field(ge=0)]
+    duration: PositiveFloat
+
+
+class Steps(_Strict):
+    """Poisson arrivals at a piecewise-constant rate; the list of steps repeats."""
+
+    process: Literal["steps"]
+    steps: Annotated[list[Step], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _some_rate(self):
+        if not any(s.rate > 0 for s in self.steps):
+            raise ValueError("steps needs at least one step with rate above 0")
+        return self
+
+
+class Diurnal(_Strict):
+    """Poisson arrivals at mean x (1 + amplitude x sin(2 pi t / period)): a day in `period` s."""
+
+    process: Literal["diurnal"]
+    mean: PositiveFloat
+    amplitude: Annotated[float, Field(ge=0, le=1)]
+    period: PositiveFloat
+
+
+class OnOff(_Strict):
+    """Bursts: Poisson at `rate` for `on` seconds, then silence for `off` seconds, repeating."""
+
+    process: Literal["onoff"]
+    rate: PositiveFloat
+    on: PositiveFloat
+    off: PositiveFloat
+
+
+class Closed(_Strict):
+    """Closed loop: `concurrency` requests always in flight, the next sent as one finishes."""
+
+    process: Literal["closed"]
+    concurrency: Annotated[int, Field(ge=1)]
+
+
+OpenArrival = Annotated[Poisson | Constant | Gamma | Ramp | Steps | Diurnal | OnOff, Field(discriminator="process")]
+Arrival = Annotated[Poisson | Constant | Gamma | Ramp | Steps | Diurnal | OnOff | Closed,
+                    Field(discriminator="process")]
+
+
 class Tenant(_Strict):
-    share: Annotated[float, Field(gt=0, le=1)]
-    domain: Literal["chat", "code", "sql", "summarize", "structured"]
+    share: Annotated[float, Field(gt=0, le=1)] | None = None
+    arrival: OpenArrival | None = None      # a tenant with its own arrival process takes no share
+    domain: Literal["chat", "code", "sql", "summarize", "structured", "custom"]
     language: list[Literal["rust", "cpp", "python"]] | None = None
+    document: str | None = None             # summarize: the document to summarise (a text file)
+    prompts_file: str | None = None         # custom: prompts, one per line (text) or JSONL {"prompt": ...}
     api: Literal["completions", "chat"] = "chat"
-    prompt_tokens: Distribution
+    prompt_tokens: Distribution | None = None   # required, except for custom (the file's prompts)
     output_tokens: Distribution
     temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
     ignore_eos: bool = False
     system: str | None = None
     slo: Slo = Slo()
 
+    @field_validator("document", "prompts_file")
+    @classmethod
+    def _file(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return None if v is None else _resolve(v, info)
+
     @model_validator(mode="after")
-    def _language(self):
+    def _shape(self):
+        if (self.share is None) == (self.arrival is None):
+            raise ValueError("a tenant needs exactly one of share (of the scenario's arrivals) or arrival (its own)")
         if self.domain == "code" and not self.language:
             raise ValueError("domain 'code' needs a language list, e.g. language = [\"rust\", \"cpp\"]")
         if self.domain != "code" and self.language:
             raise ValueError(f"language is only for domain 'code' (domain is {self.domain!r})")
+        if self.domain == "custom" and not self.prompts_file:
+            raise ValueError("domain 'custom' needs prompts_file")
+        if self.domain != "custom" and self.prompt_tokens is None:
+            raise ValueError("prompt_tokens is required (a length distribution)")
+        if self.prompts_file and self.domain != "custom":
+            raise ValueError(f"prompts_file is only for domain 'custom' (domain is {self.domain!r})")
+        if self.document and self.domain != "summarize":
+            raise ValueError(f"document is only for domain 'summarize' (domain is {self.domain!r})")
         return self
-
-
-class Poisson(_Strict):
-    process: Literal["poisson"]
-    rate: PositiveFloat
-
-
-class Constant(_Strict):
-    process: Literal["constant"]
-    rate: PositiveFloat
-
-
-class Gamma(_Strict):
-    process: Literal["gamma"]
-    rate: PositiveFloat
-    cv: PositiveFloat
-
-
-Arrival = Annotated[Poisson | Constant | Gamma, Field(discriminator="process")]
 
 
 class Scenario(_Strict):
     name: str
     description: str = ""
-    requests: Annotated[int, Field(ge=1)]
+    requests: Annotated[int, Field(ge=1)] | None = None
+    duration: PositiveFloat | None = None       # seconds of traffic, instead of a request count
     demo_requests: Annotated[int, Field(ge=1)] = 100
     seed: int = 0
     rate_scale: PositiveFloat = 1.0
-    arrival: Arrival
+    arrival: Arrival | None = None
     tenants: Annotated[dict[str, Tenant], Field(min_length=1)]
 
     @model_validator(mode="after")
-    def _shares(self):
-        total = sum(t.share for t in self.tenants.values())
-        if not math.isclose(total, 1.0, abs_tol=SHARE_TOLERANCE):
-            raise ValueError(f"tenant shares must sum to 1, they sum to {total:g}")
+    def _consistent(self):
+        if (self.requests is None) == (self.duration is None):
+            raise ValueError("give exactly one of requests (a count) or duration (seconds)")
+        shared = {n: t for n, t in self.tenants.items() if t.share is not None}
+        if shared and self.arrival is None:
+            raise ValueError(f"tenant {next(iter(shared))!r} takes a share, but the scenario has no arrival process")
+        if self.arrival is not None and not shared:
+            raise ValueError("the scenario's arrival process has no tenant taking a share of it")
+        if shared:
+            total = sum(t.share for t in shared.values())
+            if not math.isclose(total, 1.0, abs_tol=SHARE_TOLERANCE):
+                raise ValueError(f"tenant shares must sum to 1, they sum to {total:g}")
+        if isinstance(self.arrival, Closed):
+            if len(shared) != len(self.tenants):
+                raise ValueError("a closed-loop scenario cannot mix in tenants with their own arrival process")
+            if self.duration is not None:
+                raise ValueError("a closed-loop scenario needs requests, not duration")
         return self
+
+    def with_overrides(self, requests: int | None = None, duration: float | None = None,
+                       seed: int | None = None, rate_scale: float | None = None) -> Scenario:
+        """The same scenario with CLI overrides applied (a count replaces a duration and back)."""
+        upd: dict = {}
+        if requests is not None:
+            upd |= {"requests": requests, "duration": None}
+        if duration is not None:
+            upd |= {"duration": duration, "requests": None}
+        if seed is not None:
+            upd["seed"] = seed
+        if rate_scale is not None:
+            upd["rate_scale"] = rate_scale
+        return self.model_copy(update=upd)
 
 
 BUILTIN = resources.files("scenarios") / "builtin"
@@ -162,7 +320,8 @@ def load_scenario(name_or_path: str | Path) -> tuple[Scenario, bytes]:
         data = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{where}: not valid TOML: {exc}") from None
+    base = Path(where).parent if Path(where).is_file() else Path(str(BUILTIN))
     try:
-        return Scenario.model_validate(data), raw
+        return Scenario.model_validate(data, context={"base": base}), raw
     except ValidationError as exc:
         raise ScenarioError(_format(exc.errors()[0], where)) from None

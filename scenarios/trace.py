@@ -1,4 +1,4 @@
-"""Compile a scenario into a trace: one row per request, deterministic per (scenario, seed, count)."""
+"""Compile a scenario into a trace: one row per request, deterministic per (scenario, seed, size)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from scenarios import ScenarioError
+from scenarios.arrivals import send_times
 from scenarios.prompts import estimate_tokens, make_prompt
-from scenarios.spec import (
-    Arrival,
-    Constant,
-    Distribution,
-    Empirical,
-    Fixed,
-    Gamma,
-    LogNormal,
-    Normal,
-    Poisson,
-    Scenario,
-    Uniform,
-)
+from scenarios.spec import Closed, Distribution, Empirical, Fixed, LogNormal, Normal, Scenario, Uniform
 
 TRACE_SCHEMA = pa.schema([
     pa.field("request_id", pa.string(), nullable=False),
@@ -44,6 +34,7 @@ TRACE_SCHEMA = pa.schema([
 ])
 META_HASH = b"loadtest.scenario_sha256"
 META_NAME = b"loadtest.scenario"
+META_CLOSED = b"loadtest.closed_concurrency"  # present when the trace is replayed closed-loop
 
 
 def scenario_hash(raw: bytes) -> str:
@@ -62,92 +53,142 @@ def sample_lengths(dist: Distribution, n: int, rng: np.random.Generator) -> np.n
         mu = np.log(dist.mean) - dist.sigma**2 / 2  # so that E[X] = mean
         values = np.rint(rng.lognormal(mu, dist.sigma, size=n))
     elif isinstance(dist, Empirical):
-        values = rng.choice(np.asarray(dist.values), size=n)
+        values = rng.choice(np.asarray(dist.observed()), size=n)
     else:  # pragma: no cover - the union is closed
         raise TypeError(dist)
     return np.clip(values, dist.min, dist.max).astype(np.int64)
 
 
-def sample_offsets(arrival: Arrival, n: int, rate_scale: float, rng: np.random.Generator) -> np.ndarray:
-    """Send times in seconds from the start (first at 0), non-decreasing."""
-    rate = arrival.rate * rate_scale
-    if isinstance(arrival, Poisson):
-        gaps = rng.exponential(1.0 / rate, size=n)
-    elif isinstance(arrival, Constant):
-        gaps = np.full(n, 1.0 / rate)
-    elif isinstance(arrival, Gamma):
-        shape = 1.0 / arrival.cv**2  # CV of a gamma is 1/sqrt(shape)
-        gaps = rng.gamma(shape, 1.0 / (rate * shape), size=n)
-    else:  # pragma: no cover
-        raise TypeError(arrival)
-    gaps[0] = 0.0
-    return np.cumsum(gaps)
+def _arrivals(sc: Scenario, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Send times and tenant index of every request, sorted by time."""
+    names = list(sc.tenants)
+    seeds = rng.integers(0, 2**63, size=len(names) + 1)
+    count, duration = sc.requests, sc.duration
+    if isinstance(sc.arrival, Closed):
+        times, who = np.zeros(count), np.full(count, -1)
+    else:
+        parts = []
+        if sc.arrival is not None:
+            t = send_times(sc.arrival, int(seeds[0]), sc.rate_scale, count, duration)
+            parts.append((t, np.full(len(t), -1)))
+        for i, name in enumerate(names):
+            own = sc.tenants[name].arrival
+            if own is not None:
+                t = send_times(own, int(seeds[i + 1]), sc.rate_scale, count, duration)
+                parts.append((t, np.full(len(t), i)))
+        times = np.concatenate([p[0] for p in parts])
+        who = np.concatenate([p[1] for p in parts])
+        order = np.argsort(times, kind="stable")
+        times, who = times[order], who[order]
+        if count is not None:
+            times, who = times[:count], who[:count]
+    shared = [i for i, n in enumerate(names) if sc.tenants[n].share is not None]
+    pool = who == -1
+    if shared:
+        shares = np.array([sc.tenants[names[i]].share for i in shared])
+        who[pool] = np.asarray(shared)[rng.choice(len(shared), size=int(pool.sum()), p=shares / shares.sum())]
+    return times, who
 
 
 def build_trace(scenario: Scenario, requests: int | None = None, seed: int | None = None,
-                rate_scale: float | None = None) -> pa.Table:
-    n = requests or scenario.requests
-    rng = np.random.default_rng(scenario.seed if seed is None else seed)
-    offsets = sample_offsets(scenario.arrival, n, rate_scale or scenario.rate_scale, rng)
-    names = list(scenario.tenants)
-    shares = np.array([scenario.tenants[t].share for t in names])
-    which = rng.choice(len(names), size=n, p=shares / shares.sum())
-    prompt_target = np.empty(n, dtype=np.int64)
+                rate_scale: float | None = None, duration: float | None = None) -> pa.Table:
+    """The scenario's requests as a table (TRACE_SCHEMA): the same arguments give the same table."""
+    sc = scenario.with_overrides(requests=requests, duration=duration, seed=seed, rate_scale=rate_scale)
+    rng = np.random.default_rng(sc.seed)
+    offsets, which = _arrivals(sc, rng)
+    n = len(offsets)
+    names = list(sc.tenants)
+    prompt_target = np.zeros(n, dtype=np.int64)
     max_tokens = np.empty(n, dtype=np.int64)
-    language = np.empty(n, dtype=object)
+    language = np.full(n, None, dtype=object)
     for i, name in enumerate(names):
-        t = scenario.tenants[name]
+        t = sc.tenants[name]
         idx = np.flatnonzero(which == i)
-        prompt_target[idx] = sample_lengths(t.prompt_tokens, len(idx), rng)
+        if t.prompt_tokens is not None:
+            prompt_target[idx] = sample_lengths(t.prompt_tokens, len(idx), rng)
         max_tokens[idx] = sample_lengths(t.output_tokens, len(idx), rng)
-        language[idx] = rng.choice(t.language, size=len(idx)) if t.language else None
-    uids = rng.integers(0, 2**40, size=n)
-    picks = rng.integers(0, 2**31, size=n)
+        if t.language:
+            language[idx] = rng.choice(t.language, size=len(idx))
+    uids = rng.integers(0, 2**40, size=n).tolist()
+    picks = rng.integers(0, 2**31, size=n).tolist()
 
-    tenants = [scenario.tenants[names[w]] for w in which]
-    prompts: list[str | None] = []
-    messages: list[str | None] = []
+    tenants = [sc.tenants[name] for name in names]
+    prompts: list[str | None] = [None] * n
+    messages: list[str | None] = [None] * n
     est = np.empty(n, dtype=np.int64)
-    for j, t in enumerate(tenants):
-        text = make_prompt(t.domain, language[j], int(prompt_target[j]), int(uids[j]), int(picks[j]))
+    targets, langs, which_l = prompt_target.tolist(), language.tolist(), which.tolist()
+    for j in range(n):
+        t = tenants[which_l[j]]
+        text = make_prompt(t.domain, langs[j], targets[j], uids[j], picks[j], t.document or t.prompts_file)
         if t.api == "chat":
             msgs = ([{"role": "system", "content": t.system}] if t.system else []) + [{"role": "user", "content": text}]
-            messages.append(orjson.dumps(msgs).decode())
-            prompts.append(None)
-            est[j] = sum(estimate_tokens(m["content"]) for m in msgs)
+            messages[j] = orjson.dumps(msgs).decode()
+            est[j] = estimate_tokens(text) + (estimate_tokens(t.system) if t.system else 0)
         else:
-            prompts.append(text)
-            messages.append(None)
+            prompts[j] = text
             est[j] = estimate_tokens(text)
+
+    def per_tenant(values: list) -> pa.Array:
+        return pa.array(values).take(pa.array(which))
+
     width = max(6, len(str(n - 1)))
     cols = {
         "request_id": [f"r{i:0{width}d}" for i in range(n)],
-        "tenant": [names[w] for w in which],
-        "domain": [t.domain for t in tenants],
-        "language": language.tolist(),
+        "tenant": pa.array(names).take(pa.array(which)),
+        "domain": per_tenant([t.domain for t in tenants]),
+        "language": langs,
         "offset_s": offsets,
-        "api": [t.api for t in tenants],
+        "api": per_tenant([t.api for t in tenants]),
         "prompt": prompts,
         "messages": messages,
         "max_tokens": max_tokens.astype(np.int32),
-        "temperature": np.array([t.temperature for t in tenants], dtype=np.float32),
-        "ignore_eos": np.array([t.ignore_eos for t in tenants], dtype=bool),
+        "temperature": per_tenant([t.temperature for t in tenants]).cast(pa.float32()),
+        "ignore_eos": per_tenant([t.ignore_eos for t in tenants]),
         "prompt_tokens_est": est.astype(np.int32),
-        "slo_ttft_p99_ms": [t.slo.ttft_p99_ms for t in tenants],
-        "slo_tpot_p99_ms": [t.slo.tpot_p99_ms for t in tenants],
-        "slo_e2e_p99_ms": [t.slo.e2e_p99_ms for t in tenants],
+        "slo_ttft_p99_ms": per_tenant([t.slo.ttft_p99_ms for t in tenants]).cast(pa.float64()),
+        "slo_tpot_p99_ms": per_tenant([t.slo.tpot_p99_ms for t in tenants]).cast(pa.float64()),
+        "slo_e2e_p99_ms": per_tenant([t.slo.e2e_p99_ms for t in tenants]).cast(pa.float64()),
     }
-    return pa.table(cols, schema=TRACE_SCHEMA)
+    table = pa.table(cols, schema=TRACE_SCHEMA)
+    if isinstance(sc.arrival, Closed):
+        table = table.replace_schema_metadata({META_CLOSED: str(sc.arrival.concurrency).encode()})
+    return table
 
 
 def write_trace(table: pa.Table, path: Path, scenario_name: str, scenario_sha256: str) -> None:
-    meta = {META_NAME: scenario_name.encode(), META_HASH: scenario_sha256.encode()}
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
+    meta = {**(table.schema.metadata or {}), META_NAME: scenario_name.encode(), META_HASH: scenario_sha256.encode()}
+    table = table.replace_schema_metadata(meta)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.tmp")
     pq.write_table(table, tmp, compression="zstd")
     tmp.replace(path)
 
 
 def read_trace(path: Path) -> pa.Table:
     return pq.read_table(path)
+
+
+def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
+    """A trace file to replay, checked against TRACE_SCHEMA; one-line ScenarioError otherwise."""
+    if not path.is_file():
+        raise ScenarioError(f"trace file {str(path)!r} does not exist")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ScenarioError(f"{path}: not a Parquet trace: {exc}") from None
+    for field in TRACE_SCHEMA:
+        if field.name not in table.column_names:
+            raise ScenarioError(f"{path}: column {field.name!r} is missing (see `loadtest trace build`)")
+    meta = table.schema.metadata or {}
+    try:
+        table = table.select(TRACE_SCHEMA.names).cast(TRACE_SCHEMA).replace_schema_metadata(meta)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise ScenarioError(f"{path}: columns do not match the trace schema: {exc}") from None
+    if table.num_rows == 0:
+        raise ScenarioError(f"{path}: the trace has no requests")
+    return table, {k: meta[v].decode() for k, v in (("name", META_NAME), ("sha256", META_HASH)) if v in meta}
+
+
+def closed_concurrency(table_or_schema) -> int | None:
+    meta = (table_or_schema.schema if hasattr(table_or_schema, "schema") else table_or_schema).metadata or {}
+    return int(meta[META_CLOSED]) if META_CLOSED in meta else None

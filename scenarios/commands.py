@@ -1,0 +1,107 @@
+"""`loadtest scenario ...` and `loadtest trace ...`: look at, check and compile traffic."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from rich.console import Console
+from rich.table import Table
+
+from scenarios import ScenarioError
+from scenarios.importers import ImportOptions, import_trace
+from scenarios.spec import BUILTIN, builtin_names, load_scenario
+from scenarios.trace import META_HASH, META_NAME, build_trace, closed_concurrency, scenario_hash, write_trace
+
+SPARK = " ▁▂▃▄▅▆▇█"
+
+
+def scenario_list(console: Console) -> int:
+    t = Table("name", "requests or duration", "arrival", "tenants", "description", header_style="bold")
+    for name in builtin_names():
+        s, _ = load_scenario(name)
+        size = f"{s.requests:,} requests" if s.requests else f"{s.duration:,.0f} s"
+        arrival = s.arrival.process if s.arrival else "per tenant"
+        t.add_row(name, size, arrival, ", ".join(s.tenants), s.description)
+    console.print(t)
+    return 0
+
+
+def scenario_show(console: Console, name: str) -> int:
+    s, raw = load_scenario(name)
+    path = BUILTIN / f"{name}.toml" if name in builtin_names() else Path(name)
+    console.print(f"# {s.name}  sha256 {scenario_hash(raw)[:16]}  ({path})", highlight=False)
+    console.print(raw.decode(), highlight=False, markup=False)
+    return 0
+
+
+def scenario_validate(console: Console, path: str) -> int:
+    s, raw = load_scenario(path)
+    tomllib.loads(raw.decode())
+    size = f"{s.requests:,} requests" if s.requests else f"{s.duration:,.0f} s"
+    console.print(f"{path}: valid: {len(s.tenants)} tenant(s), {size}, sha256 {scenario_hash(raw)[:16]}",
+                  highlight=False)
+    return 0
+
+
+def trace_build(console: Console, scenario: str, out: str, requests: int | None, seed: int | None,
+                duration: float | None, rate_scale: float | None) -> int:
+    s, raw = load_scenario(scenario)
+    table = build_trace(s, requests=requests, seed=seed, duration=duration, rate_scale=rate_scale)
+    write_trace(table, Path(out), s.name, scenario_hash(raw))
+    console.print(f"wrote {table.num_rows:,} requests of {s.name} to {out}", highlight=False)
+    return 0
+
+
+def trace_import(console: Console, file: str, fmt: str, out: str, opts: ImportOptions) -> int:
+    path = Path(file)
+    table = import_trace(path, fmt, opts)
+    write_trace(table, Path(out), f"import:{fmt}:{path.name}", scenario_hash(path.read_bytes()))
+    console.print(f"wrote {table.num_rows:,} requests imported from {file} ({fmt}) to {out}", highlight=False)
+    return 0
+
+
+def sparkline(values: np.ndarray) -> str:
+    top = values.max() if len(values) and values.max() > 0 else 1
+    return "".join(SPARK[round(v / top * (len(SPARK) - 1))] for v in values)
+
+
+def trace_show(console: Console, file: str) -> int:
+    path = Path(file)
+    if not path.is_file():
+        raise ScenarioError(f"trace file {file!r} does not exist")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ScenarioError(f"{file}: not a Parquet trace: {exc}") from None
+    meta = table.schema.metadata or {}
+    offsets = table["offset_s"].to_numpy()
+    span = float(offsets[-1] - offsets[0]) if len(offsets) > 1 else 0.0
+    gaps = np.diff(offsets)
+    cv = float(gaps.std() / gaps.mean()) if len(gaps) > 1 and gaps.mean() > 0 else float("nan")
+    closed = closed_concurrency(table)
+    console.print(f"{file}: {table.num_rows:,} requests over {span:,.1f} s "
+                  f"({table.num_rows / span if span else float('nan'):.2f}/s), inter-arrival CV {cv:.2f}"
+                  + (f", closed loop at concurrency {closed}" if closed else "")
+                  + f"; scenario {meta.get(META_NAME, b'?').decode()} {meta.get(META_HASH, b'?').decode()[:16]}",
+                  highlight=False)
+    t = Table("tenant", "requests", "share", "prompt p50/p99 (est)", "output p50/p99", "api", header_style="bold")
+    for tenant in sorted(set(table["tenant"].to_pylist())):
+        sub = table.filter(pc.equal(table["tenant"], tenant))
+        p = np.percentile(sub["prompt_tokens_est"].to_numpy(), [50, 99])
+        o = np.percentile(sub["max_tokens"].to_numpy(), [50, 99])
+        t.add_row(tenant, f"{sub.num_rows:,}", f"{sub.num_rows / table.num_rows:.1%}", f"{p[0]:.0f} / {p[1]:.0f}",
+                  f"{o[0]:.0f} / {o[1]:.0f}", ",".join(sorted(set(sub["api"].to_pylist()))))
+    console.print(t)
+    if span > 0:
+        bins = min(60, max(1, table.num_rows // 5))
+        counts, edges = np.histogram(offsets, bins=bins)
+        width = edges[1] - edges[0]
+        console.print(f"requests/s over time ({width:,.1f} s per bar, peak {counts.max() / width:.1f}/s):",
+                      highlight=False)
+        console.print(sparkline(counts), highlight=False)
+    return 0

@@ -1,0 +1,218 @@
+"""Real traces, as users have them, turned into traces the replayer takes.
+
+Formats: ShareGPT-style JSON conversations; JSONL (`prompt`, `max_tokens`, optional
+`timestamp` in seconds and `tenant`); the Azure LLM inference trace CSV (`TIMESTAMP,
+ContextTokens, GeneratedTokens`); the BurstGPT CSV (`Timestamp, Model, Request tokens, Response
+tokens, ...`). Where a trace has only lengths, prompts are generated to those lengths; where it
+has no times, arrivals are Poisson at `rate`. Every problem is one line naming the file and the
+row or line.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from scenarios import ScenarioError
+from scenarios.prompts import estimate_tokens, make_prompt
+from scenarios.trace import TRACE_SCHEMA
+
+FORMATS = ("sharegpt", "jsonl", "azure", "burstgpt")
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    speedup: float = 1.0                        # divide the trace's times by this
+    window: tuple[float, float] | None = None   # keep [start, end) seconds of the original timeline
+    sample: float | None = None                 # keep N rows (>= 1) or this fraction (< 1), seeded
+    rate: float = 1.0                           # Poisson arrivals per second for untimed traces
+    seed: int = 0
+
+
+@dataclass
+class _Rows:
+    tenant: list[str]
+    prompt: list[str | None]
+    messages: list[str | None]
+    api: list[str]
+    max_tokens: list[int]
+    times: list[float] | None                   # seconds, any origin; None: untimed
+    ignore_eos: bool
+
+
+def _sharegpt(path: Path) -> _Rows:
+    try:
+        data = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(data, list):
+        raise ScenarioError(f"{path}: expected a JSON list of conversations")
+    rows = _Rows([], [], [], [], [], None, ignore_eos=False)
+    for i, conv in enumerate(data):
+        turns = conv.get("conversations") if isinstance(conv, dict) else None
+        if not isinstance(turns, list):
+            raise ScenarioError(f"{path}: conversation {i}: missing 'conversations' list")
+        human = next((k for k, t in enumerate(turns) if t.get("from") in ("human", "user")), None)
+        if human is None or human + 1 >= len(turns):
+            continue  # no question with an answer: nothing to replay
+        answer = turns[human + 1].get("value", "")
+        rows.tenant.append("sharegpt")
+        rows.messages.append(orjson.dumps([{"role": "user", "content": turns[human].get("value", "")}]).decode())
+        rows.prompt.append(None)
+        rows.api.append("chat")
+        rows.max_tokens.append(max(1, estimate_tokens(answer)))
+    return rows
+
+
+def _jsonl(path: Path) -> _Rows:
+    rows = _Rows([], [], [], [], [], [], ignore_eos=False)
+    timed = True
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise ScenarioError(f"{path}:{n}: not valid JSON: {exc}") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
+            raise ScenarioError(f"{path}:{n}: prompt: required string is missing")
+        mt = obj.get("max_tokens")
+        if not isinstance(mt, int) or mt < 1:
+            raise ScenarioError(f"{path}:{n}: max_tokens: expected a positive integer, got {mt!r}")
+        ts = obj.get("timestamp")
+        if ts is None:
+            timed = False
+        elif not isinstance(ts, int | float):
+            raise ScenarioError(f"{path}:{n}: timestamp: expected seconds as a number, got {ts!r}")
+        rows.tenant.append(str(obj.get("tenant", "jsonl")))
+        rows.prompt.append(obj["prompt"])
+        rows.messages.append(None)
+        rows.api.append("completions")
+        rows.max_tokens.append(mt)
+        rows.times.append(float(ts) if ts is not None else 0.0)
+    if not timed:
+        rows.times = None
+    return rows
+
+
+def _csv_rows(path: Path, required: list[str]) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        header = [h.strip() for h in (reader.fieldnames or [])]
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise ScenarioError(f"{path}: missing column {missing[0]!r} (columns: {', '.join(header)})")
+        return [{k.strip(): (v or "").strip() for k, v in row.items() if k} for row in reader]
+
+
+def _float(path: Path, row: int, col: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ScenarioError(f"{path}: row {row}: {col}: expected a number, got {text!r}") from None
+
+
+def _int(path: Path, row: int, col: str, text: str) -> int:
+    return int(_float(path, row, col, text))
+
+
+def _lengths_only(path: Path, rows_in, tenant_of, time_of, prompt_col: str, output_col: str) -> _Rows:
+    rows = _Rows([], [], [], [], [], [], ignore_eos=True)
+    for i, r in enumerate(rows_in, 2):
+        out = _int(path, i, output_col, r[output_col])
+        if out < 1:
+            continue  # a failed request in the source: nothing was generated
+        rows.tenant.append(tenant_of(r))
+        rows.prompt.append(f"{_int(path, i, prompt_col, r[prompt_col])}")  # a length, made a prompt below
+        rows.messages.append(None)
+        rows.api.append("completions")
+        rows.max_tokens.append(out)
+        rows.times.append(time_of(i, r))
+    return rows
+
+
+def _azure(path: Path) -> _Rows:
+    def when(i: int, r: dict) -> float:
+        text = r["TIMESTAMP"]
+        head, _, frac = text.partition(".")
+        try:
+            base = datetime.fromisoformat(head)
+        except ValueError:
+            raise ScenarioError(
+                f"{path}: row {i}: TIMESTAMP: expected 'YYYY-MM-DD HH:MM:SS[.f]', got {text!r}") from None
+        return base.timestamp() + (float(f"0.{frac}") if frac else 0.0)
+
+    rows = _csv_rows(path, ["TIMESTAMP", "ContextTokens", "GeneratedTokens"])
+    return _lengths_only(path, rows, lambda r: "azure", when, "ContextTokens", "GeneratedTokens")
+
+
+def _burstgpt(path: Path) -> _Rows:
+    rows = _csv_rows(path, ["Timestamp", "Request tokens", "Response tokens"])
+    return _lengths_only(path, rows, lambda r: r.get("Model") or "burstgpt",
+                         lambda i, r: _float(path, i, "Timestamp", r["Timestamp"]), "Request tokens", "Response tokens")
+
+
+def import_trace(path: Path, fmt: str, opts: ImportOptions = ImportOptions()) -> pa.Table:
+    if fmt not in FORMATS:
+        raise ScenarioError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if not path.is_file():
+        raise ScenarioError(f"trace file {str(path)!r} does not exist")
+    rows = {"sharegpt": _sharegpt, "jsonl": _jsonl, "azure": _azure, "burstgpt": _burstgpt}[fmt](path)
+    n = len(rows.max_tokens)
+    if n == 0:
+        raise ScenarioError(f"{path}: no requests found")
+    rng = np.random.default_rng(opts.seed)
+    if rows.times is None:
+        gaps = rng.exponential(1.0 / opts.rate, size=n)
+        gaps[0] = 0.0
+        times = np.cumsum(gaps)
+    else:
+        times = np.asarray(rows.times, dtype=np.float64)
+        times -= times.min()
+    keep = np.ones(n, dtype=bool)
+    if opts.window is not None:
+        keep &= (times >= opts.window[0]) & (times < opts.window[1])
+    idx = np.flatnonzero(keep)
+    if opts.sample is not None and len(idx):
+        k = int(opts.sample) if opts.sample >= 1 else max(1, round(opts.sample * len(idx)))
+        idx = np.sort(rng.choice(idx, size=min(k, len(idx)), replace=False))
+    if len(idx) == 0:
+        raise ScenarioError(f"{path}: no requests left after --window/--sample")
+    idx = idx[np.argsort(times[idx], kind="stable")]
+    offsets = (times[idx] - times[idx].min()) / opts.speedup
+
+    prompts, messages, est = [], [], []
+    uids = rng.integers(0, 2**40, size=len(idx)).tolist()
+    for j, i in enumerate(idx.tolist()):
+        p, m = rows.prompt[i], rows.messages[i]
+        if rows.ignore_eos:  # lengths only: generate a prompt of that many tokens
+            p = make_prompt("chat", None, int(p), uids[j], uids[j] >> 8)
+        prompts.append(p)
+        messages.append(m)
+        text = p if p is not None else " ".join(x["content"] for x in orjson.loads(m))
+        est.append(estimate_tokens(text))
+    width = max(6, len(str(len(idx) - 1)))
+    table = pa.table({
+        "request_id": [f"r{j:0{width}d}" for j in range(len(idx))],
+        "tenant": [rows.tenant[i] for i in idx],
+        "domain": ["chat"] * len(idx),
+        "language": [None] * len(idx),
+        "offset_s": offsets,
+        "api": [rows.api[i] for i in idx],
+        "prompt": prompts,
+        "messages": messages,
+        "max_tokens": np.asarray([rows.max_tokens[i] for i in idx], dtype=np.int32),
+        "temperature": np.zeros(len(idx), dtype=np.float32),
+        "ignore_eos": np.full(len(idx), rows.ignore_eos),
+        "prompt_tokens_est": np.asarray(est, dtype=np.int32),
+        "slo_ttft_p99_ms": [None] * len(idx),
+        "slo_tpot_p99_ms": [None] * len(idx),
+        "slo_e2e_p99_ms": [None] * len(idx),
+    }, schema=TRACE_SCHEMA)
+    return table
