@@ -11,7 +11,7 @@ import pytest
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import META_HASH, TRACE_SCHEMA, build_trace, scenario_hash, write_trace
-from tests.conftest import loadtest
+from tests.conftest import ROOT, loadtest
 
 
 def test_saas_mix_has_distinct_tenants_with_slos():
@@ -70,6 +70,18 @@ output_tokens = { dist = "fixed", value = 10 }
     (lambda s: s.split("[tenants.a]")[0], "tenants: required key is missing"),
     (lambda s: s.replace('domain = "chat"', 'domain = "code"'), "needs a language"),
     (lambda s: s + "\n[[oops", "not valid TOML"),
+    (lambda s: s.replace('domain = "chat"', 'domain = "custom"\nprompts_file = "missing.txt"'),
+     "tenants.a.prompts_file: file 'missing.txt' does not exist"),
+    (lambda s: s.replace("share = 1.0", 'share = 1.0\narrival = { process = "poisson", rate = 1 }'),
+     "exactly one of share"),
+    (lambda s: s.replace("requests = 10", "requests = 10\nduration = 60"), "exactly one of requests"),
+    (lambda s: s.replace('process = "poisson"\nrate = 5', 'process = "ramp"\nfrom = 0\nto = 0\nover = 10'),
+     "ramp needs from or to above 0"),
+    (lambda s: s.replace('process = "poisson"\nrate = 5', 'process = "closed"\nconcurrency = 0'),
+     "arrival.closed.concurrency: Input should be greater than or equal to 1"),
+    (lambda s: s.replace('{ dist = "fixed", value = 10 }\noutput', '{ dist = "empirical" }\noutput'),
+     "empirical needs exactly one of values"),
+    (lambda s: s.replace('share = 1.0', 'share = 1.0\ntemperature = "hot"'), "tenants.a.temperature"),
 ])
 def test_bad_scenarios_get_one_line_naming_the_key(tmp_path, edit, needle):
     path = tmp_path / "bad.toml"
@@ -79,3 +91,22 @@ def test_bad_scenarios_get_one_line_naming_the_key(tmp_path, edit, needle):
     assert needle in str(e.value) and str(path) in str(e.value) and "\n" not in str(e.value)
     out = loadtest("run", "--scenario", str(path))
     assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr
+
+
+def test_scenario_and_trace_commands(tmp_path):
+    listed = loadtest("scenario", "list")
+    assert listed.returncode == 0
+    for name in ("saas-mix", "chat", "code-heavy", "summarize", "soak", "burst"):
+        assert name in listed.stdout
+    shown = loadtest("scenario", "show", "saas-mix")
+    assert shown.returncode == 0 and "[tenants.code-agent]" in shown.stdout
+    ok = loadtest("scenario", "validate", str(ROOT / "tests" / "data" / "tiny-mix.toml"))
+    assert ok.returncode == 0 and "valid" in ok.stdout
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    for out in (a, b):
+        res = loadtest("trace", "build", "--scenario", "code-heavy", "--requests", "300", "--seed", "5",
+                       "--out", str(out))
+        assert res.returncode == 0 and "300 requests" in res.stdout
+    assert pq.read_table(a).equals(pq.read_table(b))
+    shown = loadtest("trace", "show", str(a))
+    assert shown.returncode == 0 and "systems-agent" in shown.stdout and "inter-arrival CV" in shown.stdout

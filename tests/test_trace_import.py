@@ -1,0 +1,84 @@
+"""Real traces in the layouts users have: imported, shown, and replayed by `loadtest run --trace`."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.summary import load_requests
+from scenarios import ScenarioError
+from scenarios.importers import ImportOptions, import_trace
+from tests.conftest import DATA, loadtest
+
+IMPORTS = DATA / "import"
+CASES = {
+    "sharegpt": ("sharegpt.json", 3),     # the unanswered conversation is skipped
+    "jsonl": ("requests.jsonl", 5),
+    "azure": ("azure.csv", 5),            # a row with 0 generated tokens is skipped
+    "burstgpt": ("burstgpt.csv", 5),      # a failed request (0 response tokens) is skipped
+}
+
+
+@pytest.mark.parametrize("fmt", list(CASES))
+def test_each_format_imports_its_fixture(fmt, tmp_path):
+    name, rows = CASES[fmt]
+    out = tmp_path / "trace.parquet"
+    res = loadtest("trace", "import", str(IMPORTS / name), "--format", fmt, "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    t = pq.read_table(out)
+    assert t.num_rows == rows
+    assert t["offset_s"][0].as_py() == 0.0
+    assert all(m >= 1 for m in t["max_tokens"].to_pylist())
+    shown = loadtest("trace", "show", str(out))
+    assert shown.returncode == 0 and f"{rows} requests" in shown.stdout
+
+
+def test_timestamps_speedup_window_and_lengths():
+    t = import_trace(IMPORTS / "requests.jsonl", "jsonl")
+    assert t["offset_s"].to_pylist() == pytest.approx([0.0, 0.5, 1.25, 2.0, 2.2])
+    assert t["tenant"].to_pylist()[:3] == ["translate", "math", "jsonl"]
+    fast = import_trace(IMPORTS / "requests.jsonl", "jsonl", ImportOptions(speedup=2.0))
+    assert fast["offset_s"].to_pylist() == pytest.approx([0.0, 0.25, 0.625, 1.0, 1.1])
+    win = import_trace(IMPORTS / "burstgpt.csv", "burstgpt", ImportOptions(window=(100, 200)))
+    assert win.num_rows == 3 and win["tenant"].to_pylist() == ["GPT-4", "GPT-4", "ChatGPT"]
+    azure = import_trace(IMPORTS / "azure.csv", "azure")
+    assert azure["max_tokens"].to_pylist() == [44, 109, 15, 7, 32]
+    est = azure["prompt_tokens_est"].to_pylist()
+    assert est == pytest.approx([374, 396, 879, 91, 1210], rel=0.05)  # prompts generated to length
+    assert azure["offset_s"].to_pylist()[1] == pytest.approx(4.3145790)
+    share = import_trace(IMPORTS / "sharegpt.json", "sharegpt", ImportOptions(rate=2.0, sample=2, seed=1))
+    assert share.num_rows == 2 and json.loads(share["messages"][0].as_py())[0]["role"] == "user"
+
+
+@pytest.mark.parametrize("content, fmt, needle", [
+    ('{"prompt": "x"}\n', "jsonl", ":1: max_tokens: expected a positive integer"),
+    ('{"max_tokens": 3}\n', "jsonl", ":1: prompt: required string is missing"),
+    ("TIMESTAMP,ContextTokens\n2023-11-16 18:15:46,3\n", "azure", "missing column 'GeneratedTokens'"),
+    ("Timestamp,Request tokens,Response tokens\n5,ten,3\n", "burstgpt", "row 2: Request tokens: expected a number"),
+    ("[1, 2", "sharegpt", "not valid JSON"),
+])
+def test_bad_trace_files_get_one_line(tmp_path, content, fmt, needle):
+    path = tmp_path / "bad.txt"
+    path.write_text(content)
+    with pytest.raises(ScenarioError, match=needle):
+        import_trace(path, fmt)
+    res = loadtest("trace", "import", str(path), "--format", fmt, "--out", str(tmp_path / "o.parquet"))
+    assert res.returncode == 2 and needle.split(": ")[-1] in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("fmt", list(CASES))
+def test_imported_trace_replays_with_loadtest_run(fmt, tmp_path):
+    name, rows = CASES[fmt]
+    trace = tmp_path / "trace.parquet"
+    assert loadtest("trace", "import", str(IMPORTS / name), "--format", fmt, "--out", str(trace),
+                    "--speedup", "20").returncode == 0
+    res = loadtest("run", "--trace", str(trace), "--fleet", str(DATA / "fast-sim.toml"), "--modes", "baseline",
+                   "--out", str(tmp_path / "results"), "--run-id", "r", timeout=180)
+    assert res.returncode == 0, res.stdout + res.stderr
+    records = load_requests(tmp_path / "results" / "r")
+    assert records.num_rows == rows and set(records["status"].to_pylist()) == {"ok"}
+    manifest = json.loads((tmp_path / "results" / "r" / "manifest.json").read_text())
+    assert manifest["scenario"]["name"] == f"import:{fmt}:{name}"
