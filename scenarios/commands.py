@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import tomllib
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from rich.table import Table
 from scenarios import ScenarioError
 from scenarios.importers import ImportOptions, import_trace
 from scenarios.spec import BUILTIN, builtin_names, load_scenario
-from scenarios.trace import META_HASH, META_NAME, build_trace, closed_concurrency, scenario_hash, write_trace
+from scenarios.trace import META_HASH, META_NAME, build_trace_file, closed_concurrency, scenario_hash, write_trace
 
 SPARK = " ▁▂▃▄▅▆▇█"
 
@@ -51,9 +52,10 @@ def scenario_validate(console: Console, path: str) -> int:
 def trace_build(console: Console, scenario: str, out: str, requests: int | None, seed: int | None,
                 duration: float | None, rate_scale: float | None) -> int:
     s, raw = load_scenario(scenario)
-    table = build_trace(s, requests=requests, seed=seed, duration=duration, rate_scale=rate_scale)
-    write_trace(table, Path(out), s.name, scenario_hash(raw))
-    console.print(f"wrote {table.num_rows:,} requests of {s.name} to {out}", highlight=False)
+    t = time.perf_counter()
+    n = build_trace_file(s, Path(out), scenario_hash(raw), requests=requests, seed=seed, duration=duration,
+                         rate_scale=rate_scale)
+    console.print(f"wrote {n:,} requests of {s.name} to {out} in {time.perf_counter() - t:.1f} s", highlight=False)
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pyarrow.parquet as pq
 
 from scenarios import ScenarioError
 from scenarios.arrivals import send_times
-from scenarios.prompts import estimate_tokens, make_prompt
+from scenarios.prompts import CHARS_PER_TOKEN, estimate_tokens, make_prompt
 from scenarios.spec import Closed, Distribution, Empirical, Fixed, LogNormal, Normal, Scenario, Uniform
 
 TRACE_SCHEMA = pa.schema([
@@ -90,18 +91,35 @@ def _arrivals(sc: Scenario, rng: np.random.Generator) -> tuple[np.ndarray, np.nd
     return times, who
 
 
-def build_trace(scenario: Scenario, requests: int | None = None, seed: int | None = None,
-                rate_scale: float | None = None, duration: float | None = None) -> pa.Table:
-    """The scenario's requests as a table (TRACE_SCHEMA): the same arguments give the same table."""
+@dataclass(frozen=True)
+class _Plan:
+    """Everything random about a trace, as numpy arrays (about 60 bytes a request); the prompts
+    are materialised from it batch by batch."""
+
+    scenario: Scenario
+    offsets: np.ndarray
+    which: np.ndarray          # tenant index per request
+    prompt_target: np.ndarray
+    max_tokens: np.ndarray
+    language: np.ndarray       # object: language name or None
+    uids: np.ndarray
+    picks: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return len(self.offsets)
+
+
+def _plan(scenario: Scenario, requests: int | None, seed: int | None, rate_scale: float | None,
+          duration: float | None) -> _Plan:
     sc = scenario.with_overrides(requests=requests, duration=duration, seed=seed, rate_scale=rate_scale)
     rng = np.random.default_rng(sc.seed)
     offsets, which = _arrivals(sc, rng)
     n = len(offsets)
-    names = list(sc.tenants)
     prompt_target = np.zeros(n, dtype=np.int64)
     max_tokens = np.empty(n, dtype=np.int64)
     language = np.full(n, None, dtype=object)
-    for i, name in enumerate(names):
+    for i, name in enumerate(sc.tenants):
         t = sc.tenants[name]
         idx = np.flatnonzero(which == i)
         if t.prompt_tokens is not None:
@@ -109,39 +127,58 @@ def build_trace(scenario: Scenario, requests: int | None = None, seed: int | Non
         max_tokens[idx] = sample_lengths(t.output_tokens, len(idx), rng)
         if t.language:
             language[idx] = rng.choice(t.language, size=len(idx))
-    uids = rng.integers(0, 2**40, size=n).tolist()
-    picks = rng.integers(0, 2**31, size=n).tolist()
+    uids = rng.integers(0, 2**40, size=n)
+    picks = rng.integers(0, 2**31, size=n)
+    return _Plan(sc, offsets, which, prompt_target, max_tokens, language, uids, picks)
 
+
+def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
+    """Rows [lo, hi) of the trace."""
+    sc, n = plan.scenario, plan.size
+    names = list(sc.tenants)
     tenants = [sc.tenants[name] for name in names]
-    prompts: list[str | None] = [None] * n
-    messages: list[str | None] = [None] * n
-    est = np.empty(n, dtype=np.int64)
-    targets, langs, which_l = prompt_target.tolist(), language.tolist(), which.tolist()
-    for j in range(n):
-        t = tenants[which_l[j]]
-        text = make_prompt(t.domain, langs[j], targets[j], uids[j], picks[j], t.document or t.prompts_file)
+    which = plan.which[lo:hi]
+    k = hi - lo
+    prompts: list[str | None] = [None] * k
+    messages: list[str | None] = [None] * k
+    system_tokens = np.zeros(k, dtype=np.int64)
+    user_chars = np.zeros(k, dtype=np.int64)
+    for i, t in enumerate(tenants):  # per tenant, so its settings are looked up once
+        idx = np.flatnonzero(which == i).tolist()
+        if not idx:
+            continue
+        rows = [lo + j for j in idx]
+        source = t.document or t.prompts_file
+        texts = [make_prompt(t.domain, lang, target, uid, pick, source) for lang, target, uid, pick in zip(
+            plan.language[rows].tolist(), plan.prompt_target[rows].tolist(), plan.uids[rows].tolist(),
+            plan.picks[rows].tolist(), strict=True)]
+        user_chars[idx] = [len(text) for text in texts]
         if t.api == "chat":
-            msgs = ([{"role": "system", "content": t.system}] if t.system else []) + [{"role": "user", "content": text}]
-            messages[j] = orjson.dumps(msgs).decode()
-            est[j] = estimate_tokens(text) + (estimate_tokens(t.system) if t.system else 0)
+            head = [{"role": "system", "content": t.system}] if t.system else []
+            for j, text in zip(idx, texts, strict=True):
+                messages[j] = orjson.dumps([*head, {"role": "user", "content": text}]).decode()
+            if t.system:
+                system_tokens[idx] = estimate_tokens(t.system)
         else:
-            prompts[j] = text
-            est[j] = estimate_tokens(text)
+            for j, text in zip(idx, texts, strict=True):
+                prompts[j] = text
 
     def per_tenant(values: list) -> pa.Array:
         return pa.array(values).take(pa.array(which))
 
+    # estimate_tokens() on whole columns: ceil(characters / CHARS_PER_TOKEN), at least 1.
+    est = np.maximum(1, -(-user_chars // CHARS_PER_TOKEN)) + system_tokens
     width = max(6, len(str(n - 1)))
     cols = {
-        "request_id": [f"r{i:0{width}d}" for i in range(n)],
+        "request_id": [f"r{i:0{width}d}" for i in range(lo, hi)],
         "tenant": pa.array(names).take(pa.array(which)),
         "domain": per_tenant([t.domain for t in tenants]),
-        "language": langs,
-        "offset_s": offsets,
+        "language": plan.language[lo:hi].tolist(),
+        "offset_s": plan.offsets[lo:hi],
         "api": per_tenant([t.api for t in tenants]),
-        "prompt": prompts,
-        "messages": messages,
-        "max_tokens": max_tokens.astype(np.int32),
+        "prompt": pa.array(prompts, pa.string()),
+        "messages": pa.array(messages, pa.string()),
+        "max_tokens": plan.max_tokens[lo:hi].astype(np.int32),
         "temperature": per_tenant([t.temperature for t in tenants]).cast(pa.float32()),
         "ignore_eos": per_tenant([t.ignore_eos for t in tenants]),
         "prompt_tokens_est": est.astype(np.int32),
@@ -153,6 +190,31 @@ def build_trace(scenario: Scenario, requests: int | None = None, seed: int | Non
     if isinstance(sc.arrival, Closed):
         table = table.replace_schema_metadata({META_CLOSED: str(sc.arrival.concurrency).encode()})
     return table
+
+
+def build_trace(scenario: Scenario, requests: int | None = None, seed: int | None = None,
+                rate_scale: float | None = None, duration: float | None = None) -> pa.Table:
+    """The scenario's requests as a table (TRACE_SCHEMA): the same arguments give the same table."""
+    plan = _plan(scenario, requests, seed, rate_scale, duration)
+    return _materialize(plan, 0, plan.size)
+
+
+def build_trace_file(scenario: Scenario, path: Path, scenario_sha256: str, requests: int | None = None,
+                     seed: int | None = None, rate_scale: float | None = None, duration: float | None = None,
+                     batch_rows: int = 65536) -> int:
+    """Write the same trace as `build_trace` straight to Parquet, one row group per batch, so a
+    trace of millions of requests never sits in memory whole. Returns the row count."""
+    plan = _plan(scenario, requests, seed, rate_scale, duration)
+    meta = {META_NAME: plan.scenario.name.encode(), META_HASH: scenario_sha256.encode()}
+    if isinstance(plan.scenario.arrival, Closed):
+        meta[META_CLOSED] = str(plan.scenario.arrival.concurrency).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with pq.ParquetWriter(tmp, TRACE_SCHEMA.with_metadata(meta), compression="zstd") as writer:
+        for lo in range(0, plan.size, batch_rows):
+            writer.write_table(_materialize(plan, lo, min(plan.size, lo + batch_rows)).replace_schema_metadata(meta))
+    tmp.replace(path)
+    return plan.size
 
 
 def write_trace(table: pa.Table, path: Path, scenario_name: str, scenario_sha256: str) -> None:

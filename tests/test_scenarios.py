@@ -10,7 +10,7 @@ import pytest
 
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
-from scenarios.trace import META_HASH, TRACE_SCHEMA, build_trace, scenario_hash, write_trace
+from scenarios.trace import META_HASH, TRACE_SCHEMA, build_trace, build_trace_file, scenario_hash, write_trace
 from tests.conftest import ROOT, loadtest
 
 
@@ -110,3 +110,13 @@ def test_scenario_and_trace_commands(tmp_path):
     assert pq.read_table(a).equals(pq.read_table(b))
     shown = loadtest("trace", "show", str(a))
     assert shown.returncode == 0 and "systems-agent" in shown.stdout and "inter-arrival CV" in shown.stdout
+
+
+def test_streamed_trace_file_equals_the_in_memory_trace(tmp_path):
+    s, raw = load_scenario("saas-mix")
+    path = tmp_path / "t.parquet"
+    assert build_trace_file(s, path, scenario_hash(raw), requests=1000, batch_rows=128) == 1000
+    on_disk = pq.read_table(path)
+    assert on_disk.replace_schema_metadata(None).equals(build_trace(s, requests=1000))
+    assert pq.ParquetFile(path).metadata.num_row_groups == 8
+    assert on_disk.schema.metadata[META_HASH] == scenario_hash(raw).encode()

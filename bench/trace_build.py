@@ -1,0 +1,57 @@
+"""How fast traces build, and how much memory a million-request build takes.
+
+    python bench/trace_build.py
+
+Builds `saas-mix` at 50,000 requests in memory (`build_trace`), then 1,000,000 requests straight to
+Parquet (`build_trace_file`, one row group per 65,536 rows) in a fresh process, and prints wall
+time and that process's peak RSS (ru_maxrss). The reference in the same run: the time to draw the
+arrivals and lengths alone, so the ratio shows what prompt text costs.
+"""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CHILD = """
+import resource, sys, time
+from pathlib import Path
+from scenarios.spec import load_scenario
+from scenarios.trace import build_trace_file, scenario_hash
+s, raw = load_scenario("saas-mix")
+t = time.perf_counter()
+n = build_trace_file(s, Path(sys.argv[1]), scenario_hash(raw), requests=int(sys.argv[2]))
+print(n, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def main() -> int:
+    from scenarios.spec import load_scenario
+    from scenarios.trace import _plan, build_trace
+
+    s, _ = load_scenario("saas-mix")
+    t = time.perf_counter()
+    _plan(s, 50_000, None, None, None)
+    plan_s = time.perf_counter() - t
+    t = time.perf_counter()
+    table = build_trace(s, requests=50_000)
+    build_s = time.perf_counter() - t
+    print(f"saas-mix 50,000 requests in memory: {build_s:.2f} s ({table.nbytes / 1e6:,.0f} MB of Arrow); "
+          f"arrivals and lengths alone {plan_s:.3f} s ({build_s / plan_s:.0f}x)")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "trace.parquet"
+        res = subprocess.run([sys.executable, "-c", CHILD, str(out), "1000000"], capture_output=True, text=True,
+                             check=True)
+        n, secs, rss_mb = res.stdout.split()
+        print(f"saas-mix {int(n):,} requests to Parquet: {float(secs):.1f} s, peak RSS {float(rss_mb):,.0f} MB, "
+              f"file {out.stat().st_size / 1e6:,.0f} MB")
+    print(f"(this process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
