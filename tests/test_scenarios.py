@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -120,3 +121,43 @@ def test_streamed_trace_file_equals_the_in_memory_trace(tmp_path):
     assert on_disk.replace_schema_metadata(None).equals(build_trace(s, requests=1000))
     assert pq.ParquetFile(path).metadata.num_row_groups == 8
     assert on_disk.schema.metadata[META_HASH] == scenario_hash(raw).encode()
+
+
+def test_custom_prompts_and_supplied_document(tmp_path):
+    (tmp_path / "prompts.jsonl").write_text('{"prompt": "alpha question"}\n{"prompt": "beta question"}\n')
+    (tmp_path / "doc.txt").write_text("The harbour board met on Monday.\nIt approved the new pier.\n" * 40)
+    (tmp_path / "lengths.txt").write_text("7\n9\n11\n")
+    (tmp_path / "s.toml").write_text("""
+name = "own-content"
+requests = 40
+[arrival]
+process = "constant"
+rate = 4
+[tenants.custom]
+share = 0.5
+domain = "custom"
+prompts_file = "prompts.jsonl"
+api = "completions"
+output_tokens = { dist = "empirical", file = "lengths.txt" }
+[tenants.docs]
+share = 0.5
+domain = "summarize"
+document = "doc.txt"
+prompt_tokens = { dist = "fixed", value = 300 }
+output_tokens = { dist = "empirical", values = [50, 60] }
+""")
+    s, _ = load_scenario(tmp_path / "s.toml")
+    t = build_trace(s)
+    custom = t.filter(pc.equal(t["tenant"], "custom"))
+    assert set(custom["prompt"].to_pylist()) <= {"alpha question", "beta question"}
+    assert set(custom["max_tokens"].to_pylist()) <= {7, 9, 11}
+    docs = t.filter(pc.equal(t["tenant"], "docs"))
+    assert all("harbour board" in m for m in docs["messages"].to_pylist())
+    assert t["offset_s"].to_pylist()[:3] == pytest.approx([0.0, 0.25, 0.5])
+
+
+def test_empty_tenants_is_an_error(tmp_path):
+    path = tmp_path / "e.toml"
+    path.write_text('name = "e"\nrequests = 5\n[arrival]\nprocess = "poisson"\nrate = 1\n[tenants]\n')
+    with pytest.raises(ScenarioError, match="tenants: Dictionary should have at least 1 item"):
+        load_scenario(path)
