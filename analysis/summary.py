@@ -12,6 +12,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from analysis.server import spec_decode_stats
+
 
 def load_requests(run_dir: Path) -> pa.Table:
     """Every request record of a run (all modes, all workers), from the hive-partitioned folder."""
@@ -37,6 +39,8 @@ class ModeSummary:
     lateness_p99_ms: float
     tokens_per_chunk: float    # client-side view of mean acceptance length
     speedup: float | None      # geometric mean over requests of baseline E2E / this mode's E2E
+    acceptance_rate: float | None = None         # server: Δaccepted / Δdraft tokens
+    mean_acceptance_length: float | None = None  # server: 1 + Δaccepted / Δdrafts
 
 
 def _q(col: pa.ChunkedArray, q: float) -> float:
@@ -58,7 +62,8 @@ def paired_speedup(mode_ok: pa.Table, base_ok: pa.Table) -> float | None:
     return float(np.exp(np.log(ratio).mean())) if len(ratio) else None
 
 
-def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "baseline") -> list[ModeSummary]:
+def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "baseline",
+              server_metrics: pa.Table | None = None) -> list[ModeSummary]:
     modes = modes or sorted(set(table["mode"].to_pylist()))
     status_ok = pc.equal(table["status"], "ok")
     base_ok = table.filter(pc.and_(status_ok, pc.equal(table["mode"], baseline)))
@@ -75,6 +80,7 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
             duration = math.nan
         tokens = pc.sum(ok["completion_tokens"]).as_py() or 0
         chunks = pc.sum(ok["n_chunks"]).as_py() or 0
+        spec = spec_decode_stats(server_metrics, mode) if server_metrics is not None else None
         out.append(ModeSummary(
             mode=mode,
             requests=t.num_rows,
@@ -93,12 +99,15 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
             lateness_p99_ms=_q(t["lateness_ms"], 0.99),
             tokens_per_chunk=tokens / chunks if chunks else math.nan,
             speedup=None if mode == baseline or base_ok.num_rows == 0 else paired_speedup(ok, base_ok),
+            acceptance_rate=spec.acceptance_rate if spec else None,
+            mean_acceptance_length=spec.mean_acceptance_length if spec else None,
         ))
     return out
 
 
 SUMMARY_SCHEMA = pa.schema([pa.field(f.name, pa.string() if f.name == "mode" else
                                      pa.int64() if f.type == "int" else pa.float64()) for f in fields(ModeSummary)])
+
 
 
 def write_summary(summaries: list[ModeSummary], path: Path) -> None:

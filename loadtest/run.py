@@ -27,11 +27,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import loadtest
+from analysis.server import load_server_metrics
 from analysis.summary import load_requests, summarize, write_summary
 from analysis.table import mode_table
 from cluster import FleetError, StartupCancelled
 from cluster.fleet import FleetSpec, load_fleet
 from cluster.provision import Fleet, Replica
+from cluster.scrape import Scraper
 from loadtest.manifest import Manifest, ModeRun, utc_now
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
@@ -105,18 +107,25 @@ def _resolve_modes(fleet: FleetSpec, text: str | None) -> list[str]:
     return modes
 
 
+def locust_argv(trace_path: Path, mode: str, endpoints: list[str], served_model: str, run_id: str,
+                run_dir: Path, max_inflight: int = 1024, timeout: float = 600.0) -> list[str]:
+    """The command line of one headless Locust replay of `trace_path` against `endpoints`."""
+    return [
+        sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "-u", "1", "-r", "1",
+        "--host", endpoints[0], "--only-summary", "--logfile", str(run_dir / "logs" / f"locust-{mode}.log"),
+        "--trace-file", str(trace_path), "--mode", mode, "--endpoints", ",".join(endpoints),
+        "--served-model", served_model, "--run-id", run_id,
+        "--records-dir", str(run_dir / "requests" / f"mode={mode}"),
+        "--max-inflight", str(max_inflight), "--request-timeout", str(timeout),
+    ]
+
+
 def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: Path, args: argparse.Namespace,
                 signals: _Signals, progress: Progress, task_id) -> tuple[str, int]:
     """Run one Locust child for `mode`; return (end reason, records written)."""
     logs = plan.run_dir / "logs"
-    argv = [
-        sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "-u", "1", "-r", "1",
-        "--host", replicas[0].url, "--only-summary", "--logfile", str(logs / f"locust-{mode}.log"),
-        "--trace-file", str(trace_path), "--mode", mode, "--endpoints", ",".join(r.url for r in replicas),
-        "--served-model", replicas[0].served_model, "--run-id", plan.run_id,
-        "--records-dir", str(plan.run_dir / "requests" / f"mode={mode}"),
-        "--max-inflight", str(args.max_inflight), "--request-timeout", str(args.timeout),
-    ]
+    argv = locust_argv(trace_path, mode, [r.url for r in replicas], replicas[0].served_model, plan.run_id,
+                       plan.run_dir, args.max_inflight, args.timeout)
     end, recorded = "failed", 0
     with open(logs / f"locust-{mode}.stdout.txt", "w") as stats_out:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
@@ -216,7 +225,7 @@ def main(args: argparse.Namespace) -> int:
                 progress = Progress(TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(),
                                     TimeElapsedColumn(), console=console)
                 tasks = {m: progress.add_task(m, total=trace.num_rows) for m in modes}
-                with progress:
+                with progress, Scraper(run_dir) as scraper:
                     for i, mode in enumerate(modes):
                         if signals.stop:
                             break
@@ -225,8 +234,14 @@ def main(args: argparse.Namespace) -> int:
                         mr = manifest.mode_runs.setdefault(mode, ModeRun())
                         mr.started_at = utc_now()
                         manifest.write(run_dir)
-                        mr.end, mr.records = replay_mode(plan, mode, fleet.endpoints(mode), trace_path, args,
-                                                         signals, progress, tasks[mode])
+                        replicas = fleet.endpoints(mode)
+                        scraper.watch(mode, [(r.label, r.url) for r in replicas])
+                        try:
+                            mr.end, mr.records = replay_mode(plan, mode, replicas, trace_path, args, signals,
+                                                             progress, tasks[mode])
+                        finally:
+                            scraper.scrape_once()  # the mode's last counters, before it goes idle
+                            scraper.watch(None)
                         mr.ended_at = utc_now()
                         manifest.write(run_dir)
                 if signals.stop:
@@ -247,7 +262,8 @@ def main(args: argparse.Namespace) -> int:
 
     if (run_dir / "requests").exists():
         table = load_requests(run_dir)
-        summaries = summarize(table, [m for m in modes if m in set(table["mode"].to_pylist())])
+        summaries = summarize(table, [m for m in modes if m in set(table["mode"].to_pylist())],
+                              server_metrics=load_server_metrics(run_dir))
         write_summary(summaries, run_dir / "summary.parquet")
         console.print(mode_table(summaries, title=f"{run_id} ({status})"))
     console.print(f"results: {run_dir}/")

@@ -55,6 +55,17 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
             assert r["ttft_ms"] <= r["e2e_ms"] and r["lateness_ms"] >= 0
         tokens_per_chunk = pc.sum(ok["completion_tokens"]).as_py() / pc.sum(ok["n_chunks"]).as_py()
         assert (tokens_per_chunk == 1.0) if mode == "baseline" else (tokens_per_chunk > 1.2), mode
+        # Server-side acceptance, scraped from /metrics, agrees with what the client saw per
+        # verification pass (every chunk after the first, which comes from prefill).
+        summary = {r["mode"]: r for r in pq.read_table(run_dir / "summary.parquet").to_pylist()}[mode]
+        passes = pc.sum(ok["n_chunks"]).as_py() - ok.num_rows
+        client_len = (pc.sum(ok["completion_tokens"]).as_py() - ok.num_rows) / passes
+        if mode == "baseline":
+            assert summary["mean_acceptance_length"] is None
+        else:
+            assert summary["mean_acceptance_length"] == pytest.approx(client_len, rel=0.05), mode
+            assert 0 < summary["acceptance_rate"] < 1
+    assert list((run_dir / "server_metrics").glob("mode=*/part-*.parquet"))
 
     for pid in _server_pids(manifest):
         assert not pid_alive(pid), f"server {pid} outlived the run"

@@ -1,0 +1,120 @@
+"""Scraping vLLM's /metrics (or the simulator's) into Parquet, once a second, off the hot path.
+
+One thread per run; samples of every `vllm:` family are kept as long rows (time, replica, metric,
+labels, value), so any counter's delta over a mode can be computed later (analysis/server.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+log = logging.getLogger(__name__)
+SCRAPE_INTERVAL_S = 1.0
+FLUSH_EVERY_S = 10.0
+PREFIX = "vllm:"
+
+METRICS_SCHEMA = pa.schema([
+    pa.field("time_ns", pa.int64(), nullable=False),
+    pa.field("mode", pa.string(), nullable=False),
+    pa.field("replica", pa.string(), nullable=False),
+    pa.field("metric", pa.string(), nullable=False),   # sample name, e.g. vllm:spec_decode_num_drafts_total
+    pa.field("labels", pa.string(), nullable=False),   # JSON object of the sample's labels, keys sorted
+    pa.field("value", pa.float64(), nullable=False),
+])
+
+
+def parse_metrics(text: str) -> list[tuple[str, str, float]]:
+    """(sample name, labels as sorted JSON, value) for every sample of a `vllm:` family."""
+    out = []
+    for fam in text_string_to_metric_families(text):
+        if not fam.name.startswith(PREFIX):
+            continue
+        for s in fam.samples:
+            if s.name.endswith("_created"):
+                continue
+            out.append((s.name, orjson.dumps(s.labels, option=orjson.OPT_SORT_KEYS).decode(), float(s.value)))
+    return out
+
+
+class Scraper:
+    """Scrapes the replicas of the mode under test every SCRAPE_INTERVAL_S into
+    `<run_dir>/server_metrics/mode=<mode>/part-<n>.parquet`."""
+
+    def __init__(self, run_dir: Path, interval_s: float = SCRAPE_INTERVAL_S) -> None:
+        self.run_dir = run_dir
+        self.interval_s = interval_s
+        self._targets: tuple[str, list[tuple[str, str]]] | None = None  # mode, [(label, url)]
+        self._rows: dict[str, list[dict]] = {}
+        self._seq = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="metrics-scraper", daemon=True)
+        self._http = requests.Session()
+        self.errors = 0
+
+    def __enter__(self) -> Scraper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.flush()
+
+    def watch(self, mode: str | None, replicas: list[tuple[str, str]] | None = None) -> None:
+        """Scrape these (label, base URL) replicas as `mode` from now on (None: pause). Takes one
+        scrape at once, so a mode's deltas start from its first request."""
+        with self._lock:
+            self._targets = (mode, replicas or []) if mode else None
+        if mode:
+            self.scrape_once()
+
+    def scrape_once(self) -> None:
+        with self._lock:
+            targets = self._targets
+        if targets is None:
+            return
+        mode, replicas = targets
+        for label, url in replicas:
+            try:
+                text = self._http.get(f"{url}/metrics", timeout=2).text
+            except requests.RequestException as exc:
+                self.errors += 1
+                log.debug("scrape of %s failed: %s", label, exc)
+                continue
+            now = time.time_ns()
+            rows = [{"time_ns": now, "mode": mode, "replica": label, "metric": m, "labels": lab, "value": v}
+                    for m, lab, v in parse_metrics(text)]
+            with self._lock:
+                self._rows.setdefault(mode, []).extend(rows)
+
+    def _run(self) -> None:
+        last_flush = time.monotonic()
+        while not self._stop.wait(self.interval_s):
+            self.scrape_once()
+            if time.monotonic() - last_flush >= FLUSH_EVERY_S:
+                self.flush()
+                last_flush = time.monotonic()
+
+    def flush(self) -> None:
+        with self._lock:
+            batches, self._rows = self._rows, {}
+        for mode, rows in batches.items():
+            if not rows:
+                continue
+            folder = self.run_dir / "server_metrics" / f"mode={mode}"
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"part-{self._seq:05d}.parquet"
+            self._seq += 1
+            tmp = path.with_name(f".{path.name}.tmp")
+            pq.write_table(pa.Table.from_pylist(rows, schema=METRICS_SCHEMA), tmp, compression="zstd")
+            tmp.replace(path)

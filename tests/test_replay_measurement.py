@@ -1,0 +1,77 @@
+"""The replay's measurement against a server whose timing is known exactly: 5 tokens per chunk,
+first chunk after 100 ms, then one every 50 ms."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pytest
+import requests
+
+from analysis.summary import load_requests
+from loadtest.run import locust_argv
+from scenarios.trace import TRACE_SCHEMA, write_trace
+from tests import five_token_server as srv
+from tests.conftest import ROOT, free_port
+
+
+def _trace(n: int, max_tokens: int) -> pa.Table:
+    return pa.table({
+        "request_id": [f"q{i}" for i in range(n)], "tenant": ["t"] * n, "domain": ["chat"] * n,
+        "language": [None] * n, "offset_s": [0.2 * i for i in range(n)], "api": ["completions"] * n,
+        "prompt": ["hello"] * n, "messages": [None] * n, "max_tokens": [max_tokens] * n,
+        "temperature": [0.0] * n, "ignore_eos": [True] * n, "prompt_tokens_est": [2] * n,
+        "slo_ttft_p99_ms": [None] * n, "slo_tpot_p99_ms": [None] * n, "slo_e2e_p99_ms": [None] * n,
+    }, schema=TRACE_SCHEMA)
+
+
+def _replay(tmp_path, *server_flags: str) -> pa.Table:
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "tests.five_token_server", str(port), *server_flags],
+                              cwd=ROOT, start_new_session=True)
+    try:
+        for _ in range(100):
+            try:
+                requests.get(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.05)
+        trace = tmp_path / "trace.parquet"
+        write_trace(_trace(4, 40), trace, "five", "0" * 64)
+        (tmp_path / "logs").mkdir()
+        argv = locust_argv(trace, "five", [f"http://127.0.0.1:{port}"], "m", "run1", tmp_path)
+        res = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "@@finished completed 4" in res.stdout
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(5)
+    return load_requests(tmp_path)
+
+
+def test_five_tokens_per_chunk_are_measured_exactly(tmp_path):
+    rows = _replay(tmp_path).to_pylist()
+    assert len(rows) == 4
+    for r in rows:
+        assert r["status"] == "ok" and r["completion_tokens"] == 40 and r["prompt_tokens"] == 7
+        assert r["chunk_tokens"] == [5] * 8 and r["n_chunks"] == 8
+        itl = r["itl_ms"]
+        assert r["ttft_ms"] == pytest.approx(srv.TTFT_S * 1e3, abs=15)
+        assert itl[0] == pytest.approx(r["ttft_ms"], rel=1e-6)  # itl_ms[0] is the TTFT (float32)
+        assert itl[1:] == pytest.approx([srv.GAP_S * 1e3] * 7, abs=10)  # one gap per chunk, not per token
+        expected_tpot = (r["e2e_ms"] - r["ttft_ms"]) / 39
+        assert r["tpot_ms"] == pytest.approx(expected_tpot)
+        assert r["tpot_ms"] == pytest.approx(7 * srv.GAP_S * 1e3 / 39, rel=0.1)  # ~9 ms, not 50 ms
+        assert 0 <= r["lateness_ms"] < 20
+
+
+def test_without_running_usage_chunk_tokens_stay_empty(tmp_path):
+    rows = _replay(tmp_path, "--no-running-usage").to_pylist()
+    for r in rows:
+        assert r["status"] == "ok" and r["completion_tokens"] == 40
+        assert r["chunk_tokens"] is None and r["n_chunks"] == 8
