@@ -58,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cooldown", type=float, default=2.0, metavar="S",
                      help="pause between modes after the previous one drains, in seconds (default 2)")
 
+    run.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                     help="Locust worker processes: 1 runs one process; more run a master and N workers, each "
+                     "replaying its shard of the trace (default: one per core, minus what local simulator "
+                     "replicas reserve)")
     run.add_argument("--trace", default=None, metavar="FILE",
                      help="replay this trace.parquet (from `loadtest trace build` or `trace import`) instead of "
                      "building one from --scenario")

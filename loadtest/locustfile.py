@@ -28,6 +28,7 @@ from gevent.threadpool import ThreadPoolExecutor
 from geventhttpclient.url import URL
 from locust import FastHttpUser, events, task
 from locust.exception import StopUser
+from locust.runners import MasterRunner, WorkerRunner
 
 from loadtest.client import Clock, execute
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
@@ -71,33 +72,46 @@ class Replay:
     def __init__(self, environment, opts) -> None:
         self.env = environment
         self.opts = opts
-        k, n = (int(x) for x in opts.shard.split("/"))
         table = pq.read_table(opts.trace_file, columns=TRACE_COLUMNS)
         cols = {c: table.column(c).to_pylist() for c in TRACE_COLUMNS}
-        self.rows = [{c: cols[c][i] for c in TRACE_COLUMNS} for i in range(k, table.num_rows, n)]
+        self.all_rows = [{c: cols[c][i] for c in TRACE_COLUMNS} for i in range(table.num_rows)]
+        self.rows: list[dict] = []
+        self.worker_id = opts.worker_id
         self.endpoints = [URL(e.rstrip("/")) for e in opts.endpoints.split(",")]
         self.labels = _endpoint_labels(opts.mode, self.endpoints)
         # A closed-loop trace keeps exactly its concurrency in flight; an open one up to the cap.
         self.closed = closed_concurrency(pq.read_schema(opts.trace_file))
         self.pool = gevent.pool.Pool(self.closed or opts.max_inflight)
         self.executor = ThreadPoolExecutor(max_workers=1)
-        self.sink = ParquetSink(Path(opts.records_dir), opts.worker_id, REQUEST_SCHEMA, self.executor)
+        self.sink: ParquetSink | None = None
+        self.assigned = gevent.event.Event()
         self.next_index = 0
         self.recorded = 0
         self.stopping = False
         self.end_reason: str | None = None
         self._finished = gevent.event.Event()
-        self.clock: Clock | None = None
-        self.t0 = 0.0
+        self.clock = Clock.now()
+        self.t0 = self.clock.mono + opts.start_delay
+        self.on_progress = lambda: print(f"@@progress {self.recorded} {len(self.rows)}", flush=True)
         key = os.environ.get(opts.api_key_env)
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if key:
             self.headers["Authorization"] = f"Bearer {key}"
 
+    def assign(self, index: int, count: int, worker_id: str, t0_epoch: float | None = None) -> None:
+        """Take shard `index` of `count` (rows i with i % count == index), starting at `t0_epoch`."""
+        self.rows = shard_rows(self.all_rows, index, count)
+        self.worker_id = worker_id
+        self.sink = ParquetSink(Path(self.opts.records_dir), worker_id, REQUEST_SCHEMA, self.executor)
+        if t0_epoch is not None:
+            self.clock = Clock.now()
+            self.t0 = self.clock.mono + (t0_epoch - time.time())
+        self.assigned.set()
+
     def _record(self, row: dict, scheduled: float, status: str | None = None,
                 error: str | None = None) -> RequestRecord:
         return RequestRecord(
-            run_id=self.opts.run_id, mode=self.opts.mode, worker=self.opts.worker_id, tenant=row["tenant"],
+            run_id=self.opts.run_id, mode=self.opts.mode, worker=self.worker_id, tenant=row["tenant"],
             request_id=row["request_id"], scheduled_ns=self.clock.to_ns(scheduled), offset_s=scheduled - self.t0,
             status=status or "not_sent", error=error,
         )
@@ -136,9 +150,7 @@ class Replay:
             )
 
     def run(self, client_pool) -> None:
-        """Dispatch every row at its time; return when all have been recorded."""
-        self.clock = Clock.now()
-        self.t0 = self.clock.mono + self.opts.start_delay
+        """Dispatch every row of the shard at its time; return when all have been recorded."""
         ticker = gevent.spawn(self._tick)
         deadline = self.t0 + self.opts.deadline if self.opts.deadline else float("inf")
         try:
@@ -155,7 +167,7 @@ class Replay:
                 if self.stopping or time.perf_counter() >= deadline:
                     break
                 self.next_index = i + 1
-                self.pool.spawn(self._one, i, row, client_pool, due)
+                self.pool.spawn(self._one, row_index(row), row, client_pool, due)
             if self.end_reason is None:  # nobody stopped us: drain and close
                 self.pool.join()
                 self.finish("completed" if self.next_index == len(self.rows) else "deadline")
@@ -164,7 +176,7 @@ class Replay:
 
     def _tick(self) -> None:
         while True:
-            print(f"@@progress {self.recorded} {len(self.rows)}", flush=True)
+            self.on_progress()
             self.sink.tick()
             gevent.sleep(0.5)
 
@@ -176,10 +188,11 @@ class Replay:
             return
         self.end_reason = reason
         self.stopping = True
+        if self.sink is None:  # never given a shard (a master, or a worker stopped before its start)
+            self._finished.set()
+            return
         if reason != "completed" and not self.pool.join(timeout=self.opts.grace):
             self.pool.kill(block=True, timeout=5)  # recorded as error/interrupted by the client
-        if self.clock is None:  # stopped before the dispatcher started
-            self.clock, self.t0 = Clock.now(), time.perf_counter()
         why = {"deadline": "run deadline reached before its scheduled time",
                "interrupted": "run interrupted before its scheduled time"}.get(reason, reason)
         for row in self.rows[self.next_index:]:
@@ -187,11 +200,109 @@ class Replay:
             self.recorded += 1
         self.sink.close()
         self._finished.set()
-        print(f"@@progress {self.recorded} {len(self.rows)}", flush=True)
+        self.on_progress()
         print(f"@@finished {reason} {self.recorded}", flush=True)
 
 
+def shard_rows(rows: list[dict], index: int, count: int) -> list[dict]:
+    """The deterministic shard `index` of `count`: every count-th row from `index`."""
+    return rows[index::count]
+
+
+def row_index(row: dict) -> int:
+    return row["_index"]
+
+
+class Coordinator:
+    """The master's side of a distributed replay: hands out an explicit shard map when the test
+    starts (not runner.worker_index, which is never reused after a reconnect), collects progress,
+    notices lost workers and writes their unrecorded rows, and quits when every shard is done."""
+
+    LOST_GRACE_S = 2.0  # let a lost worker's last part file land before reading what it wrote
+
+    def __init__(self, environment, replay: Replay) -> None:
+        self.env = environment
+        self.replay = replay
+        self.shards: dict[str, int] = {}        # Locust client id -> shard index
+        self.done: dict[str, tuple[str, int]] = {}
+        self.progress: dict[str, int] = {}
+        self.count = 0
+        self.sink: ParquetSink | None = None
+        runner = environment.runner
+        runner.register_message("loadtest_done", self._on_done)
+        runner.register_message("loadtest_progress", self._on_progress)
+
+    def start(self) -> None:
+        runner = self.env.runner
+        clients = sorted(runner.clients.keys())
+        self.count = len(clients)
+        t0_epoch = time.time() + self.replay.opts.start_delay + 0.5
+        for k, client_id in enumerate(clients):
+            self.shards[client_id] = k
+            runner.send_message("loadtest_shard", {"index": k, "count": self.count, "worker_id": f"w{k}",
+                                                   "t0_epoch": t0_epoch}, client_id=client_id)
+        self.replay.clock = Clock.now()
+        self.replay.t0 = self.replay.clock.mono + (t0_epoch - time.time())
+        log.info("shard map: %s", {f"w{k}": c for c, k in self.shards.items()})
+        gevent.spawn(self._watch)
+
+    def _on_done(self, msg, **_kw) -> None:
+        self.done[msg.node_id] = (msg.data["reason"], msg.data["recorded"])
+        self.progress[msg.node_id] = msg.data["recorded"]
+
+    def _on_progress(self, msg, **_kw) -> None:
+        self.progress[msg.node_id] = msg.data["recorded"]
+
+    def _watch(self) -> None:
+        total = len(self.replay.all_rows)
+        while True:
+            gevent.sleep(0.5)
+            print(f"@@progress {sum(self.progress.values())} {total}", flush=True)
+            for client_id, k in self.shards.items():
+                node = self.env.runner.clients.get(client_id)
+                if client_id not in self.done and (node is None or node.state == "missing"):
+                    self._lost(client_id, k)
+            if self.shards and len(self.done) == len(self.shards):
+                reasons = {r for r, _ in self.done.values()}
+                reason = "completed" if reasons == {"completed"} else sorted(reasons - {"completed"})[0]
+                print(f"@@finished {reason} {sum(n for _, n in self.done.values())}", flush=True)
+                self.env.process_exit_code = 0
+                gevent.spawn(self.env.runner.quit)
+                return
+
+    def _lost(self, client_id: str, k: int) -> None:
+        """Write a record for every row of a lost worker's shard it did not record: rows due before
+        it was lost as error/worker_lost (they may have been sent), the rest as not_sent."""
+        worker = f"w{k}"
+        lost_at = time.perf_counter()
+        log.error("worker %s (%s) lost: no heartbeat; recording its unrecorded rows", worker, client_id)
+        gevent.sleep(self.LOST_GRACE_S)
+        folder = Path(self.replay.opts.records_dir)
+        seen: set[str] = set()
+        for part in folder.glob(f"part-{worker}-*.parquet"):
+            seen.update(pq.read_table(part, columns=["request_id"])["request_id"].to_pylist())
+        if self.sink is None:
+            self.sink = ParquetSink(folder, "master", REQUEST_SCHEMA, ThreadPoolExecutor(max_workers=1))
+        r = self.replay
+        written = 0
+        for row in shard_rows(r.all_rows, k, self.count):
+            if row["request_id"] in seen:
+                continue
+            due = r.t0 + row["offset_s"]
+            rec = r._record(row, due, "not_sent", f"worker {worker} lost before its scheduled time")
+            rec.worker = worker
+            if due <= lost_at:
+                rec.status, rec.error_kind = "error", "worker_lost"
+                rec.error = f"worker {worker} lost after this request was due; its outcome is unknown"
+            self.sink.add(rec.as_row())
+            written += 1
+        self.sink.flush()
+        self.done[client_id] = ("worker_lost", len(seen) + written)
+        self.progress[client_id] = len(seen) + written
+
+
 REPLAY: Replay | None = None
+COORDINATOR: Coordinator | None = None
 
 
 @events.init.add_listener
@@ -204,8 +315,40 @@ def _on_init(environment, **_kw) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
     TraceReplayUser.concurrency = opts.max_inflight
     TraceReplayUser.network_timeout = opts.request_timeout
-    global REPLAY
+    global REPLAY, COORDINATOR
     REPLAY = Replay(environment, opts)
+    for i, row in enumerate(REPLAY.all_rows):
+        row["_index"] = i
+    runner = environment.runner
+    if isinstance(runner, MasterRunner):
+        COORDINATOR = Coordinator(environment, REPLAY)
+    elif isinstance(runner, WorkerRunner):
+        def on_shard(msg, **_kw) -> None:
+            d = msg.data
+            REPLAY.assign(d["index"], d["count"], d["worker_id"], d["t0_epoch"])
+            REPLAY.on_progress = lambda: runner.send_message("loadtest_progress", {"recorded": REPLAY.recorded})
+
+        runner.register_message("loadtest_shard", on_shard)
+    else:
+        k, n = (int(x) for x in opts.shard.split("/"))
+        REPLAY.assign(k, n, opts.worker_id)
+    gevent.spawn(_trim_history, environment)
+
+
+def _trim_history(environment, keep: int = 720) -> None:
+    """Locust appends to stats.history every few seconds for its charts, forever; keep the last
+    `keep` entries (an hour at its default interval) so memory stays flat in long soaks."""
+    while True:
+        gevent.sleep(30)
+        stats = environment.stats
+        if stats is not None and len(stats.history) > keep:
+            del stats.history[: len(stats.history) - keep]
+
+
+@events.test_start.add_listener
+def _on_test_start(environment, **_kw) -> None:
+    if COORDINATOR is not None:
+        COORDINATOR.start()
 
 
 @events.quitting.add_listener
@@ -214,6 +357,8 @@ def _on_quitting(environment, **_kw) -> None:
         return
     try:
         REPLAY.finish("interrupted")
+        if COORDINATOR is not None and COORDINATOR.sink is not None:
+            COORDINATOR.sink.close()
         if environment.process_exit_code is None:
             environment.process_exit_code = 0
     except Exception:
@@ -222,20 +367,35 @@ def _on_quitting(environment, **_kw) -> None:
 
 
 class TraceReplayUser(FastHttpUser):
-    """Runs the dispatcher; spawn exactly one per worker process (-u 1)."""
+    """Runs the dispatcher: the first user of a process replays its shard; any other (Locust
+    rebalancing users after a worker is lost) idles."""
 
     concurrency = 1024
     max_retries = 0
     connection_timeout = 10.0
     network_timeout = 600.0
+    _claimed = False
 
     @task
     def replay(self) -> None:
-        try:
-            REPLAY.run(self.client.client.clientpool)
-        except Exception:
-            log.exception("replay failed")
-            sys.stdout.flush()
+        runner = self.environment.runner
+        if TraceReplayUser._claimed:
+            while True:
+                gevent.sleep(3600)
+        TraceReplayUser._claimed = True
+        if not REPLAY.assigned.wait(timeout=60):
+            log.error("no shard from the master within 60 s")
             self.environment.process_exit_code = 3
-        gevent.spawn(self.environment.runner.quit)
+        else:
+            try:
+                REPLAY.run(self.client.client.clientpool)
+            except Exception:
+                log.exception("replay failed")
+                sys.stdout.flush()
+                self.environment.process_exit_code = 3
+        if isinstance(runner, WorkerRunner):
+            runner.send_message("loadtest_done", {"reason": REPLAY.end_reason or "failed", "recorded": REPLAY.recorded})
+            while True:  # the master quits every worker once all shards are done
+                gevent.sleep(3600)
+        gevent.spawn(runner.quit)
         raise StopUser()

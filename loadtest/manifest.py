@@ -38,6 +38,7 @@ def host_info() -> dict[str, object]:
 @dataclass
 class ModeRun:
     replicas: list[dict] = field(default_factory=list)   # label, url, pid, log
+    locust_pids: list[int] = field(default_factory=list)  # the Locust process (or master) first, then workers
     started_at: str | None = None
     ended_at: str | None = None
     end: str | None = None                                 # completed, deadline, interrupted, failed

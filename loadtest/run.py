@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import ctypes
 import logging
+import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -53,7 +55,7 @@ class _Signals:
 
     def __init__(self) -> None:
         self.count = 0
-        self.child: subprocess.Popen | None = None
+        self.children: list[subprocess.Popen] = []
         self._old: dict[int, object] = {}
 
     def __enter__(self) -> _Signals:
@@ -67,12 +69,12 @@ class _Signals:
 
     def _handle(self, signum, frame) -> None:
         self.count += 1
-        child = self.child
-        if child is not None and child.poll() is None:
-            try:
-                os.killpg(child.pid, signal.SIGTERM if self.count == 1 else signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        for child in list(self.children):
+            if child.poll() is None:
+                try:
+                    os.killpg(child.pid, signal.SIGTERM if self.count == 1 else signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         if self.count == 1:
             print(f"\n{signal.Signals(signum).name}: stopping gracefully (again to stop at once)", file=sys.stderr)
 
@@ -91,6 +93,7 @@ class RunPlan:
     run_dir: Path
     modes: list[str]
     fleet: FleetSpec
+    manifest: Manifest
 
 
 def _resolve_modes(fleet: FleetSpec, text: str | None) -> list[str]:
@@ -108,29 +111,61 @@ def _resolve_modes(fleet: FleetSpec, text: str | None) -> list[str]:
 
 
 def locust_argv(trace_path: Path, mode: str, endpoints: list[str], served_model: str, run_id: str,
-                run_dir: Path, max_inflight: int = 1024, timeout: float = 600.0) -> list[str]:
-    """The command line of one headless Locust replay of `trace_path` against `endpoints`."""
-    return [
-        sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "-u", "1", "-r", "1",
-        "--host", endpoints[0], "--only-summary", "--logfile", str(run_dir / "logs" / f"locust-{mode}.log"),
+                run_dir: Path, max_inflight: int = 1024, timeout: float = 600.0, role: str = "local",
+                workers: int = 1, master_port: int = 0, worker_index: int = 0) -> list[str]:
+    """The command line of one Locust process replaying `trace_path` against `endpoints`: the only
+    process (`local`), or the `master` or a `worker` of a distributed replay."""
+    replay = [
         "--trace-file", str(trace_path), "--mode", mode, "--endpoints", ",".join(endpoints),
         "--served-model", served_model, "--run-id", run_id,
         "--records-dir", str(run_dir / "requests" / f"mode={mode}"),
         "--max-inflight", str(max_inflight), "--request-timeout", str(timeout),
     ]
+    head = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
+    if role == "worker":
+        log_file = run_dir / "logs" / f"locust-{mode}-worker{worker_index}.log"
+        return [*head, "--worker", "--master-host", "127.0.0.1", "--master-port", str(master_port),
+                "--logfile", str(log_file), *replay]
+    argv = [*head, "--headless", "-u", str(workers), "-r", str(workers), "--host", endpoints[0], "--only-summary",
+            "--logfile", str(run_dir / "logs" / f"locust-{mode}.log"), *replay]
+    if role == "master":
+        argv += ["--master", "--expect-workers", str(workers), "--master-bind-host", "127.0.0.1",
+                 "--master-bind-port", str(master_port)]
+    return argv
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: Path, args: argparse.Namespace,
-                signals: _Signals, progress: Progress, task_id) -> tuple[str, int]:
-    """Run one Locust child for `mode`; return (end reason, records written)."""
+                signals: _Signals, progress: Progress, task_id, mode_run: ModeRun) -> tuple[str, int]:
+    """Replay `mode` with one Locust process, or a master and `--workers` worker processes;
+    return (end reason, records written)."""
     logs = plan.run_dir / "logs"
-    argv = locust_argv(trace_path, mode, [r.url for r in replicas], replicas[0].served_model, plan.run_id,
-                       plan.run_dir, args.max_inflight, args.timeout)
+    urls = [r.url for r in replicas]
+    common = (trace_path, mode, urls, replicas[0].served_model, plan.run_id, plan.run_dir, args.max_inflight,
+              args.timeout)
+    workers: list[subprocess.Popen] = []
+    if args.workers > 1:
+        port = _free_port()
+        argv = locust_argv(*common, role="master", workers=args.workers, master_port=port)
+        worker_argvs = [locust_argv(*common, role="worker", master_port=port, worker_index=i)
+                        for i in range(args.workers)]
+    else:
+        argv, worker_argvs = locust_argv(*common), []
     end, recorded = "failed", 0
     with open(logs / f"locust-{mode}.stdout.txt", "w") as stats_out:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
                                 start_new_session=True, preexec_fn=_die_with_parent)
-        signals.child = proc
+        for wargv in worker_argvs:
+            workers.append(subprocess.Popen(wargv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            start_new_session=True, preexec_fn=_die_with_parent))
+        signals.children = [proc, *workers]
+        mode_run.locust_pids = [p.pid for p in signals.children]
+        plan.manifest.write(plan.run_dir)
 
         def pump() -> None:
             nonlocal end, recorded
@@ -149,11 +184,23 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: P
         while proc.poll() is None:
             time.sleep(0.1)
         reader.join(5)
-        signals.child = None
+        for w in workers:  # the master quits its workers; make sure none lingers
+            try:
+                w.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(w.pid, signal.SIGKILL)
+                w.wait()
+        signals.children = []
     if proc.returncode not in (0, None) and end != "interrupted":
         raise RuntimeError(f"the Locust replay of {mode} exited with code {proc.returncode}; "
                            f"see {logs / f'locust-{mode}.log'}")
     return end, recorded
+
+
+def default_workers(fleet: FleetSpec, n_modes: int) -> int:
+    """One Locust worker per core, minus the cores local simulator replicas reserve."""
+    reserved = fleet.cpus_per_replica * fleet.replicas * n_modes if fleet.engine == "sim" else 0
+    return max(1, int((os.cpu_count() or 1) - math.ceil(reserved)))
 
 
 def _prepare_trace(args: argparse.Namespace) -> tuple[pa.Table, dict, int | None]:
@@ -196,8 +243,6 @@ def main(args: argparse.Namespace) -> int:
         fail(f"{run_dir} already exists; pick another --run-id")
         return EXIT_USAGE
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
-    plan = RunPlan(run_id, run_dir, modes, fleet_spec)
-
     manifest = Manifest(
         run_id=run_id,
         scenario=scenario_info,
@@ -206,6 +251,9 @@ def main(args: argparse.Namespace) -> int:
         modes=modes, seed=seed, requests=trace.num_rows,
     )
     manifest.write(run_dir)
+    plan = RunPlan(run_id, run_dir, modes, fleet_spec, manifest)
+    if args.workers is None:
+        args.workers = default_workers(fleet_spec, len(modes))
     trace_path = run_dir / "trace.parquet"
     write_trace(trace, trace_path, scenario_info["name"], scenario_info["sha256"])
     span = trace["offset_s"][-1].as_py()
@@ -238,7 +286,7 @@ def main(args: argparse.Namespace) -> int:
                         scraper.watch(mode, [(r.label, r.url) for r in replicas])
                         try:
                             mr.end, mr.records = replay_mode(plan, mode, replicas, trace_path, args, signals,
-                                                             progress, tasks[mode])
+                                                             progress, tasks[mode], mr)
                         finally:
                             scraper.scrape_once()  # the mode's last counters, before it goes idle
                             scraper.watch(None)

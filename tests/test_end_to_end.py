@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -98,3 +100,35 @@ def test_ctrl_c_stops_gracefully_and_keeps_every_record(tmp_path):
     assert "not_sent" in statuses and statuses <= set(STATUSES)
     for pid in _server_pids(manifest):
         assert not pid_alive(pid), f"server {pid} outlived the interrupted run"
+
+
+def test_a_lost_worker_is_noticed_and_its_share_recorded(tmp_path):
+    argv = [sys.executable, "-m", "loadtest", "run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet",
+            str(DATA / "fast-sim.toml"), "--modes", "baseline", "--requests", "180", "--workers", "2",
+            "--out", str(tmp_path), "--run-id", "lost"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run_dir = tmp_path / "lost"
+    try:
+        deadline = time.monotonic() + 120
+        while len({p.name.split("-")[1] for p in (run_dir / "requests" / "mode=baseline").glob("part-*")}) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.2)
+        pids = json.loads((run_dir / "manifest.json").read_text())["mode_runs"]["baseline"]["locust_pids"]
+        assert len(pids) == 3  # master, two workers
+        os.kill(pids[2], signal.SIGKILL)
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, output
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and manifest["mode_runs"]["baseline"]["end"] == "worker_lost"
+    records = load_requests(run_dir)
+    assert records.num_rows == 180 and len(set(records["request_id"].to_pylist())) == 180
+    lost = records.filter(pc.is_in(records["status"], pa.array(["not_sent", "error"])))
+    assert lost.num_rows > 0
+    assert all("lost" in e for e in lost["error"].to_pylist())
+    assert set(lost["status"].to_pylist()) <= {"not_sent", "error"}
+    assert "master" in {p.name.split("-")[1] for p in (run_dir / "requests" / "mode=baseline").glob("part-*")}
+    for pid in pids:
+        assert not pid_alive(pid)
