@@ -58,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cooldown", type=float, default=2.0, metavar="S",
                      help="pause between modes after the previous one drains, in seconds (default 2)")
 
+    run.add_argument("--deadline", type=_positive_float, default=None, metavar="S",
+                     help="per mode, stop sending S seconds after the start: in-flight requests time out at "
+                     "the deadline and unsent ones are recorded as not_sent (default: none)")
+    run.add_argument("--api-key-env", default="LOADTEST_API_KEY", metavar="NAME",
+                     help="environment variable holding the servers' API key, sent as a Bearer token; the key "
+                     "is never taken on the command line nor written anywhere (default LOADTEST_API_KEY)")
     run.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                      help="Locust worker processes: 1 runs one process; more run a master and N workers, each "
                      "replaying its shard of the trace (default: one per core, minus what local simulator "

@@ -112,15 +112,18 @@ def _resolve_modes(fleet: FleetSpec, text: str | None) -> list[str]:
 
 def locust_argv(trace_path: Path, mode: str, endpoints: list[str], served_model: str, run_id: str,
                 run_dir: Path, max_inflight: int = 1024, timeout: float = 600.0, role: str = "local",
-                workers: int = 1, master_port: int = 0, worker_index: int = 0) -> list[str]:
+                workers: int = 1, master_port: int = 0, worker_index: int = 0, deadline: float | None = None,
+                api_key_env: str = "LOADTEST_API_KEY") -> list[str]:
     """The command line of one Locust process replaying `trace_path` against `endpoints`: the only
     process (`local`), or the `master` or a `worker` of a distributed replay."""
     replay = [
         "--trace-file", str(trace_path), "--mode", mode, "--endpoints", ",".join(endpoints),
         "--served-model", served_model, "--run-id", run_id,
         "--records-dir", str(run_dir / "requests" / f"mode={mode}"),
-        "--max-inflight", str(max_inflight), "--request-timeout", str(timeout),
+        "--max-inflight", str(max_inflight), "--request-timeout", str(timeout), "--api-key-env", api_key_env,
     ]
+    if deadline:
+        replay += ["--deadline", str(deadline)]
     head = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
     if role == "worker":
         log_file = run_dir / "logs" / f"locust-{mode}-worker{worker_index}.log"
@@ -148,14 +151,15 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: P
     urls = [r.url for r in replicas]
     common = (trace_path, mode, urls, replicas[0].served_model, plan.run_id, plan.run_dir, args.max_inflight,
               args.timeout)
+    extra = {"deadline": args.deadline, "api_key_env": args.api_key_env}
     workers: list[subprocess.Popen] = []
     if args.workers > 1:
         port = _free_port()
-        argv = locust_argv(*common, role="master", workers=args.workers, master_port=port)
-        worker_argvs = [locust_argv(*common, role="worker", master_port=port, worker_index=i)
+        argv = locust_argv(*common, role="master", workers=args.workers, master_port=port, **extra)
+        worker_argvs = [locust_argv(*common, role="worker", master_port=port, worker_index=i, **extra)
                         for i in range(args.workers)]
     else:
-        argv, worker_argvs = locust_argv(*common), []
+        argv, worker_argvs = locust_argv(*common, **extra), []
     end, recorded = "failed", 0
     with open(logs / f"locust-{mode}.stdout.txt", "w") as stats_out:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,

@@ -30,7 +30,7 @@ def _trace(n: int, max_tokens: int) -> pa.Table:
     }, schema=TRACE_SCHEMA)
 
 
-def _replay(tmp_path, *server_flags: str) -> pa.Table:
+def _replay(tmp_path, *server_flags: str, n: int = 4, finished: str = "completed", **argv_extra) -> pa.Table:
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "tests.five_token_server", str(port), *server_flags],
                               cwd=ROOT, start_new_session=True)
@@ -42,12 +42,12 @@ def _replay(tmp_path, *server_flags: str) -> pa.Table:
             except requests.ConnectionError:
                 time.sleep(0.05)
         trace = tmp_path / "trace.parquet"
-        write_trace(_trace(4, 40), trace, "five", "0" * 64)
+        write_trace(_trace(n, 40), trace, "five", "0" * 64)
         (tmp_path / "logs").mkdir()
-        argv = locust_argv(trace, "five", [f"http://127.0.0.1:{port}"], "m", "run1", tmp_path)
+        argv = locust_argv(trace, "five", [f"http://127.0.0.1:{port}"], "m", "run1", tmp_path, **argv_extra)
         res = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert res.returncode == 0, res.stdout + res.stderr
-        assert "@@finished completed 4" in res.stdout
+        assert f"@@finished {finished} {n}" in res.stdout
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(5)
@@ -75,3 +75,13 @@ def test_without_running_usage_chunk_tokens_stay_empty(tmp_path):
     for r in rows:
         assert r["status"] == "ok" and r["completion_tokens"] == 40
         assert r["chunk_tokens"] is None and r["n_chunks"] == 8
+
+
+def test_deadline_times_out_in_flight_and_keeps_unsent_rows(tmp_path):
+    # 20 requests 0.2 s apart, each taking ~0.45 s; stop sending after 1.0 s.
+    rows = _replay(tmp_path, n=20, finished="deadline", deadline=1.0).to_pylist()
+    assert len(rows) == 20
+    statuses = [r["status"] for r in rows]
+    assert statuses.count("ok") >= 3 and "timeout" in statuses and statuses.count("not_sent") >= 10
+    assert all("deadline" in r["error"] for r in rows if r["status"] == "not_sent")
+    assert all(r["offset_s"] >= 0.95 for r in rows if r["status"] == "not_sent")
