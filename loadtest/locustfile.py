@@ -31,6 +31,7 @@ from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from loadtest.client import Clock, execute
+from loadtest.client_stats import LATENESS_LIMIT_MS, ClientStats, cpu_seconds
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.sink import ParquetSink
 from scenarios.trace import closed_concurrency
@@ -58,6 +59,8 @@ def _add_arguments(parser) -> None:
     g.add_argument("--deadline", type=float, default=0.0, help="stop sending after S seconds (0: none)")
     g.add_argument("--grace", type=float, default=10.0, help="seconds in-flight requests get on interrupt")
     g.add_argument("--start-delay", type=float, default=0.5, help="seconds from start-up to offset 0")
+    g.add_argument("--lateness-limit", type=float, default=LATENESS_LIMIT_MS,
+                   help="send lateness p99 (ms) above which the run is marked client_limited")
     g.add_argument("--api-key-env", default="LOADTEST_API_KEY",
                    help="environment variable holding the API key (never passed on the command line)")
 
@@ -92,7 +95,9 @@ class Replay:
         self._finished = gevent.event.Event()
         self.clock = Clock.now()
         self.t0 = self.clock.mono + opts.start_delay
-        self.on_progress = lambda: print(f"@@progress {self.recorded} {len(self.rows)}", flush=True)
+        self.stats = ClientStats()
+        self._cpu_mark = (time.monotonic(), cpu_seconds())
+        self.on_progress = self._print_progress
         key = os.environ.get(opts.api_key_env)
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if key:
@@ -140,7 +145,9 @@ class Replay:
         try:
             execute(client_pool, url, self._body(row), headers, timeout, rec, scheduled, self.clock)
         finally:
-            self.sink.add(rec.as_row())
+            row_out = rec.as_row()
+            self.sink.add(row_out)
+            self.stats.observe(row_out)
             self.recorded += 1
             exc = None if rec.status == "ok" else Exception(f"{rec.status}: {rec.error_kind or ''} {rec.error or ''}")
             self.env.events.request.fire(
@@ -151,6 +158,7 @@ class Replay:
 
     def run(self, client_pool) -> None:
         """Dispatch every row of the shard at its time; return when all have been recorded."""
+        self._cpu_mark = (time.monotonic(), cpu_seconds())  # start-up work does not count
         ticker = gevent.spawn(self._tick)
         deadline = self.t0 + self.opts.deadline if self.opts.deadline else float("inf")
         try:
@@ -173,6 +181,20 @@ class Replay:
                 self.finish("completed" if self.next_index == len(self.rows) else "deadline")
         finally:
             ticker.kill(block=False)
+
+    def cpu_share(self) -> float:
+        """This process's CPU use, as a share of one core, since the last call."""
+        now, cpu = time.monotonic(), cpu_seconds()
+        then, cpu_then = self._cpu_mark
+        if now - then < 0.25:  # too short to say anything; keep accumulating
+            return 0.0
+        self._cpu_mark = (now, cpu)
+        return (cpu - cpu_then) / (now - then)
+
+    def _print_progress(self) -> None:
+        self.stats.cpu_max = max(self.stats.cpu_max, self.cpu_share())
+        print(f"@@progress {self.recorded} {len(self.rows)}", flush=True)
+        print(f"@@live {self.stats.live()}", flush=True)
 
     def _tick(self) -> None:
         while True:
@@ -201,6 +223,8 @@ class Replay:
         self.sink.close()
         self._finished.set()
         self.on_progress()
+        if not isinstance(self.env.runner, WorkerRunner):
+            print(f"@@client {orjson.dumps(self.stats.verdict(self.opts.lateness_limit)).decode()}", flush=True)
         print(f"@@finished {reason} {self.recorded}", flush=True)
 
 
@@ -226,6 +250,7 @@ class Coordinator:
         self.shards: dict[str, int] = {}        # Locust client id -> shard index
         self.done: dict[str, tuple[str, int]] = {}
         self.progress: dict[str, int] = {}
+        self.stats = ClientStats()
         self.count = 0
         self.sink: ParquetSink | None = None
         runner = environment.runner
@@ -247,17 +272,19 @@ class Coordinator:
         gevent.spawn(self._watch)
 
     def _on_done(self, msg, **_kw) -> None:
+        self._on_progress(msg)
         self.done[msg.node_id] = (msg.data["reason"], msg.data["recorded"])
-        self.progress[msg.node_id] = msg.data["recorded"]
 
     def _on_progress(self, msg, **_kw) -> None:
         self.progress[msg.node_id] = msg.data["recorded"]
+        self.stats.merge(msg.data["stats"])
 
     def _watch(self) -> None:
         total = len(self.replay.all_rows)
         while True:
             gevent.sleep(0.5)
             print(f"@@progress {sum(self.progress.values())} {total}", flush=True)
+            print(f"@@live {self.stats.live()}", flush=True)
             for client_id, k in self.shards.items():
                 node = self.env.runner.clients.get(client_id)
                 if client_id not in self.done and (node is None or node.state == "missing"):
@@ -265,6 +292,8 @@ class Coordinator:
             if self.shards and len(self.done) == len(self.shards):
                 reasons = {r for r, _ in self.done.values()}
                 reason = "completed" if reasons == {"completed"} else sorted(reasons - {"completed"})[0]
+                verdict = self.stats.verdict(self.replay.opts.lateness_limit)
+                print(f"@@client {orjson.dumps(verdict).decode()}", flush=True)
                 print(f"@@finished {reason} {sum(n for _, n in self.done.values())}", flush=True)
                 self.env.process_exit_code = 0
                 gevent.spawn(self.env.runner.quit)
@@ -326,7 +355,10 @@ def _on_init(environment, **_kw) -> None:
         def on_shard(msg, **_kw) -> None:
             d = msg.data
             REPLAY.assign(d["index"], d["count"], d["worker_id"], d["t0_epoch"])
-            REPLAY.on_progress = lambda: runner.send_message("loadtest_progress", {"recorded": REPLAY.recorded})
+            REPLAY.on_progress = lambda: runner.send_message("loadtest_progress", _report())
+
+        def _report() -> dict:
+            return {"recorded": REPLAY.recorded, "stats": REPLAY.stats.take(REPLAY.cpu_share())}
 
         runner.register_message("loadtest_shard", on_shard)
     else:
@@ -394,7 +426,8 @@ class TraceReplayUser(FastHttpUser):
                 sys.stdout.flush()
                 self.environment.process_exit_code = 3
         if isinstance(runner, WorkerRunner):
-            runner.send_message("loadtest_done", {"reason": REPLAY.end_reason or "failed", "recorded": REPLAY.recorded})
+            runner.send_message("loadtest_done", {"reason": REPLAY.end_reason or "failed", "recorded": REPLAY.recorded,
+                                                  "stats": REPLAY.stats.take(REPLAY.cpu_share())})
             while True:  # the master quits every worker once all shards are done
                 gevent.sleep(3600)
         gevent.spawn(runner.quit)

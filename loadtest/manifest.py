@@ -39,6 +39,7 @@ def host_info() -> dict[str, object]:
 class ModeRun:
     replicas: list[dict] = field(default_factory=list)   # label, url, pid, log
     locust_pids: list[int] = field(default_factory=list)  # the Locust process (or master) first, then workers
+    client: dict | None = None                             # the client's self-report: lateness, CPU, verdict
     started_at: str | None = None
     ended_at: str | None = None
     end: str | None = None                                 # completed, deadline, interrupted, failed

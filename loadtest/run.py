@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -113,7 +114,7 @@ def _resolve_modes(fleet: FleetSpec, text: str | None) -> list[str]:
 def locust_argv(trace_path: Path, mode: str, endpoints: list[str], served_model: str, run_id: str,
                 run_dir: Path, max_inflight: int = 1024, timeout: float = 600.0, role: str = "local",
                 workers: int = 1, master_port: int = 0, worker_index: int = 0, deadline: float | None = None,
-                api_key_env: str = "LOADTEST_API_KEY") -> list[str]:
+                api_key_env: str = "LOADTEST_API_KEY", lateness_limit: float = 10.0) -> list[str]:
     """The command line of one Locust process replaying `trace_path` against `endpoints`: the only
     process (`local`), or the `master` or a `worker` of a distributed replay."""
     replay = [
@@ -121,6 +122,7 @@ def locust_argv(trace_path: Path, mode: str, endpoints: list[str], served_model:
         "--served-model", served_model, "--run-id", run_id,
         "--records-dir", str(run_dir / "requests" / f"mode={mode}"),
         "--max-inflight", str(max_inflight), "--request-timeout", str(timeout), "--api-key-env", api_key_env,
+        "--lateness-limit", str(lateness_limit),
     ]
     if deadline:
         replay += ["--deadline", str(deadline)]
@@ -151,7 +153,7 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: P
     urls = [r.url for r in replicas]
     common = (trace_path, mode, urls, replicas[0].served_model, plan.run_id, plan.run_dir, args.max_inflight,
               args.timeout)
-    extra = {"deadline": args.deadline, "api_key_env": args.api_key_env}
+    extra = {"deadline": args.deadline, "api_key_env": args.api_key_env, "lateness_limit": args.lateness_limit}
     workers: list[subprocess.Popen] = []
     if args.workers > 1:
         port = _free_port()
@@ -177,6 +179,12 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: P
                 if line.startswith("@@progress "):
                     done, total = (int(x) for x in line.split()[1:3])
                     progress.update(task_id, completed=done, total=total)
+                elif line.startswith("@@live "):
+                    ttft50, ttft99, tpot50, late99 = line.split()[1:5]
+                    progress.update(task_id, live=f"TTFT p50 {ttft50} p99 {ttft99}  TPOT p50 {tpot50}  "
+                                    f"late p99 {late99} ms")
+                elif line.startswith("@@client "):
+                    mode_run.client = orjson.loads(line.split(" ", 1)[1])
                 elif line.startswith("@@finished "):
                     _, end, n = line.split()
                     recorded = int(n)
@@ -275,8 +283,8 @@ def main(args: argparse.Namespace) -> int:
                         {"label": rep.label, "url": rep.url, "pid": rep.pid, "log": str(rep.log_path)})
                 manifest.write(run_dir)
                 progress = Progress(TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(),
-                                    TimeElapsedColumn(), console=console)
-                tasks = {m: progress.add_task(m, total=trace.num_rows) for m in modes}
+                                    TimeElapsedColumn(), TextColumn("{task.fields[live]}"), console=console)
+                tasks = {m: progress.add_task(m, total=trace.num_rows, live="") for m in modes}
                 with progress, Scraper(run_dir) as scraper:
                     for i, mode in enumerate(modes):
                         if signals.stop:
@@ -318,6 +326,10 @@ def main(args: argparse.Namespace) -> int:
                               server_metrics=load_server_metrics(run_dir))
         write_summary(summaries, run_dir / "summary.parquet")
         console.print(mode_table(summaries, title=f"{run_id} ({status})"))
+        for mode, mr in manifest.mode_runs.items():
+            if mr.client and mr.client.get("client_limited"):
+                console.print(f"[yellow]{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies "
+                              "include the client's own delay; add workers (--workers) or client machines[/yellow]")
     console.print(f"results: {run_dir}/")
     return code
 

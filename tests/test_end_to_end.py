@@ -68,6 +68,9 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
             assert summary["mean_acceptance_length"] == pytest.approx(client_len, rel=0.05), mode
             assert 0 < summary["acceptance_rate"] < 1
     assert list((run_dir / "server_metrics").glob("mode=*/part-*.parquet"))
+    for mode in MODES:  # the client's report on itself
+        client = manifest["mode_runs"][mode]["client"]
+        assert client["lateness_ms"]["count"] == 16 and client["client_limited"] in (True, False)
 
     for pid in _server_pids(manifest):
         assert not pid_alive(pid), f"server {pid} outlived the run"

@@ -1,0 +1,89 @@
+"""The client watching itself: latency histograms, send lateness, CPU and SSE events per worker,
+merged on the master, and the verdict on whether the client, not the server, was the limit."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from loadtest.histogram import LogHistogram
+
+METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "lateness_ms")
+# A run whose send lateness p99 exceeds this is marked client_limited (the issue's default).
+LATENESS_LIMIT_MS = 10.0
+# A worker busier than this fraction of a core over a reporting interval ran hot. Measured here:
+# one Locust process kept TTFT error under ~5 ms p99 up to ~25,000 SSE events/s, about half a
+# core, and degraded past it; 0.9 flags a worker that had no headroom left.
+HOT_CPU = 0.9
+
+
+def cpu_seconds() -> float:
+    """CPU time of the calling OS thread: under gevent, the event loop that times every request
+    (Parquet writes run on another thread and do not count against it)."""
+    return time.thread_time()
+
+
+@dataclass
+class ClientStats:
+    hists: dict[str, LogHistogram] = field(default_factory=lambda: {m: LogHistogram() for m in METRICS})
+    events: int = 0          # text chunks received (SSE events that carried tokens)
+    requests: int = 0
+    cpu_max: float = 0.0     # highest CPU share of one core seen over a reporting interval
+    first: float | None = None
+    last: float | None = None
+
+    def observe(self, row: dict) -> None:
+        """Add one request record (a RequestRecord row)."""
+        if row["sent_ns"] is None:
+            return
+        self.requests += 1
+        self.events += row["n_chunks"] or 0
+        for m in ("ttft_ms", "tpot_ms", "e2e_ms", "lateness_ms"):
+            self.hists[m].add(row[m])
+        itl = self.hists["itl_ms"]
+        for gap in (row["itl_ms"] or ())[1:]:
+            itl.add(gap)
+        now = time.monotonic()
+        self.first = now if self.first is None else self.first
+        self.last = now
+
+    def take(self, cpu: float) -> dict:
+        """A report of what was observed since the last one (for the master), then reset."""
+        out = {"hists": {m: h.take() for m, h in self.hists.items()}, "events": self.events,
+               "requests": self.requests, "cpu": cpu}
+        self.events = self.requests = 0
+        return out
+
+    def merge(self, report: dict) -> None:
+        for m, counts in report["hists"].items():
+            self.hists[m].merge(counts)
+        self.events += report["events"]
+        self.requests += report["requests"]
+        self.cpu_max = max(self.cpu_max, report["cpu"])
+        now = time.monotonic()
+        self.first = now if self.first is None else self.first
+        self.last = now
+
+    def live(self) -> str:
+        """`ttft_p50 ttft_p99 tpot_p50 late_p99` in ms ("-" when unknown), for the progress line."""
+        q = [self.hists["ttft_ms"].quantile(0.5), self.hists["ttft_ms"].quantile(0.99),
+             self.hists["tpot_ms"].quantile(0.5), self.hists["lateness_ms"].quantile(0.99)]
+        return " ".join("-" if v is None else f"{v:.1f}" for v in q)
+
+    def verdict(self, lateness_limit_ms: float = LATENESS_LIMIT_MS) -> dict:
+        late = self.hists["lateness_ms"]
+        p99 = late.quantile(0.99)
+        reasons = []
+        if p99 is not None and p99 > lateness_limit_ms:
+            reasons.append(f"send lateness p99 {p99:.1f} ms > {lateness_limit_ms:g} ms")
+        if self.cpu_max > HOT_CPU:
+            reasons.append(f"a worker ran at {self.cpu_max:.0%} of a core")
+        span = (self.last - self.first) if self.first is not None and self.last is not None else 0.0
+        return {
+            "client_limited": bool(reasons),
+            "reasons": reasons,
+            "lateness_ms": {"p50": late.quantile(0.5), "p99": p99, "count": late.count},
+            "cpu_max": round(self.cpu_max, 3),
+            "events_per_s": round(self.events / span, 1) if span > 0 else None,
+            "itl_ms": {"p50": self.hists["itl_ms"].quantile(0.5), "p99": self.hists["itl_ms"].quantile(0.99)},
+        }

@@ -1,0 +1,49 @@
+"""Mergeable histograms and the client's verdict on itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from loadtest.client_stats import ClientStats
+from loadtest.histogram import LogHistogram
+
+
+def test_quantiles_within_one_percent_and_merge_is_exact():
+    rng = np.random.default_rng(0)
+    values = rng.lognormal(np.log(20), 0.8, size=20000)  # ITL-like: tens of ms
+    whole = LogHistogram()
+    parts = [LogHistogram(), LogHistogram(), LogHistogram()]
+    for i, v in enumerate(values):
+        whole.add(float(v))
+        parts[i % 3].add(float(v))
+    merged = LogHistogram()
+    for p in parts:
+        merged.merge(p.to_dict())  # as sent by workers
+    assert merged.counts == whole.counts and merged.count == 20000
+    for q in (0.5, 0.9, 0.99):
+        assert whole.quantile(q) == pytest.approx(float(np.quantile(values, q)), rel=0.01)
+    sub_ms = LogHistogram()
+    for v in (0.21, 0.22, 0.23):
+        sub_ms.add(v)
+    assert sub_ms.quantile(0.5) == pytest.approx(0.22, rel=0.01)  # fine below a millisecond
+
+
+def _row(lateness: float) -> dict:
+    return {"sent_ns": 1, "n_chunks": 3, "ttft_ms": 50.0, "tpot_ms": 10.0, "e2e_ms": 70.0,
+            "lateness_ms": lateness, "itl_ms": [50.0, 10.0, 10.0]}
+
+
+def test_verdict_flags_lateness_and_hot_workers():
+    calm = ClientStats()
+    for _ in range(100):
+        calm.observe(_row(0.5))
+    assert calm.verdict()["client_limited"] is False
+    worker = ClientStats()
+    for i in range(100):
+        worker.observe(_row(30.0 if i >= 95 else 0.5))
+    master = ClientStats()
+    master.merge(worker.take(cpu=0.95))
+    v = master.verdict(lateness_limit_ms=10)
+    assert v["client_limited"] and len(v["reasons"]) == 2
+    assert v["lateness_ms"]["count"] == 100 and master.hists["itl_ms"].count == 200
