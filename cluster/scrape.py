@@ -52,7 +52,7 @@ class Scraper:
     def __init__(self, run_dir: Path, interval_s: float = SCRAPE_INTERVAL_S) -> None:
         self.run_dir = run_dir
         self.interval_s = interval_s
-        self._targets: tuple[str, list[tuple[str, str]]] | None = None  # mode, [(label, url)]
+        self._targets: dict[str, list[tuple[str, str]]] = {}  # mode -> [(label, url)]
         self._rows: dict[str, list[dict]] = {}
         self._seq = 0
         self._lock = threading.Lock()
@@ -70,20 +70,26 @@ class Scraper:
         self._thread.join(10)
         self.flush()
 
-    def watch(self, mode: str | None, replicas: list[tuple[str, str]] | None = None) -> None:
-        """Scrape these (label, base URL) replicas as `mode` from now on (None: pause). Takes one
-        scrape at once, so a mode's deltas start from its first request."""
+    def watch(self, mode: str, replicas: list[tuple[str, str]]) -> None:
+        """Scrape these (label, base URL) replicas as `mode` from now on; one scrape at once, so the
+        mode's deltas start before its first request."""
         with self._lock:
-            self._targets = (mode, replicas or []) if mode else None
-        if mode:
-            self.scrape_once()
+            self._targets[mode] = replicas
+        self.scrape_once(mode)
 
-    def scrape_once(self) -> None:
+    def unwatch(self, mode: str) -> None:
+        """One last scrape of `mode` (its final counters), then stop scraping it."""
+        self.scrape_once(mode)
         with self._lock:
-            targets = self._targets
-        if targets is None:
-            return
-        mode, replicas = targets
+            self._targets.pop(mode, None)
+
+    def scrape_once(self, only: str | None = None) -> None:
+        with self._lock:
+            targets = [(m, r) for m, r in self._targets.items() if only is None or m == only]
+        for mode, replicas in targets:
+            self._scrape(mode, replicas)
+
+    def _scrape(self, mode: str, replicas: list[tuple[str, str]]) -> None:
         for label, url in replicas:
             try:
                 text = self._http.get(f"{url}/metrics", timeout=2).text

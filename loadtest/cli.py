@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lateness-limit", type=_positive_float, default=10.0, metavar="MS",
                      help="mark a mode client_limited when its send lateness p99 exceeds MS (default 10) or a "
                      "worker ran above 90%% of a core")
+    run.add_argument("--parallel-modes", action="store_true",
+                     help="replay all modes at once, each with its own Locust process(es), instead of one after "
+                     "the other (faster; the modes share the client machine, and the manifest says so)")
     run.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                      help="Locust worker processes: 1 runs one process; more run a master and N workers, each "
                      "replaying its shard of the trace (default: one per core, minus what local simulator "

@@ -8,12 +8,14 @@ import os
 import platform
 import socket
 import sys
+import threading
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 END_STATUSES = ("running", "completed", "interrupted", "failed")
+_WRITE_LOCK = threading.Lock()
 
 
 def utc_now() -> str:
@@ -64,7 +66,9 @@ class Manifest:
     mode_runs: dict[str, ModeRun] = field(default_factory=dict)
 
     def write(self, run_dir: Path) -> None:
-        path = run_dir / "manifest.json"
-        tmp = path.with_name(".manifest.json.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2, default=str) + "\n")
-        tmp.replace(path)
+        """Atomically replace manifest.json; safe to call from several threads (parallel modes)."""
+        with _WRITE_LOCK:
+            path = run_dir / "manifest.json"
+            tmp = path.with_name(".manifest.json.tmp")
+            tmp.write_text(json.dumps(asdict(self), indent=2, default=str) + "\n")
+            tmp.replace(path)

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -169,8 +170,9 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: P
         for wargv in worker_argvs:
             workers.append(subprocess.Popen(wargv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                             start_new_session=True, preexec_fn=_die_with_parent))
-        signals.children = [proc, *workers]
-        mode_run.locust_pids = [p.pid for p in signals.children]
+        mine = [proc, *workers]
+        signals.children.extend(mine)
+        mode_run.locust_pids = [p.pid for p in mine]
         plan.manifest.write(plan.run_dir)
 
         def pump() -> None:
@@ -202,7 +204,8 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: P
             except subprocess.TimeoutExpired:
                 os.killpg(w.pid, signal.SIGKILL)
                 w.wait()
-        signals.children = []
+        for p in mine:
+            signals.children.remove(p)
     if proc.returncode not in (0, None) and end != "interrupted":
         raise RuntimeError(f"the Locust replay of {mode} exited with code {proc.returncode}; "
                            f"see {logs / f'locust-{mode}.log'}")
@@ -286,11 +289,8 @@ def main(args: argparse.Namespace) -> int:
                                     TimeElapsedColumn(), TextColumn("{task.fields[live]}"), console=console)
                 tasks = {m: progress.add_task(m, total=trace.num_rows, live="") for m in modes}
                 with progress, Scraper(run_dir) as scraper:
-                    for i, mode in enumerate(modes):
-                        if signals.stop:
-                            break
-                        if i and args.cooldown:
-                            time.sleep(args.cooldown)
+
+                    def one_mode(mode: str) -> None:
                         mr = manifest.mode_runs.setdefault(mode, ModeRun())
                         mr.started_at = utc_now()
                         manifest.write(run_dir)
@@ -300,10 +300,22 @@ def main(args: argparse.Namespace) -> int:
                             mr.end, mr.records = replay_mode(plan, mode, replicas, trace_path, args, signals,
                                                              progress, tasks[mode], mr)
                         finally:
-                            scraper.scrape_once()  # the mode's last counters, before it goes idle
-                            scraper.watch(None)
+                            scraper.unwatch(mode)
                         mr.ended_at = utc_now()
                         manifest.write(run_dir)
+
+                    if args.parallel_modes:
+                        manifest.mode_order = "parallel (all modes at once, sharing the client machine)"
+                        with ThreadPoolExecutor(len(modes)) as pool:
+                            for fut in [pool.submit(one_mode, m) for m in modes]:
+                                fut.result()
+                    else:
+                        for i, mode in enumerate(modes):
+                            if signals.stop:
+                                break
+                            if i and args.cooldown:
+                                time.sleep(args.cooldown)
+                            one_mode(mode)
                 if signals.stop:
                     raise Interrupted()
             status, code = "completed", EXIT_OK

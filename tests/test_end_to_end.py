@@ -135,3 +135,18 @@ def test_a_lost_worker_is_noticed_and_its_share_recorded(tmp_path):
     assert "master" in {p.name.split("-")[1] for p in (run_dir / "requests" / "mode=baseline").glob("part-*")}
     for pid in pids:
         assert not pid_alive(pid)
+
+
+def test_parallel_modes_replay_every_mode_at_once(tmp_path):
+    out = loadtest("run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "fast-sim.toml"),
+                   "--modes", "baseline,ngram", "--parallel-modes", "--workers", "1", "--out", str(tmp_path),
+                   "--run-id", "par", timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    manifest = json.loads((tmp_path / "par" / "manifest.json").read_text())
+    assert manifest["mode_order"].startswith("parallel")
+    runs = manifest["mode_runs"]
+    assert runs["baseline"]["started_at"] < runs["ngram"]["ended_at"]
+    assert runs["ngram"]["started_at"] < runs["baseline"]["ended_at"]  # they overlapped
+    records = load_requests(tmp_path / "par")
+    for mode in ("baseline", "ngram"):
+        assert records.filter(pc.equal(records["mode"], mode)).num_rows == 16
