@@ -143,7 +143,7 @@ class Fleet:
     """The replicas of every requested mode. Use as a context manager: teardown always runs."""
 
     def __init__(self, spec: FleetSpec, modes: list[str], logs_dir: Path, address: str | None = None,
-                 cancelled: Callable[[], bool] = lambda: False) -> None:
+                 cancelled: Callable[[], bool] = lambda: False, on_ray_ready: Callable[[], None] | None = None) -> None:
         unknown = [m for m in modes if m not in spec.modes]
         if unknown:
             raise FleetError(f"fleet {spec.name!r} has no mode {unknown[0]!r} (it has: {', '.join(spec.modes)})")
@@ -154,6 +154,7 @@ class Fleet:
         self.replicas: list[Replica] = []
         self._started_ray = False
         self.cancelled = cancelled  # polled while waiting for replicas; True aborts the start
+        self.on_ray_ready = on_ray_ready  # called right after ray.init (which installs its own SIGTERM handler)
 
     def __enter__(self) -> Fleet:
         try:
@@ -181,6 +182,8 @@ class Fleet:
         else:
             ray.init(num_cpus=os.cpu_count() or 1, num_gpus=0 if self.spec.engine == "sim" else None, **kwargs)
         self._started_ray = True
+        if self.on_ray_ready:
+            self.on_ray_ready()
 
     def start(self, on_event=None) -> None:
         self._init_ray()

@@ -65,6 +65,11 @@ class _Signals:
             self._old[sig] = signal.signal(sig, self._handle)
         return self
 
+    def rearm(self) -> None:
+        """Take SIGINT and SIGTERM back (ray.init installs a SIGTERM handler that exits at once)."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._handle)
+
     def __exit__(self, *exc) -> None:
         for sig, old in self._old.items():
             signal.signal(sig, old)
@@ -279,7 +284,8 @@ def main(args: argparse.Namespace) -> int:
     status, reason, code = "failed", None, EXIT_FAILED
     with _Signals() as signals:
         try:
-            with Fleet(fleet_spec, modes, run_dir / "logs", cancelled=lambda: signals.stop) as fleet:
+            with Fleet(fleet_spec, modes, run_dir / "logs", cancelled=lambda: signals.stop,
+                       on_ray_ready=signals.rearm) as fleet:
                 console.print(f"fleet ready: {len(fleet.replicas)} replica(s) on Ray")
                 for rep in fleet.replicas:
                     manifest.mode_runs.setdefault(rep.mode, ModeRun()).replicas.append(

@@ -76,7 +76,8 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
         assert not pid_alive(pid), f"server {pid} outlived the run"
 
 
-def test_ctrl_c_stops_gracefully_and_keeps_every_record(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_stops_gracefully_and_keeps_every_record(tmp_path, sig):
     argv = [sys.executable, "-m", "loadtest", "run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet",
             str(DATA / "fast-sim.toml"), "--modes", "baseline,draft", "--requests", "150", "--out", str(tmp_path),
             "--run-id", "stop"]
@@ -87,7 +88,7 @@ def test_ctrl_c_stops_gracefully_and_keeps_every_record(tmp_path):
         while not list((run_dir / "requests" / "mode=baseline").glob("part-*.parquet")):
             assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
             time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         output, _ = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
