@@ -25,8 +25,11 @@ lint: install
 	$(BIN)/ruff check .
 
 bench: install
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	-$(BIN)/python bench/calibrate.py
 	$(BIN)/python bench/sim_throughput.py
+	$(BIN)/python bench/trace_build.py
+	$(BIN)/python bench/loadgen.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache

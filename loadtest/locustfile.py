@@ -12,11 +12,13 @@ with gevent, and `ray.init()` hangs in a patched process.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import resource
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import gevent
@@ -75,10 +77,9 @@ class Replay:
     def __init__(self, environment, opts) -> None:
         self.env = environment
         self.opts = opts
-        table = pq.read_table(opts.trace_file, columns=TRACE_COLUMNS)
-        cols = {c: table.column(c).to_pylist() for c in TRACE_COLUMNS}
-        self.all_rows = [{c: cols[c][i] for c in TRACE_COLUMNS} for i in range(table.num_rows)]
-        self.rows: list[dict] = []
+        self.total_rows = pq.ParquetFile(opts.trace_file).metadata.num_rows
+        self.shard = (0, 1)
+        self.shard_size = 0
         self.worker_id = opts.worker_id
         self.endpoints = [URL(e.rstrip("/")) for e in opts.endpoints.split(",")]
         self.labels = _endpoint_labels(opts.mode, self.endpoints)
@@ -88,7 +89,9 @@ class Replay:
         self.executor = ThreadPoolExecutor(max_workers=1)
         self.sink: ParquetSink | None = None
         self.assigned = gevent.event.Event()
-        self.next_index = 0
+        self.rows: Iterator[tuple[int, dict]] = iter(())
+        self.pending: tuple[int, dict] | None = None
+        self.dispatched = 0
         self.recorded = 0
         self.stopping = False
         self.end_reason: str | None = None
@@ -105,7 +108,9 @@ class Replay:
 
     def assign(self, index: int, count: int, worker_id: str, t0_epoch: float | None = None) -> None:
         """Take shard `index` of `count` (rows i with i % count == index), starting at `t0_epoch`."""
-        self.rows = shard_rows(self.all_rows, index, count)
+        self.shard = (index, count)
+        self.shard_size = len(range(index, self.total_rows, count))
+        self.rows = iter_shard(self.opts.trace_file, index, count)
         self.worker_id = worker_id
         self.sink = ParquetSink(Path(self.opts.records_dir), worker_id, REQUEST_SCHEMA, self.executor)
         if t0_epoch is not None:
@@ -162,7 +167,7 @@ class Replay:
         ticker = gevent.spawn(self._tick)
         deadline = self.t0 + self.opts.deadline if self.opts.deadline else float("inf")
         try:
-            for i, row in enumerate(self.rows):
+            for i, row in self.rows:
                 if self.closed is None:  # open loop: each request at its time
                     due = self.t0 + row["offset_s"]
                     delay = due - time.perf_counter()
@@ -173,12 +178,14 @@ class Replay:
                     gevent.sleep(max(0.0, self.t0 - time.perf_counter()))
                     due = time.perf_counter()
                 if self.stopping or time.perf_counter() >= deadline:
+                    self.pending = (i, row)  # not sent: finish() records it
                     break
-                self.next_index = i + 1
-                self.pool.spawn(self._one, row_index(row), row, client_pool, due)
+                self.pending = None
+                self.dispatched += 1
+                self.pool.spawn(self._one, i, row, client_pool, due)
             if self.end_reason is None:  # nobody stopped us: drain and close
                 self.pool.join()
-                self.finish("completed" if self.next_index == len(self.rows) else "deadline")
+                self.finish("completed" if self.dispatched == self.shard_size else "deadline")
         finally:
             ticker.kill(block=False)
 
@@ -193,7 +200,7 @@ class Replay:
 
     def _print_progress(self) -> None:
         self.stats.cpu_max = max(self.stats.cpu_max, self.cpu_share())
-        print(f"@@progress {self.recorded} {len(self.rows)}", flush=True)
+        print(f"@@progress {self.recorded} {self.shard_size}", flush=True)
         print(f"@@live {self.stats.live()}", flush=True)
 
     def _tick(self) -> None:
@@ -217,7 +224,9 @@ class Replay:
             self.pool.kill(block=True, timeout=5)  # recorded as error/interrupted by the client
         why = {"deadline": "run deadline reached before its scheduled time",
                "interrupted": "run interrupted before its scheduled time"}.get(reason, reason)
-        for row in self.rows[self.next_index:]:
+        rest = itertools.chain([self.pending] if self.pending else [], self.rows)
+        self.pending = None
+        for _, row in rest:  # every row never dispatched, streamed from the trace file
             self.sink.add(self._record(row, self.t0 + row["offset_s"], "not_sent", why).as_row())
             self.recorded += 1
         self.sink.close()
@@ -228,13 +237,15 @@ class Replay:
         print(f"@@finished {reason} {self.recorded}", flush=True)
 
 
-def shard_rows(rows: list[dict], index: int, count: int) -> list[dict]:
-    """The deterministic shard `index` of `count`: every count-th row from `index`."""
-    return rows[index::count]
-
-
-def row_index(row: dict) -> int:
-    return row["_index"]
+def iter_shard(trace_file: str, index: int, count: int, batch_rows: int = 4096) -> Iterator[tuple[int, dict]]:
+    """The deterministic shard `index` of `count` (rows i with i % count == index), as (i, row),
+    read from the trace file a batch at a time, so a worker's memory does not grow with the trace."""
+    base = 0
+    for batch in pq.ParquetFile(trace_file).iter_batches(batch_size=batch_rows, columns=TRACE_COLUMNS):
+        cols = {c: batch.column(c).to_pylist() for c in TRACE_COLUMNS}
+        for j in range((index - base) % count, batch.num_rows, count):
+            yield base + j, {c: cols[c][j] for c in TRACE_COLUMNS}
+        base += batch.num_rows
 
 
 class Coordinator:
@@ -280,7 +291,7 @@ class Coordinator:
         self.stats.merge(msg.data["stats"])
 
     def _watch(self) -> None:
-        total = len(self.replay.all_rows)
+        total = self.replay.total_rows
         while True:
             gevent.sleep(0.5)
             print(f"@@progress {sum(self.progress.values())} {total}", flush=True)
@@ -314,7 +325,7 @@ class Coordinator:
             self.sink = ParquetSink(folder, "master", REQUEST_SCHEMA, ThreadPoolExecutor(max_workers=1))
         r = self.replay
         written = 0
-        for row in shard_rows(r.all_rows, k, self.count):
+        for _, row in iter_shard(r.opts.trace_file, k, self.count):
             if row["request_id"] in seen:
                 continue
             due = r.t0 + row["offset_s"]
@@ -346,8 +357,6 @@ def _on_init(environment, **_kw) -> None:
     TraceReplayUser.network_timeout = opts.request_timeout
     global REPLAY, COORDINATOR
     REPLAY = Replay(environment, opts)
-    for i, row in enumerate(REPLAY.all_rows):
-        row["_index"] = i
     runner = environment.runner
     if isinstance(runner, MasterRunner):
         COORDINATOR = Coordinator(environment, REPLAY)
