@@ -7,16 +7,21 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
-from scenarios import ScenarioError
 from scenarios.importers import ImportOptions, import_trace
 from scenarios.spec import BUILTIN, builtin_names, load_scenario
-from scenarios.trace import META_HASH, META_NAME, build_trace_file, closed_concurrency, scenario_hash, write_trace
+from scenarios.trace import (
+    META_HASH,
+    META_NAME,
+    build_trace_file,
+    closed_concurrency,
+    load_trace_file,
+    scenario_hash,
+    write_trace,
+)
 
 SPARK = " ▁▂▃▄▅▆▇█"
 
@@ -73,13 +78,7 @@ def sparkline(values: np.ndarray) -> str:
 
 
 def trace_show(console: Console, file: str) -> int:
-    path = Path(file)
-    if not path.is_file():
-        raise ScenarioError(f"trace file {file!r} does not exist")
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise ScenarioError(f"{file}: not a Parquet trace: {exc}") from None
+    table, _ = load_trace_file(Path(file))
     meta = table.schema.metadata or {}
     offsets = table["offset_s"].to_numpy()
     span = float(offsets[-1] - offsets[0]) if len(offsets) > 1 else 0.0

@@ -22,6 +22,23 @@ pytestmark = pytest.mark.e2e
 MODES = ["baseline", "draft", "ngram"]
 
 
+def _run_until(argv: list[str], run_dir, writers: int, act) -> tuple[subprocess.Popen, str]:
+    """Start `loadtest run`, wait until `writers` workers have written baseline part files, call
+    `act(proc)`, and return the finished process and its output."""
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len({p.name.split("-")[1] for p in (run_dir / "requests" / "mode=baseline").glob("part-*")}) < writers:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.2)
+        act(proc)
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc, output
+
+
 def _server_pids(manifest: dict) -> list[int]:
     return [r["pid"] for mr in manifest["mode_runs"].values() for r in mr["replicas"]]
 
@@ -81,18 +98,8 @@ def test_a_signal_stops_gracefully_and_keeps_every_record(tmp_path, sig):
     argv = [sys.executable, "-m", "loadtest", "run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet",
             str(DATA / "fast-sim.toml"), "--modes", "baseline,draft", "--requests", "150", "--out", str(tmp_path),
             "--run-id", "stop"]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     run_dir = tmp_path / "stop"
-    try:
-        deadline = time.monotonic() + 120
-        while not list((run_dir / "requests" / "mode=baseline").glob("part-*.parquet")):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
-            time.sleep(0.2)
-        proc.send_signal(sig)
-        output, _ = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc, output = _run_until(argv, run_dir, 1, lambda p: p.send_signal(sig))
     assert proc.returncode == 130, output
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
@@ -110,20 +117,15 @@ def test_a_lost_worker_is_noticed_and_its_share_recorded(tmp_path):
     argv = [sys.executable, "-m", "loadtest", "run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet",
             str(DATA / "fast-sim.toml"), "--modes", "baseline", "--requests", "180", "--workers", "2",
             "--out", str(tmp_path), "--run-id", "lost"]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     run_dir = tmp_path / "lost"
-    try:
-        deadline = time.monotonic() + 120
-        while len({p.name.split("-")[1] for p in (run_dir / "requests" / "mode=baseline").glob("part-*")}) < 2:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
-            time.sleep(0.2)
-        pids = json.loads((run_dir / "manifest.json").read_text())["mode_runs"]["baseline"]["locust_pids"]
+    pids: list[int] = []
+
+    def kill_a_worker(_proc) -> None:
+        pids.extend(json.loads((run_dir / "manifest.json").read_text())["mode_runs"]["baseline"]["locust_pids"])
         assert len(pids) == 3  # master, two workers
         os.kill(pids[2], signal.SIGKILL)
-        output, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    proc, output = _run_until(argv, run_dir, 2, kill_a_worker)
     assert proc.returncode == 0, output
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["mode_runs"]["baseline"]["end"] == "worker_lost"
