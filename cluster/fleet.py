@@ -17,8 +17,49 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# The launch-script flags of vLLM before --speculative-config (removed in v0.8), as many teams'
+# scripts still have them, and the --speculative-config key each became.
+LEGACY_FLAGS = {
+    "--speculative-model": "model",
+    "--num-speculative-tokens": "num_speculative_tokens",
+    "--speculative-draft-tensor-parallel-size": "draft_tensor_parallel_size",
+    "--ngram-prompt-lookup-max": "prompt_lookup_max",
+    "--ngram-prompt-lookup-min": "prompt_lookup_min",
+}
+
+
+def translate_legacy(args: list[str]) -> dict:
+    """`--speculative-model X --num-speculative-tokens 5 ...` as ModeSpec fields; `[ngram]` as the
+    model means method ngram; other methods are inferred from the model name as vLLM does."""
+    out: dict = {}
+    it = iter(args)
+    for flag in it:
+        name, eq, value = flag.partition("=")
+        if name not in LEGACY_FLAGS:
+            raise ValueError(f"legacy_args: {name!r} is not a speculative-decoding flag this project translates "
+                             f"(known: {', '.join(LEGACY_FLAGS)})")
+        if not eq:
+            value = next(it, None)
+            if value is None:
+                raise ValueError(f"legacy_args: {name} needs a value")
+        key = LEGACY_FLAGS[name]
+        out[key] = value if key == "model" else int(value)
+    model = out.get("model")
+    if model is None:
+        raise ValueError("legacy_args: --speculative-model is required")
+    if model in ("[ngram]", "ngram"):
+        out["method"] = "ngram"
+        del out["model"]
+    else:
+        low = model.lower()
+        out["method"] = ("medusa" if "medusa" in low else "eagle3" if "eagle3" in low
+                         else "eagle" if "eagle" in low else "draft_model")
+    return out
+
+
 class ModeSpec(_Strict):
-    """One speculation mode: `method = "none"` is the baseline."""
+    """One speculation mode: `method = "none"` is the baseline. A mode may instead give the old
+    launch-script flags as `legacy_args`; they are translated, and `note` says how."""
 
     method: Literal["none", "draft_model", "eagle", "eagle3", "medusa", "mlp_speculator", "ngram", "mtp", "suffix"]
     model: str | None = None
@@ -26,6 +67,23 @@ class ModeSpec(_Strict):
     draft_tensor_parallel_size: Annotated[int, Field(ge=1)] | None = None
     prompt_lookup_min: Annotated[int, Field(ge=1)] | None = None
     prompt_lookup_max: Annotated[int, Field(ge=1)] | None = None
+    note: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data):
+        if isinstance(data, dict) and "legacy_args" in data:
+            data = dict(data)
+            args = data.pop("legacy_args")
+            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+                raise ValueError("legacy_args must be a list of strings")
+            fields = translate_legacy(args)
+            clash = sorted(set(fields) & {k for k in data if k != "note"})
+            if clash:
+                raise ValueError(f"legacy_args and {clash[0]} both given; use one or the other")
+            data.update(fields)
+            data["note"] = f"translated legacy flags {' '.join(args)} to --speculative-config {fields}"
+        return data
 
     @model_validator(mode="after")
     def _shape(self):
@@ -73,7 +131,7 @@ class FleetSpec(_Strict):
         m = self.modes[mode]
         if m.method == "none":
             return None
-        raw = m.model_dump(exclude_none=True)
+        raw = m.model_dump(exclude_none=True, exclude={"note"})
         return parse_speculative_config(raw, self.tensor_parallel_size)
 
     def served_model_name(self, mode: str) -> str:

@@ -252,6 +252,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         fleet_spec, fleet_raw = load_fleet(args.fleet)
         modes = _resolve_modes(fleet_spec, args.modes)
+        for mode in modes:
+            if fleet_spec.modes[mode].note:
+                print(f"loadtest run: note: modes.{mode}: {fleet_spec.modes[mode].note}", file=sys.stderr)
         t_build = time.monotonic()
         trace, scenario_info, seed = _prepare_trace(args)
     except (ScenarioError, FleetError) as exc:

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from cluster.argv import serve_argv
-from cluster.fleet import FleetSpec
+from cluster.fleet import FleetSpec, load_fleet
 from cluster.speculation import SpeculativeConfigError, parse_speculative_config
+from tests.conftest import loadtest
 
 
 @pytest.mark.parametrize("raw, message", [
@@ -70,3 +71,38 @@ def test_sim_argv_is_vllm_argv_plus_sim_flags():
     assert sim[1:4] == ["-m", "loadtest", "sim"]
     assert sim[4:4 + len(vllm) - 2] == vllm[2:]
     assert "--hardware" in sim and "--time-scale" in sim
+
+
+@pytest.mark.parametrize("legacy, expected", [
+    (["--speculative-model", "meta-llama/Llama-3.2-1B-Instruct", "--num-speculative-tokens", "5"],
+     {"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 5}),
+    (["--speculative-model", "[ngram]", "--num-speculative-tokens", "4", "--ngram-prompt-lookup-max", "3"],
+     {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 3}),
+    (["--speculative-model=yuhuili/EAGLE-LLaMA3-Instruct-70B", "--num-speculative-tokens=5"],
+     {"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3-Instruct-70B", "num_speculative_tokens": 5}),
+])
+def test_old_launch_script_flags_become_speculative_config(legacy, expected):
+    fleet = FleetSpec.model_validate({"name": "t", "engine": "vllm", "model": "m-70B", "tensor_parallel_size": 4,
+                                      "modes": {"m": {"legacy_args": legacy}}})
+    argv = serve_argv(fleet, "m", 8000)
+    assert json.loads(argv[argv.index("--speculative-config") + 1]) == expected
+    assert fleet.modes["m"].note.startswith("translated legacy flags")
+
+
+def test_unknown_legacy_flag_is_named(tmp_path):
+    path = tmp_path / "f.toml"
+    path.write_text('name = "f"\nengine = "sim"\nmodel = "m-8B"\n[modes.x]\n'
+                    'legacy_args = ["--speculative-model", "[ngram]", "--use-v2-block-manager"]\n')
+    out = loadtest("run", "--fleet", str(path))
+    assert out.returncode == 2 and "'--use-v2-block-manager' is not a speculative-decoding flag" in out.stderr
+
+
+def test_builtin_h100_fleet_argv_per_mode():
+    fleet, _ = load_fleet("h100-70b")
+    methods = {m: fleet.speculative_config(m).method if fleet.speculative_config(m) else "none" for m in fleet.modes}
+    assert methods == {"baseline": "none", "draft": "draft_model", "medusa": "medusa", "eagle": "eagle3",
+                       "ngram": "ngram"}
+    for mode in fleet.modes:
+        argv = serve_argv(fleet, mode, 8000)
+        assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-3.3-70B-Instruct"]
+        assert "--tensor-parallel-size" in argv and argv[argv.index("--tensor-parallel-size") + 1] == "4"
