@@ -172,3 +172,18 @@ def test_sim_info_reports_memory_profile(draft_sim):
     assert info["speculative_config"]["method"] == "draft_model"
     assert info["memory"]["kv_capacity_tokens"] > 100_000
     assert info["memory"]["proposer_weight_bytes"] > 2e9  # a 1B draft, one copy per TP rank
+
+
+def test_stop_string_ends_the_completion_as_vllm_does(draft_sim):
+    client = openai.OpenAI(base_url=f"{draft_sim}/v1", api_key="unused")
+    comp = client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=50, stop=[" for", " is"],
+                                     extra_body={"ignore_eos": True})
+    # the simulator's words run " the of and to in is that for ..."; " is" comes first
+    assert comp.choices[0].text == " the of and to in" and comp.choices[0].finish_reason == "stop"
+    assert comp.usage.completion_tokens == 6
+    chunks = list(client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=50, stop=" that",
+                                            stream=True, stream_options={"include_usage": True},
+                                            extra_body={"ignore_eos": True}))
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    assert text == " the of and to in is" and chunks[-1].usage.completion_tokens == 7
+    assert [c for c in chunks if c.choices][-1].choices[0].finish_reason == "stop"

@@ -42,6 +42,7 @@ class Sequence:
     aborted: bool = False
     outbox: asyncio.Queue[int] = field(default_factory=asyncio.Queue)  # tokens per chunk; 0 = done
     alphas: np.ndarray | None = None  # per-position acceptance, set when the engine takes it
+    stop: tuple[int, int, str] | None = None  # a stop string ends it: (tokens, visible chars, string)
 
     @property
     def context(self) -> int:
