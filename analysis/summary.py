@@ -36,6 +36,7 @@ class ModeSummary:
     tpot_p99_ms: float
     e2e_p50_ms: float
     e2e_p99_ms: float
+    lateness_p50_ms: float     # send time minus scheduled time, every sent request
     lateness_p99_ms: float
     tokens_per_chunk: float    # client-side view of mean acceptance length
     speedup: float | None      # geometric mean over requests of baseline E2E / this mode's E2E
@@ -96,6 +97,7 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
             tpot_p99_ms=_q(ok["tpot_ms"], 0.99),
             e2e_p50_ms=_q(ok["e2e_ms"], 0.5),
             e2e_p99_ms=_q(ok["e2e_ms"], 0.99),
+            lateness_p50_ms=_q(t["lateness_ms"], 0.5),
             lateness_p99_ms=_q(t["lateness_ms"], 0.99),
             tokens_per_chunk=tokens / chunks if chunks else math.nan,
             speedup=None if mode == baseline or base_ok.num_rows == 0 else paired_speedup(ok, base_ok),

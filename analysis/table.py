@@ -24,7 +24,7 @@ def mode_table(summaries: list[ModeSummary], title: str = "") -> Table:
     for name, justify in [("mode", "left"), ("req/s", "right"), ("out tok/s", "right"),
                           ("TTFT p50", "right"), ("TTFT p99", "right"), ("TPOT p50", "right"),
                           ("TPOT p99", "right"), ("E2E p99", "right"), ("tok/chunk", "right"),
-                          ("accept", "right"), ("speedup", "right"), ("late p99", "right"), ("errors", "right")]:
+                          ("accept", "right"), ("speedup", "right"), ("late p50/p99", "right"), ("errors", "right")]:
         t.add_column(name, justify=justify)
     for s in summaries:
         if s.speedup is None:
@@ -35,7 +35,7 @@ def mode_table(summaries: list[ModeSummary], title: str = "") -> Table:
         t.add_row(s.mode, f"{s.req_per_s:.2f}", f"{s.out_tok_per_s:,.0f}", _ms(s.ttft_p50_ms), _ms(s.ttft_p99_ms),
                   _ms(s.tpot_p50_ms), _ms(s.tpot_p99_ms), _ms(s.e2e_p99_ms),
                   "-" if math.isnan(s.tokens_per_chunk) else f"{s.tokens_per_chunk:.2f}", _accept(s), speed,
-                  _ms(s.lateness_p99_ms), f"{bad}" if not bad else f"[red]{bad}[/red]")
+                  f"{_ms(s.lateness_p50_ms)} / {_ms(s.lateness_p99_ms)}", f"{bad}" if not bad else f"[red]{bad}[/red]")
     t.caption = ("latencies in ms; req/s and tok/s from first send to last token; tok/chunk = completion tokens "
                  "(usage) / text chunks; accept = server acceptance rate / mean acceptance length (/metrics); "
                  "speedup = geometric mean over requests of baseline E2E / mode E2E; late = send lateness")
