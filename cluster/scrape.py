@@ -56,6 +56,7 @@ class Scraper:
         self._rows: dict[str, list[dict]] = {}
         self._seq = 0
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="metrics-scraper", daemon=True)
         self._http = requests.Session()
@@ -112,6 +113,10 @@ class Scraper:
                 last_flush = time.monotonic()
 
     def flush(self) -> None:
+        with self._flush_lock:
+            self._flush()
+
+    def _flush(self) -> None:
         with self._lock:
             batches, self._rows = self._rows, {}
         for mode, rows in batches.items():

@@ -16,7 +16,6 @@ import itertools
 import logging
 import os
 import resource
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,7 +84,7 @@ class Replay:
         self.labels = _endpoint_labels(opts.mode, self.endpoints)
         # A closed-loop trace keeps exactly its concurrency in flight; an open one up to the cap.
         self.closed = closed_concurrency(pq.read_schema(opts.trace_file))
-        self.pool = gevent.pool.Pool(self.closed or opts.max_inflight)
+        self.pool = gevent.pool.Pool(opts.max_inflight)
         self.executor = ThreadPoolExecutor(max_workers=1)
         self.sink: ParquetSink | None = None
         self.assigned = gevent.event.Event()
@@ -109,6 +108,8 @@ class Replay:
     def assign(self, index: int, count: int, worker_id: str, t0_epoch: float | None = None) -> None:
         """Take shard `index` of `count` (rows i with i % count == index), starting at `t0_epoch`."""
         self.shard = (index, count)
+        if self.closed:  # the scenario's concurrency is for the whole client, split over the shards
+            self.pool = gevent.pool.Pool(max(1, self.closed // count + (index < self.closed % count)))
         self.shard_size = len(range(index, self.total_rows, count))
         self.rows = iter_shard(self.opts.trace_file, index, count)
         self.worker_id = worker_id
@@ -168,9 +169,10 @@ class Replay:
         deadline = self.t0 + self.opts.deadline if self.opts.deadline else float("inf")
         try:
             for i, row in self.rows:
+                self.pending = (i, row)  # held until spawned: finish() records it if we stop first
                 if self.closed is None:  # open loop: each request at its time
                     due = self.t0 + row["offset_s"]
-                    delay = due - time.perf_counter()
+                    delay = min(due, deadline) - time.perf_counter()
                     if delay > 0:
                         gevent.sleep(delay)
                 self.pool.wait_available()  # at the cap, lateness accrues (open loop) and is recorded
@@ -178,7 +180,6 @@ class Replay:
                     gevent.sleep(max(0.0, self.t0 - time.perf_counter()))
                     due = time.perf_counter()
                 if self.stopping or time.perf_counter() >= deadline:
-                    self.pending = (i, row)  # not sent: finish() records it
                     break
                 self.pending = None
                 self.dispatched += 1
@@ -223,7 +224,8 @@ class Replay:
         if reason != "completed" and not self.pool.join(timeout=self.opts.grace):
             self.pool.kill(block=True, timeout=5)  # recorded as error/interrupted by the client
         why = {"deadline": "run deadline reached before its scheduled time",
-               "interrupted": "run interrupted before its scheduled time"}.get(reason, reason)
+               "interrupted": "run interrupted before its scheduled time",
+               "failed": "the replay failed before its scheduled time (see the Locust log)"}.get(reason, reason)
         rest = itertools.chain([self.pending] if self.pending else [], self.rows)
         self.pending = None
         for _, row in rest:  # every row never dispatched, streamed from the trace file
@@ -264,6 +266,7 @@ class Coordinator:
         self.stats = ClientStats()
         self.count = 0
         self.sink: ParquetSink | None = None
+        self.abandoned: set[str] = set()          # workers declared lost: anything they send is ignored
         runner = environment.runner
         runner.register_message("loadtest_done", self._on_done)
         runner.register_message("loadtest_progress", self._on_progress)
@@ -283,10 +286,18 @@ class Coordinator:
         gevent.spawn(self._watch)
 
     def _on_done(self, msg, **_kw) -> None:
+        if msg.node_id in self.abandoned:
+            return
         self._on_progress(msg)
+        if msg.data["reason"] == "failed" and msg.node_id in self.shards:
+            # The worker could not replay (no shard in time, or a crash): fill in what it did not record.
+            gevent.spawn(self._lost, msg.node_id, self.shards[msg.node_id], "failed")
+            return
         self.done[msg.node_id] = (msg.data["reason"], msg.data["recorded"])
 
     def _on_progress(self, msg, **_kw) -> None:
+        if msg.node_id in self.abandoned:
+            return
         self.progress[msg.node_id] = msg.data["recorded"]
         self.stats.merge(msg.data["stats"])
 
@@ -297,9 +308,8 @@ class Coordinator:
             print(f"@@progress {sum(self.progress.values())} {total}", flush=True)
             print(f"@@live {self.stats.live()}", flush=True)
             for client_id, k in self.shards.items():
-                node = self.env.runner.clients.get(client_id)
-                if client_id not in self.done and (node is None or node.state == "missing"):
-                    self._lost(client_id, k)
+                if client_id not in self.done and client_id not in self.abandoned and self._missing(client_id):
+                    self._lost(client_id, k, "lost")
             if self.shards and len(self.done) == len(self.shards):
                 reasons = {r for r, _ in self.done.values()}
                 reason = "completed" if reasons == {"completed"} else sorted(reasons - {"completed"})[0]
@@ -310,13 +320,29 @@ class Coordinator:
                 gevent.spawn(self.env.runner.quit)
                 return
 
-    def _lost(self, client_id: str, k: int) -> None:
-        """Write a record for every row of a lost worker's shard it did not record: rows due before
-        it was lost as error/worker_lost (they may have been sent), the rest as not_sent."""
+    def _missing(self, client_id: str) -> bool:
+        node = self.env.runner.clients.get(client_id)
+        return node is None or node.state == "missing"
+
+    def _lost(self, client_id: str, k: int, why: str) -> None:
+        """Write a record for every row of a lost (or failed) worker's shard it did not record: rows
+        due before it was lost as error/worker_lost (they may have been sent), the rest as not_sent.
+        A worker only briefly missing (a starved heartbeat) is left alone; one declared lost is told
+        to stop writing and exit first, so no row is recorded twice."""
         worker = f"w{k}"
         lost_at = time.perf_counter()
-        log.error("worker %s (%s) lost: no heartbeat; recording its unrecorded rows", worker, client_id)
-        gevent.sleep(self.LOST_GRACE_S)
+        if why == "lost":
+            gevent.sleep(self.LOST_GRACE_S)
+            if not self._missing(client_id):
+                log.warning("worker %s (%s) missed heartbeats but came back", worker, client_id)
+                return
+        log.error("worker %s (%s) %s: recording its unrecorded rows", worker, client_id, why)
+        self.abandoned.add(client_id)
+        try:
+            self.env.runner.send_message("loadtest_abandon", None, client_id=client_id)
+        except Exception:  # a dead worker cannot be told
+            pass
+        gevent.sleep(self.LOST_GRACE_S)  # its last part file lands, or it stops writing
         folder = Path(self.replay.opts.records_dir)
         seen: set[str] = set()
         for part in folder.glob(f"part-{worker}-*.parquet"):
@@ -337,7 +363,7 @@ class Coordinator:
             self.sink.add(rec.as_row())
             written += 1
         self.sink.flush()
-        self.done[client_id] = ("worker_lost", len(seen) + written)
+        self.done[client_id] = ("worker_lost" if why == "lost" else "failed", len(seen) + written)
         self.progress[client_id] = len(seen) + written
 
 
@@ -369,7 +395,13 @@ def _on_init(environment, **_kw) -> None:
         def _report() -> dict:
             return {"recorded": REPLAY.recorded, "stats": REPLAY.stats.take(REPLAY.cpu_share())}
 
+        def on_abandon(msg, **_kw) -> None:
+            # The master declared this worker lost and recorded its rows: write nothing more, exit.
+            log.error("the master declared this worker lost; exiting without writing more records")
+            os._exit(0)
+
         runner.register_message("loadtest_shard", on_shard)
+        runner.register_message("loadtest_abandon", on_abandon)
     else:
         k, n = (int(x) for x in opts.shard.split("/"))
         REPLAY.assign(k, n, opts.worker_id)
@@ -398,8 +430,11 @@ def _on_quitting(environment, **_kw) -> None:
         return
     try:
         REPLAY.finish("interrupted")
-        if COORDINATOR is not None and COORDINATOR.sink is not None:
-            COORDINATOR.sink.close()
+        if COORDINATOR is not None:
+            if COORDINATOR.sink is not None:
+                COORDINATOR.sink.close()
+            if len(COORDINATOR.done) < len(COORDINATOR.shards):  # stopped before every shard finished
+                print(f"@@finished interrupted {sum(COORDINATOR.progress.values())}", flush=True)
         if environment.process_exit_code is None:
             environment.process_exit_code = 0
     except Exception:
@@ -432,7 +467,7 @@ class TraceReplayUser(FastHttpUser):
                 REPLAY.run(self.client.client.clientpool)
             except Exception:
                 log.exception("replay failed")
-                sys.stdout.flush()
+                REPLAY.finish("failed")
                 self.environment.process_exit_code = 3
         if isinstance(runner, WorkerRunner):
             runner.send_message("loadtest_done", {"reason": REPLAY.end_reason or "failed", "recorded": REPLAY.recorded,

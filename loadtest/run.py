@@ -41,7 +41,7 @@ from cluster.scrape import Scraper
 from loadtest.manifest import Manifest, ModeRun, utc_now
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
-from scenarios.trace import build_trace, load_trace_file, scenario_hash, write_trace
+from scenarios.trace import build_trace, closed_concurrency, load_trace_file, scenario_hash, write_trace
 
 log = logging.getLogger("loadtest")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -177,6 +177,9 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: P
                                             start_new_session=True, preexec_fn=_die_with_parent))
         mine = [proc, *workers]
         signals.children.extend(mine)
+        if signals.stop:  # a signal arrived while these were starting: pass it on now
+            for p in mine:
+                os.killpg(p.pid, signal.SIGTERM)
         mode_run.locust_pids = [p.pid for p in mine]
         plan.manifest.write(plan.run_dir)
 
@@ -277,6 +280,9 @@ def main(args: argparse.Namespace) -> int:
     plan = RunPlan(run_id, run_dir, modes, fleet_spec, manifest)
     if args.workers is None:
         args.workers = default_workers(fleet_spec, len(modes))
+    closed = closed_concurrency(trace)
+    if closed and args.workers > closed:  # each worker keeps at least one request in flight
+        args.workers = closed
     trace_path = run_dir / "trace.parquet"
     write_trace(trace, trace_path, scenario_info["name"], scenario_info["sha256"])
     span = trace["offset_s"][-1].as_py()
@@ -324,6 +330,8 @@ def main(args: argparse.Namespace) -> int:
                                 break
                             if i and args.cooldown:
                                 time.sleep(args.cooldown)
+                            if signals.stop:  # a signal during the cooldown
+                                break
                             one_mode(mode)
                 if signals.stop:
                     raise Interrupted()
@@ -341,8 +349,8 @@ def main(args: argparse.Namespace) -> int:
             manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
             manifest.write(run_dir)
 
-    if (run_dir / "requests").exists():
-        table = load_requests(run_dir)
+    table = load_requests(run_dir) if (run_dir / "requests").exists() else None
+    if table is not None and table.num_rows:
         summaries = summarize(table, [m for m in modes if m in set(table["mode"].to_pylist())],
                               server_metrics=load_server_metrics(run_dir))
         write_summary(summaries, run_dir / "summary.parquet")

@@ -56,8 +56,14 @@ class ParquetSink:
         rows, self._rows = self._rows, []
         path = self.dir / f"part-{self.worker}-{self._seq:05d}.parquet"
         self._seq += 1
-        self._pending = [f for f in self._pending if not f.done()]
-        self._pending.append(self.executor.submit(self._write, rows, path))
+        still = []
+        for fut in self._pending:
+            if fut.done():
+                fut.result()  # a failed write raises here, not silently later
+            else:
+                still.append(fut)
+        fut = self.executor.submit(self._write, rows, path)
+        self._pending = [*still, fut]
 
     def _write(self, rows: list[dict], path: Path) -> int:
         table = pa.Table.from_pylist(rows, schema=self.schema)

@@ -55,7 +55,7 @@ def _inverse_cumulative(arrival: OpenArrival, levels: np.ndarray) -> np.ndarray:
         lam = a * grid + (b - a) * grid**2 / (2 * span)
         inside = np.interp(np.minimum(levels, at_end), lam, grid)
         if b == 0:
-            return inside  # nothing arrives after the ramp ends
+            return inside[levels <= at_end]  # the process ends with the ramp
         return np.where(levels <= at_end, inside, span + (levels - at_end) / b)
     if isinstance(arrival, Diurnal):
         m, amp, period = arrival.mean, arrival.amplitude, arrival.period
@@ -74,11 +74,15 @@ def send_times(arrival: OpenArrival, seed: int, rate_scale: float = 1.0, count: 
     if (count is None) == (duration is None):
         raise ValueError("give count or duration")
     if count is not None:
-        return _draw(arrival, np.random.default_rng(seed), rate_scale, count)
+        times = _draw(arrival, np.random.default_rng(seed), rate_scale, count)
+        if len(times) < count:
+            raise ValueError(f"a ramp down to 0 ends after {len(times)} arrivals, fewer than the {count} asked for; "
+                             "ask for fewer requests, or give a duration")
+        return times
     n = int(duration * mean_rate(arrival) * rate_scale * 1.2) + 64
     while True:  # draw more until past the duration; the stream's prefix is the same each time
         times = _draw(arrival, np.random.default_rng(seed), rate_scale, n)
-        if times[-1] >= duration:
+        if len(times) < n or times[-1] >= duration:  # past the duration, or the process ended
             return times[times < duration]
         n *= 2
 

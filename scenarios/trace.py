@@ -114,7 +114,10 @@ def _plan(scenario: Scenario, requests: int | None, seed: int | None, rate_scale
           duration: float | None) -> _Plan:
     sc = scenario.with_overrides(requests=requests, duration=duration, seed=seed, rate_scale=rate_scale)
     rng = np.random.default_rng(sc.seed)
-    offsets, which = _arrivals(sc, rng)
+    try:
+        offsets, which = _arrivals(sc, rng)
+    except ValueError as exc:
+        raise ScenarioError(f"{sc.name}: arrival: {exc}") from None
     n = len(offsets)
     prompt_target = np.zeros(n, dtype=np.int64)
     max_tokens = np.empty(n, dtype=np.int64)

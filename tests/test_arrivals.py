@@ -80,3 +80,11 @@ def test_closed_loop_scenario_marks_its_concurrency():
     t = build_trace(s)
     assert t.schema.metadata[b"loadtest.closed_concurrency"] == b"4"
     assert t["offset_s"].to_pylist() == [0.0] * 10
+
+
+def test_a_ramp_down_to_zero_ends():
+    ramp = Ramp.model_validate({"process": "ramp", "from": 10, "to": 0, "over": 60})
+    times = send_times(ramp, 7, duration=120)  # finishes, and nothing lands after the ramp
+    assert len(times) == pytest.approx(300, rel=0.15) and times.max() < 60
+    with pytest.raises(ValueError, match="ramp down to 0 ends after"):
+        send_times(ramp, 7, count=10_000)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
@@ -54,3 +55,14 @@ def test_summary_counts_statuses_and_pairs_speedup():
     assert draft.speedup == pytest.approx(2.0)
     assert draft.tokens_per_chunk == pytest.approx(5.0)
     assert paired_speedup(table.slice(0, 0), table.slice(0, 10)) is None
+
+
+def test_a_failed_write_is_not_silently_dropped(tmp_path):
+    with ThreadPoolExecutor(1) as ex:
+        sink = ParquetSink(tmp_path, "w0", REQUEST_SCHEMA, ex, flush_rows=1)
+        sink.add({"not": "a record"})  # cannot be converted to the schema: the write fails
+        while not sink._pending[-1].done():
+            time.sleep(0.01)
+        with pytest.raises(Exception):  # noqa: B017 - whatever pyarrow raises must surface
+            sink.add(_rec("m", 1, 10.0))  # the next flush looks at the finished write
+            sink.close()

@@ -146,11 +146,12 @@ class Engine:
             self.waiting = deque(s for s in self.waiting if not s.aborted)
 
     def _admit(self) -> None:
-        used = sum(perf_model.blocks(s.context + 1) for s in self.running)
+        used = sum(perf_model.blocks(s.context + self.dep.k + 1) for s in self.running)
         cap_blocks = self.kv_capacity // BLOCK_SIZE
+        growth = self.dep.k + 1  # room for the tokens one step may add, as _preempt_if_needed checks
         while self.waiting and len(self.running) < self.max_num_seqs:
             seq = self.waiting[0]
-            need = perf_model.blocks(seq.context + 1)
+            need = perf_model.blocks(seq.context + growth)
             if used + need > cap_blocks and self.running:
                 break
             self.waiting.popleft()
@@ -222,8 +223,8 @@ class Engine:
                 continue
             seq.computed += chunk
             if not seq.prefilling:
-                if seq.generated == 0:
-                    self._emit(seq, 1, now)  # prefill produces the first token
+                # Prefill (or the recompute after a preemption) ends by sampling one token.
+                self._emit(seq, 1, now)
         decoding = [s for s in self._decoding if not s.aborted and not s.finished]
         if decoding:
             k = self.dep.k

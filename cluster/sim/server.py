@@ -59,8 +59,11 @@ def _first_stop(max_tokens: int, stops: list[str]) -> tuple[int, int, str] | Non
     of text before the match, the stop string), or None if none occurs within max_tokens."""
     if not stops:
         return None
+    # The output cycles through VOCAB, so a stop string that has not completed within one period
+    # plus its own length in tokens never will.
+    limit = min(max_tokens, len(VOCAB) + max(len(x) for x in stops) + 1)
     text = ""
-    for k in range(1, max_tokens + 1):
+    for k in range(1, limit + 1):
         text += VOCAB[(k - 1) % len(VOCAB)]
         hits = [(text.find(x), x) for x in stops if x in text]
         if hits:
