@@ -107,6 +107,23 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
     return out
 
 
+def tenant_speedups(table: pa.Table, modes: list[str], baseline: str = "baseline") -> dict[str, dict[str, float]]:
+    """Paired E2E speedup over the baseline per tenant and mode: {tenant: {mode: speedup}}."""
+    ok = table.filter(pc.equal(table["status"], "ok"))
+    out: dict[str, dict[str, float]] = {}
+    for tenant in sorted(set(ok["tenant"].to_pylist())):
+        mine = ok.filter(pc.equal(ok["tenant"], tenant))
+        base = mine.filter(pc.equal(mine["mode"], baseline))
+        if base.num_rows == 0:
+            continue
+        for mode in modes:
+            if mode != baseline:
+                value = paired_speedup(mine.filter(pc.equal(mine["mode"], mode)), base)
+                if value is not None:
+                    out.setdefault(tenant, {})[mode] = value
+    return out
+
+
 SUMMARY_SCHEMA = pa.schema([pa.field(f.name, pa.string() if f.name == "mode" else
                                      pa.int64() if f.type == "int" else pa.float64()) for f in fields(ModeSummary)])
 

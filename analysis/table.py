@@ -13,6 +13,20 @@ def _ms(v: float) -> str:
     return "-" if v is None or math.isnan(v) else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
 
 
+def tenant_table(speedups: dict[str, dict[str, float]], modes: list[str]) -> Table:
+    """Speedup over the baseline per tenant (rows) and mode (columns): where each mode wins and loses."""
+    shown = [m for m in modes if any(m in row for row in speedups.values())]
+    t = Table("tenant", *shown, title="speedup over baseline by tenant (paired E2E)", header_style="bold")
+    for tenant, row in speedups.items():
+        cells = []
+        for m in shown:
+            v = row.get(m)
+            cells.append("-" if v is None else f"[green]{v:.2f}x[/green]" if v >= 1.05
+                         else f"[red]{v:.2f}x[/red]" if v <= 0.95 else f"{v:.2f}x")
+        t.add_row(tenant, *cells)
+    return t
+
+
 def _accept(s: ModeSummary) -> str:
     if s.acceptance_rate is None or s.mean_acceptance_length is None:
         return "-"

@@ -32,8 +32,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 import loadtest
 from analysis.server import load_server_metrics
-from analysis.summary import load_requests, summarize, write_summary
-from analysis.table import mode_table
+from analysis.summary import load_requests, summarize, tenant_speedups, write_summary
+from analysis.table import mode_table, tenant_table
 from cluster import FleetError, StartupCancelled
 from cluster.fleet import FleetSpec, load_fleet
 from cluster.provision import Fleet, Replica
@@ -355,6 +355,9 @@ def main(args: argparse.Namespace) -> int:
                               server_metrics=load_server_metrics(run_dir))
         write_summary(summaries, run_dir / "summary.parquet")
         console.print(mode_table(summaries, title=f"{run_id} ({status})"))
+        by_tenant = tenant_speedups(table, modes)
+        if by_tenant and len(by_tenant) > 1:
+            console.print(tenant_table(by_tenant, modes))
         for mode, mr in manifest.mode_runs.items():
             if mr.client and mr.client.get("client_limited"):
                 console.print(f"[yellow]{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies "

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.summary import paired_speedup, summarize
+from analysis.summary import paired_speedup, summarize, tenant_speedups
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.sink import ParquetSink
 
@@ -66,3 +66,16 @@ def test_a_failed_write_is_not_silently_dropped(tmp_path):
         with pytest.raises(Exception):  # noqa: B017 - whatever pyarrow raises must surface
             sink.add(_rec("m", 1, 10.0))  # the next flush looks at the finished write
             sink.close()
+
+
+def test_speedup_by_tenant_pairs_requests_within_each_tenant():
+    rows = []
+    for i in range(6):
+        tenant = "chat" if i < 3 else "code"
+        for mode, e2e in (("baseline", 100.0), ("draft", 50.0 if tenant == "chat" else 125.0)):
+            r = _rec(mode, i, e2e)
+            r["tenant"] = tenant
+            rows.append(r)
+    table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
+    assert tenant_speedups(table, ["baseline", "draft"]) == {"chat": {"draft": pytest.approx(2.0)},
+                                                              "code": {"draft": pytest.approx(0.8)}}
