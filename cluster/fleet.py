@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -104,6 +105,12 @@ class FleetSpec(_Strict):
     name: str
     description: str = ""
     engine: Literal["sim", "vllm"]
+    # Real vLLM on GPUs (the default) or vLLM's CPU build, which takes CPU bundles instead.
+    device: Literal["gpu", "cpu"] = "gpu"
+    # The Python of a separate vLLM environment (e.g. "./.venv-vllm/bin/python" from `make vllm-cpu`):
+    # replicas then run `PYTHON -m vllm.entrypoints.openai.api_server --model MODEL ...` (the same
+    # server as `vllm serve`; the vllm-cpu distribution's `vllm` script does not start).
+    vllm_python: str | None = None
     model: str
     accelerator_type: str | None = "H100"   # Ray's accelerator_type resource, for engine = vllm
     tensor_parallel_size: Annotated[int, Field(ge=1)] = 1
@@ -117,6 +124,24 @@ class FleetSpec(_Strict):
     env: dict[str, str] = {}
     sim: SimOptions = SimOptions()
     modes: Annotated[dict[str, ModeSpec], Field(min_length=1)]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _local_paths(cls, data):
+        """Values starting with ./ are paths relative to where loadtest runs; make them absolute,
+        since servers start elsewhere (in Ray workers)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for key in ("model", "vllm_python"):
+            if isinstance(data.get(key), str) and data[key].startswith("./"):
+                data[key] = os.path.abspath(data[key])
+        modes = data.get("modes")
+        if isinstance(modes, dict):
+            data["modes"] = {name: ({**m, "model": os.path.abspath(m["model"])}
+                                    if isinstance(m, dict) and str(m.get("model", "")).startswith("./") else m)
+                             for name, m in modes.items()}
+        return data
 
     @model_validator(mode="after")
     def _speculation(self):

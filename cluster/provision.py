@@ -131,7 +131,7 @@ class Replica:
 def bundles_for(fleet: FleetSpec) -> list[dict[str, float]]:
     """Placement-group bundles of one replica: one GPU bundle per TP rank for real vLLM (on the
     fleet's accelerator type), one CPU bundle for the simulator."""
-    if fleet.engine == "sim":
+    if fleet.engine == "sim" or fleet.device == "cpu":
         return [{"CPU": fleet.cpus_per_replica}]
     bundle: dict[str, float] = {"GPU": 1, "CPU": fleet.cpus_per_replica}
     if fleet.accelerator_type:
@@ -180,7 +180,8 @@ class Fleet:
         if self.address:
             ray.init(address=self.address, **kwargs)
         else:
-            ray.init(num_cpus=os.cpu_count() or 1, num_gpus=0 if self.spec.engine == "sim" else None, **kwargs)
+            gpus = 0 if self.spec.engine == "sim" or self.spec.device == "cpu" else None
+            ray.init(num_cpus=os.cpu_count() or 1, num_gpus=gpus, **kwargs)
         self._started_ray = True
         if self.on_ray_ready:
             self.on_ray_ready()
@@ -212,7 +213,7 @@ class Fleet:
                 f"replica {rep.label}: Ray could not reserve {bundles} x{len(bundles)} within "
                 f"{spec.startup_timeout_s:g} s (cluster resources: {ray.cluster_resources()})"
             )
-        gpu = spec.engine != "sim"
+        gpu = spec.engine != "sim" and spec.device == "gpu"
         strategy = lambda b: PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=b)  # noqa: E731
         rep.holders = [GpuHolder.options(num_gpus=1, scheduling_strategy=strategy(b)).remote()
                        for b in range(1, len(bundles))] if gpu else []
@@ -227,7 +228,11 @@ class Fleet:
             cuda = ray.get(rep.actor.gpu_ids.remote()) + [g for h in rep.holders for g in ray.get(h.gpu_ids.remote())]
         argv = serve_argv(spec, mode, port)
         log.info("starting %s: %s", rep.label, argv)
-        rep.pid = ray.get(rep.actor.start.remote(argv, dict(spec.env), cuda))
+        env = dict(spec.env)
+        if spec.engine == "vllm" and spec.device == "cpu" and "VLLM_CPU_OMP_THREADS_BIND" not in env:
+            # vLLM's CPU backend pins its OpenMP threads; spread replicas over the cores.
+            env["VLLM_CPU_OMP_THREADS_BIND"] = str(len(self.replicas) % (os.cpu_count() or 1))
+        rep.pid = ray.get(rep.actor.start.remote(argv, env, cuda))
         return rep
 
     def _wait_ready(self, rep: Replica, deadline: float) -> None:

