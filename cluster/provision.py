@@ -274,6 +274,13 @@ class Fleet:
                 time.sleep(HEALTH_POLL_S)
 
     # ---- liveness and teardown ------------------------------------------------------------------
+    def exit_code(self, rep: Replica) -> int | None:
+        """The server's exit code if it has exited (crashed), else None."""
+        try:
+            return ray.get(rep.actor.poll.remote(), timeout=10)
+        except Exception:  # the actor itself is gone
+            return -1
+
     def alive(self, rep: Replica) -> bool:
         try:
             return requests.get(f"{rep.url}/health", timeout=2).status_code == 200

@@ -316,6 +316,12 @@ def main(args: argparse.Namespace) -> int:
                                                              progress, tasks[mode], mr)
                         finally:
                             scraper.unwatch(mode)
+                        for rep, entry in zip(replicas, mr.replicas, strict=False):
+                            code = fleet.exit_code(rep)
+                            if code is not None:  # died mid-run: its requests failed as errors
+                                entry["exit_code"] = code
+                                console.print(f"[red]replica {rep.label} exited with code {code} during the run; "
+                                              f"requests sent to it failed (see {rep.log_path})[/red]")
                         mr.ended_at = utc_now()
                         manifest.write(run_dir)
 

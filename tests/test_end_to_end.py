@@ -153,3 +153,19 @@ def test_parallel_modes_replay_every_mode_at_once(tmp_path):
     records = load_requests(tmp_path / "par")
     for mode in ("baseline", "ngram"):
         assert records.filter(pc.equal(records["mode"], mode)).num_rows == 16
+
+
+def test_a_replica_that_crashes_mid_run_is_reported_and_the_run_goes_on(tmp_path):
+    out = loadtest("run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "crashing-sim.toml"),
+                   "--requests", "120", "--workers", "1", "--timeout", "20", "--out", str(tmp_path),
+                   "--run-id", "crash", timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "replica baseline-0 exited with code 1 during the run" in out.stdout
+    manifest = json.loads((tmp_path / "crash" / "manifest.json").read_text())
+    replica = manifest["mode_runs"]["baseline"]["replicas"][0]
+    assert replica["exit_code"] == 1 and not pid_alive(replica["pid"])
+    records = load_requests(tmp_path / "crash")
+    statuses = records["status"].to_pylist()
+    assert records.num_rows == 120 and "ok" in statuses and "error" in statuses
+    assert {k for k, s in zip(records["error_kind"].to_pylist(), statuses, strict=True) if s == "error"} <= {
+        "connection", "incomplete_stream"}
