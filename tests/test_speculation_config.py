@@ -51,6 +51,16 @@ def _fleet(engine: str, **mode) -> FleetSpec:
      {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", "num_speculative_tokens": 3}),
     ({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4},
      {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4}),
+    ({"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3-Instruct-70B", "num_speculative_tokens": 5},
+     {"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3-Instruct-70B", "num_speculative_tokens": 5}),
+    ({"method": "medusa", "model": "org/medusa-heads", "num_speculative_tokens": 5},
+     {"method": "medusa", "model": "org/medusa-heads", "num_speculative_tokens": 5}),
+    ({"method": "mlp_speculator", "model": "ibm-ai-platform/llama3-70b-accelerator", "num_speculative_tokens": 3},
+     {"method": "mlp_speculator", "model": "ibm-ai-platform/llama3-70b-accelerator", "num_speculative_tokens": 3}),
+    ({"method": "mtp", "num_speculative_tokens": 1}, {"method": "mtp", "num_speculative_tokens": 1}),
+    ({"method": "suffix", "num_speculative_tokens": 8}, {"method": "suffix", "num_speculative_tokens": 8}),
+    ({"method": "draft_model", "model": "m-1B", "num_speculative_tokens": 4, "draft_tensor_parallel_size": 4},
+     {"method": "draft_model", "model": "m-1B", "num_speculative_tokens": 4, "draft_tensor_parallel_size": 4}),
 ])
 def test_vllm_argv_per_method(mode, expected):
     argv = serve_argv(_fleet("vllm", **mode), "m", 8011)
