@@ -33,27 +33,17 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from common import free_port, pin, start_server  # noqa: E402
+
 from analysis.summary import load_requests  # noqa: E402
-from loadtest.run import _free_port, locust_argv  # noqa: E402
+from loadtest.run import locust_argv  # noqa: E402
 from scenarios.trace import META_CLOSED, TRACE_SCHEMA, write_trace  # noqa: E402
 
 
-def pin(cpu: int | None):
-    return (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
-
-
-def start_server(ttft_ms: float = 0, gap_ms: float = 0) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "stream_server.py"), str(port), "--ttft-ms",
-                             str(ttft_ms), "--gap-ms", str(gap_ms)], preexec_fn=pin(0), start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=1)
-            return proc, url
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("bench server did not start")
+def start_stream_server(ttft_ms: float = 0, gap_ms: float = 0) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    return start_server([sys.executable, str(ROOT / "bench" / "stream_server.py"), str(port), "--ttft-ms",
+                         str(ttft_ms), "--gap-ms", str(gap_ms)], port, 0, "bench server")
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -89,7 +79,7 @@ def ours(url: str, table: pa.Table, workers: int = 1, cpu: int | None = 1) -> tu
         if workers == 1:
             subprocess.run(locust_argv(*common), check=True, capture_output=True, preexec_fn=pin(cpu))
         else:
-            port = _free_port()
+            port = free_port()
             procs = [subprocess.Popen(locust_argv(*common, role="worker", master_port=port, worker_index=i),
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(workers)]
             subprocess.run(locust_argv(*common, role="master", workers=workers, master_port=port), check=True,
@@ -118,7 +108,7 @@ def main() -> int:
     a = ap.parse_args()
 
     # 1. no delay, closed loop at 64
-    server, url = start_server()
+    server, url = start_stream_server()
     ref, _ = reference(url, "--closed", "64", "--seconds", str(a.seconds))
     ref_rps = ref["requests"] / ref["seconds"]
     n = int(ref_rps * a.seconds)
@@ -140,7 +130,7 @@ def main() -> int:
     stop(server)
 
     # 2. paced, open loop at 100 requests/s
-    server, url = start_server(ttft_ms=50, gap_ms=10)
+    server, url = start_stream_server(ttft_ms=50, gap_ms=10)
     rate = 100.0
     total = int(rate * a.seconds)
     recs, wall, cpu_s = ours(url, trace(total, rate, None))

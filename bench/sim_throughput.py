@@ -18,35 +18,21 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
+from common import free_port, start_server
+
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_sim(time_scale: float, cpu: int) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "loadtest", "sim", MODEL, "-tp", "4", "--port", str(port),
-         "--time-scale", str(time_scale), "--max-num-seqs", "512"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-            return proc, port
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("simulator did not start")
+    proc, _ = start_server([sys.executable, "-m", "loadtest", "sim", MODEL, "-tp", "4", "--port", str(port),
+                            "--time-scale", str(time_scale), "--max-num-seqs", "512"], port, cpu, "simulator")
+    return proc, port
 
 
 def cpu_seconds(pid: int) -> float:

@@ -281,12 +281,6 @@ class Fleet:
         except Exception:  # the actor itself is gone
             return -1
 
-    def alive(self, rep: Replica) -> bool:
-        try:
-            return requests.get(f"{rep.url}/health", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
-
     def stop(self) -> None:
         """Stop every server (SIGTERM its group, SIGKILL after a grace period), kill the actors,
         remove the placement groups. Safe to call more than once and after partial starts."""

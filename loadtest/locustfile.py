@@ -66,10 +66,6 @@ def _add_arguments(parser) -> None:
                    help="environment variable holding the API key (never passed on the command line)")
 
 
-def _endpoint_labels(mode: str, endpoints: list[str]) -> list[str]:
-    return [f"{mode}-{i}" for i in range(len(endpoints))]
-
-
 class Replay:
     """One worker's open-loop replay of its shard, and the bookkeeping that keeps every row."""
 
@@ -81,7 +77,9 @@ class Replay:
         self.shard_size = 0
         self.worker_id = opts.worker_id
         self.endpoints = [URL(e.rstrip("/")) for e in opts.endpoints.split(",")]
-        self.labels = _endpoint_labels(opts.mode, self.endpoints)
+        self.labels = [f"{opts.mode}-{i}" for i in range(len(self.endpoints))]
+        # Request URLs built once, not per request: [endpoint][api]
+        self.urls = [{api: URL(f"{e}{path}") for api, path in PATHS.items()} for e in self.endpoints]
         # A closed-loop trace keeps exactly its concurrency in flight; an open one up to the cap.
         self.closed = closed_concurrency(pq.read_schema(opts.trace_file))
         self.pool = gevent.pool.Pool(opts.max_inflight)
@@ -142,8 +140,7 @@ class Replay:
         rec = self._record(row, scheduled)
         ep = index % len(self.endpoints)
         rec.replica = self.labels[ep]
-        base = self.endpoints[ep]
-        url = URL(f"{base}{PATHS[row['api']]}")
+        url = self.urls[ep][row["api"]]
         headers = {**self.headers, "X-Request-Id": f"{self.opts.run_id}-{self.opts.mode}-{row['request_id']}"}
         timeout = self.opts.request_timeout
         if self.opts.deadline:

@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-END_STATUSES = ("running", "completed", "interrupted", "failed")
 _WRITE_LOCK = threading.Lock()
 
 
@@ -56,7 +55,7 @@ class Manifest:
     modes: list[str]
     seed: int
     requests: int
-    status: str = "running"
+    status: str = "running"                # then completed, interrupted or failed
     reason: str | None = None
     started_at: str = field(default_factory=utc_now)
     ended_at: str | None = None

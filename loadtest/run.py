@@ -98,8 +98,6 @@ def _die_with_parent() -> None:
 class RunPlan:
     run_id: str
     run_dir: Path
-    modes: list[str]
-    fleet: FleetSpec
     manifest: Manifest
 
 
@@ -277,7 +275,7 @@ def main(args: argparse.Namespace) -> int:
         modes=modes, seed=seed, requests=trace.num_rows,
     )
     manifest.write(run_dir)
-    plan = RunPlan(run_id, run_dir, modes, fleet_spec, manifest)
+    plan = RunPlan(run_id, run_dir, manifest)
     if args.workers is None:
         args.workers = default_workers(fleet_spec, len(modes))
     closed = closed_concurrency(trace)

@@ -229,10 +229,6 @@ def write_trace(table: pa.Table, path: Path, scenario_name: str, scenario_sha256
     tmp.replace(path)
 
 
-def read_trace(path: Path) -> pa.Table:
-    return pq.read_table(path)
-
-
 def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
     """A trace file to replay, checked against TRACE_SCHEMA; one-line ScenarioError otherwise."""
     if not path.is_file():

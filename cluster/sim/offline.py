@@ -28,10 +28,6 @@ class SimResult:
     chunks: int
     tokens: int
 
-    @property
-    def tpot_s(self) -> float:
-        return (self.e2e_s - self.ttft_s) / max(1, self.tokens - 1)
-
 
 class _VirtualEngine(Engine):
     def __init__(self, *args, **kwargs) -> None:
