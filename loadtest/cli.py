@@ -8,6 +8,7 @@ import argparse
 import sys
 
 EXIT_USAGE = 2
+DEFAULT_STATE = ".loadtest/cluster.json"  # cluster.state.DEFAULT_STATE, without importing requests here
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,8 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
                      help="built-in scenario name or a scenario TOML file (default: saas-mix)")
-    run.add_argument("--fleet", default="local-sim", metavar="NAME|PATH",
+    run.add_argument("--fleet", default=None, metavar="NAME|PATH",
                      help="built-in fleet name or a fleet TOML file (default: local-sim, the simulator on a local Ray)")
+    run.add_argument("--endpoints", default=None, metavar="STATE|MODE=URL,...",
+                     help="replay against a fleet that is already running instead of provisioning one: the state "
+                     "file of `loadtest cluster up` (e.g. .loadtest/cluster.json), or MODE=URL pairs of servers "
+                     "started elsewhere (replicas of one mode joined by |)")
+    run.add_argument("--address", default=None, metavar="RAY_ADDRESS",
+                     help="join this Ray cluster (e.g. auto, or ray://head:10001) instead of starting a local Ray; "
+                     "default: $RAY_ADDRESS if set (as under `ray job submit`)")
     run.add_argument("--modes", default=None, metavar="A,B,...",
                      help="comma-separated modes of the fleet to test (default: all the fleet's modes; "
                      "local-sim has baseline,draft,medusa,eagle,ngram)")
@@ -79,6 +87,31 @@ def build_parser() -> argparse.ArgumentParser:
                      "building one from --scenario")
     run.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
                      help="multiply the scenario's arrival rates by X (default: the scenario's rate_scale)")
+
+    clus = sub.add_parser("cluster", help="hold a fleet up across runs: up, status, down",
+                          description="A long-lived fleet for the web UI and soak tests. `up` provisions it "
+                          "(the same provisioner as `loadtest run`), writes a state file of endpoints once every "
+                          "replica is ready, and holds the fleet until `down` or Ctrl-C; `run --endpoints` and "
+                          "`ui --endpoints` read the state file.")
+    csub = clus.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser, required=True)
+    cup = csub.add_parser("up", help="start a fleet and hold it (in the foreground, or with --detach)",
+                          description="Start the fleet's replicas on Ray, write the state file when all are ready, "
+                          "and hold them until SIGINT/SIGTERM (`loadtest cluster down`), then tear down.")
+    cup.add_argument("--fleet", default="local-sim", metavar="NAME|PATH",
+                     help="built-in fleet name or a fleet TOML file (default: local-sim)")
+    cup.add_argument("--modes", default=None, metavar="A,B,...", help="modes to start (default: all the fleet's)")
+    cup.add_argument("--address", default=None, metavar="RAY_ADDRESS",
+                     help="join this Ray cluster instead of starting a local Ray (default: $RAY_ADDRESS if set)")
+    cup.add_argument("--detach", action="store_true",
+                     help="run the supervisor in the background; return once the fleet is ready")
+    cup.add_argument("--logs", default=None, metavar="DIR",
+                     help="replica and supervisor logs (default: results/cluster-<UTC time>/logs)")
+    for name, p in (("status", "print each replica's URL and health; exit 0 if all are healthy"),
+                    ("down", "stop the fleet (SIGTERM to its supervisor) and wait until it is torn down")):
+        csub.add_parser(name, help=p, description=p[0].upper() + p[1:] + ".")
+    for p in _subparsers(clus).values():
+        p.add_argument("--state", default=str(DEFAULT_STATE), metavar="FILE",
+                       help=f"the fleet's state file (default: {DEFAULT_STATE})")
 
     scen = sub.add_parser("scenario", help="list, show or validate scenarios",
                           description="Built-in scenarios live beside the code as TOML; your own are TOML files.")
@@ -170,6 +203,30 @@ def _traffic(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return EXIT_USAGE
 
 
+def _cluster(args: argparse.Namespace, argv: list[str]) -> int:
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from cluster import FleetError
+    from cluster import commands as c
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    state = Path(args.state)
+    try:
+        if args.action == "up":
+            stamp = f"cluster-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+            logs = Path(args.logs) if args.logs else Path("results") / stamp / "logs"
+            return c.up(console, args.fleet, args.modes, state, logs, args.address, args.detach, argv)
+        if args.action == "status":
+            return c.status(console, state)
+        return c.down(console, state, c.DOWN_TIMEOUT_S)
+    except FleetError as exc:
+        print(f"loadtest cluster {args.action}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -221,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         from loadtest.run import main as run_main
 
         return run_main(args)
+    if args.command == "cluster":
+        return _cluster(args, argv if argv is not None else sys.argv[1:])
     if args.command in ("scenario", "trace"):
         return _traffic(args, _subparsers(parser)[args.command])
     parser.error(f"unknown command {args.command!r}")

@@ -36,8 +36,9 @@ from analysis.summary import load_requests, summarize, tenant_speedups, write_su
 from analysis.table import mode_table, tenant_table
 from cluster import FleetError, StartupCancelled
 from cluster.fleet import FleetSpec, load_fleet
-from cluster.provision import Fleet, Replica
+from cluster.provision import Fleet, Replica, ray_address
 from cluster.scrape import Scraper
+from cluster.state import ClusterState, ExistingFleet, ReplicaState, load_endpoints
 from loadtest.manifest import Manifest, ModeRun, utc_now
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
@@ -46,6 +47,7 @@ from scenarios.trace import build_trace, closed_concurrency, load_trace_file, sc
 log = logging.getLogger("loadtest")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 LOCUSTFILE = Path(loadtest.__file__).with_name("locustfile.py")
+DEFAULT_FLEET = "local-sim"
 
 
 class Interrupted(Exception):
@@ -101,15 +103,15 @@ class RunPlan:
     manifest: Manifest
 
 
-def _resolve_modes(fleet: FleetSpec, text: str | None) -> list[str]:
+def resolve_modes(fleet_name: str, available: list[str], text: str | None) -> list[str]:
     if not text:
-        return list(fleet.modes)
+        return list(available)
     modes = [m.strip() for m in text.split(",") if m.strip()]
     if not modes:
         raise FleetError("--modes is empty")
     for m in modes:
-        if m not in fleet.modes:
-            raise FleetError(f"--modes: fleet {fleet.name!r} has no mode {m!r} (it has: {', '.join(fleet.modes)})")
+        if m not in available:
+            raise FleetError(f"--modes: fleet {fleet_name!r} has no mode {m!r} (it has: {', '.join(available)})")
     if len(set(modes)) != len(modes):
         raise FleetError(f"--modes lists a mode twice: {text}")
     return modes
@@ -149,8 +151,9 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: Path, args: argparse.Namespace,
-                signals: _Signals, progress: Progress, task_id, mode_run: ModeRun) -> tuple[str, int]:
+def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[ReplicaState], trace_path: Path,
+                args: argparse.Namespace, signals: _Signals, progress: Progress, task_id,
+                mode_run: ModeRun) -> tuple[str, int]:
     """Replay `mode` with one Locust process, or a master and `--workers` worker processes;
     return (end reason, records written)."""
     logs = plan.run_dir / "logs"
@@ -218,9 +221,11 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica], trace_path: P
     return end, recorded
 
 
-def default_workers(fleet: FleetSpec, n_modes: int) -> int:
+def default_workers(fleet: FleetSpec | None, n_modes: int) -> int:
     """One Locust worker per core, minus the cores local simulator replicas reserve."""
-    reserved = fleet.cpus_per_replica * fleet.replicas * n_modes if fleet.engine == "sim" else 0
+    reserved = 0.0
+    if fleet is not None and fleet.engine == "sim":
+        reserved = fleet.cpus_per_replica * fleet.replicas * n_modes
     return max(1, int((os.cpu_count() or 1) - math.ceil(reserved)))
 
 
@@ -250,12 +255,25 @@ def main(args: argparse.Namespace) -> int:
     def fail(message: str) -> None:  # one line, never wrapped
         print(f"loadtest run: error: {message}", file=sys.stderr, flush=True)
     # -- everything that can be wrong with the input is found before anything starts ------------
+    existing: ClusterState | None = None
     try:
-        fleet_spec, fleet_raw = load_fleet(args.fleet)
-        modes = _resolve_modes(fleet_spec, args.modes)
-        for mode in modes:
-            if fleet_spec.modes[mode].note:
-                print(f"loadtest run: note: modes.{mode}: {fleet_spec.modes[mode].note}", file=sys.stderr)
+        if args.endpoints:
+            if args.fleet:
+                raise FleetError("give --fleet (provision a fleet) or --endpoints (use a running one), not both")
+            existing, from_file = load_endpoints(args.endpoints, args.api_key_env)
+            fleet_spec = existing.spec()
+            modes = resolve_modes(existing.fleet, existing.modes, args.modes)
+            fleet_info = {"name": existing.fleet, "source": args.endpoints if from_file else "--endpoints",
+                          "endpoints": {m: [r.url for r in existing.replicas if r.mode == m] for m in modes},
+                          "spec": existing.fleet_spec}
+        else:
+            fleet_spec, fleet_raw = load_fleet(args.fleet or DEFAULT_FLEET)
+            modes = resolve_modes(fleet_spec.name, list(fleet_spec.modes), args.modes)
+            for mode in modes:
+                if fleet_spec.modes[mode].note:
+                    print(f"loadtest run: note: modes.{mode}: {fleet_spec.modes[mode].note}", file=sys.stderr)
+            fleet_info = {"name": fleet_spec.name, "source": str(args.fleet or DEFAULT_FLEET),
+                          "sha256": scenario_hash(fleet_raw), "spec": fleet_spec.model_dump()}
         t_build = time.monotonic()
         trace, scenario_info, seed = _prepare_trace(args)
     except (ScenarioError, FleetError) as exc:
@@ -270,8 +288,7 @@ def main(args: argparse.Namespace) -> int:
     manifest = Manifest(
         run_id=run_id,
         scenario=scenario_info,
-        fleet={"name": fleet_spec.name, "source": str(args.fleet), "sha256": scenario_hash(fleet_raw),
-               "spec": fleet_spec.model_dump()},
+        fleet=fleet_info,
         modes=modes, seed=seed, requests=trace.num_rows,
     )
     manifest.write(run_dir)
@@ -286,14 +303,19 @@ def main(args: argparse.Namespace) -> int:
     span = trace["offset_s"][-1].as_py()
     console.print(f"[bold]{run_id}[/bold]: {trace.num_rows} requests of {scenario_info['name']} over {span:.1f} s "
                   f"(trace ready in {time.monotonic() - t_build:.1f} s), modes {', '.join(modes)}, "
-                  f"fleet {fleet_spec.name}")
+                  f"fleet {fleet_info['name']}")
 
     status, reason, code = "failed", None, EXIT_FAILED
     with _Signals() as signals:
         try:
-            with Fleet(fleet_spec, modes, run_dir / "logs", cancelled=lambda: signals.stop,
-                       on_ray_ready=signals.rearm) as fleet:
-                console.print(f"fleet ready: {len(fleet.replicas)} replica(s) on Ray")
+            if existing is not None:
+                fleet_cm = ExistingFleet(existing, modes)
+            else:
+                fleet_cm = Fleet(fleet_spec, modes, run_dir / "logs", address=ray_address(args.address),
+                                 cancelled=lambda: signals.stop, on_ray_ready=signals.rearm)
+            with fleet_cm as fleet:
+                where = "already running" if existing is not None else "on Ray"
+                console.print(f"fleet ready: {len(fleet.replicas)} replica(s) {where}")
                 for rep in fleet.replicas:
                     manifest.mode_runs.setdefault(rep.mode, ModeRun()).replicas.append(
                         {"label": rep.label, "url": rep.url, "pid": rep.pid, "log": str(rep.log_path)})

@@ -1,5 +1,5 @@
-"""Write a tiny Llama (and matching draft and Medusa heads) that vLLM's CPU build can serve with
-`--load-format dummy`: no weights are downloaded or stored, only configs and a tokenizer.
+"""Write a tiny Llama (and a matching draft, EAGLE head and Medusa heads) that vLLM's CPU build can
+serve with `--load-format dummy`: no weights are downloaded or stored, only configs and a tokenizer.
 
     python -m cluster.vllm_cpu.tiny_model OUT_DIR
 
@@ -39,6 +39,12 @@ def llama_config(layers: int = LAYERS) -> dict:
     }
 
 
+def eagle_config() -> dict:
+    """An EAGLE-1 head for the target: one Llama decoder layer at the target's width and vocab.
+    vLLM renames the architecture to EagleLlamaForCausalLM itself and uses the target's tokenizer."""
+    return llama_config(layers=1)
+
+
 def medusa_config(heads: int = 5) -> dict:
     return {"architectures": ["MedusaModel"], "model_type": "medusa", "hidden_size": HIDDEN,
             "vocab_size": VOCAB, "num_heads": heads, "num_hidden_layers": 1, "torch_dtype": "bfloat16"}
@@ -62,14 +68,14 @@ def train_tokenizer(out: Path) -> None:
 
 
 def write(out_dir: Path) -> dict[str, Path]:
-    """Create target/, draft/ (same shapes: its dummy weights match, so drafts are accepted) and
-    medusa/ under out_dir; return their paths."""
-    paths = {name: out_dir / name for name in ("target", "draft", "medusa")}
+    """Create target/, draft/ (same shapes: its dummy weights match, so drafts are accepted),
+    eagle/ and medusa/ under out_dir; return their paths. Heads get a config only."""
+    configs = {"target": llama_config, "draft": llama_config, "eagle": eagle_config, "medusa": medusa_config}
+    paths = {name: out_dir / name for name in configs}
     for name, path in paths.items():
         path.mkdir(parents=True, exist_ok=True)
-        config = medusa_config() if name == "medusa" else llama_config()
-        (path / "config.json").write_text(json.dumps(config, indent=2))
-        if name != "medusa":
+        (path / "config.json").write_text(json.dumps(configs[name](), indent=2))
+        if name in ("target", "draft"):
             train_tokenizer(path)
             (path / "generation_config.json").write_text(json.dumps({"bos_token_id": 0, "eos_token_id": 1}))
     return paths

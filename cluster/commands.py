@@ -1,0 +1,203 @@
+"""`loadtest cluster up|status|down`: a fleet that outlives one run, for the web UI and soak tests.
+
+`up` provisions the fleet through the same provisioner as `loadtest run` and then holds it: it
+writes the state file once every replica is ready, watches the replicas, and tears everything
+down when it gets SIGINT or SIGTERM (which is what `down` sends it). `--detach` runs that
+supervisor in the background and returns once the fleet is ready.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from cluster import FleetError, StartupCancelled
+from cluster.fleet import load_fleet
+from cluster.provision import STOP_GRACE_S, Fleet, ray_address
+from cluster.state import ClusterState, ReplicaState, pid_is_supervisor, probe
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+WATCH_INTERVAL_S = 5.0
+
+
+def _utc_now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _check_not_up(state_path: Path) -> None:
+    if state_path.is_file():
+        try:
+            old = ClusterState.read(state_path)
+        except FleetError:
+            return
+        if old.supervisor_alive():
+            raise FleetError(f"a fleet ({old.fleet}) is already up with supervisor pid {old.supervisor_pid} "
+                             f"(state file {state_path}); `loadtest cluster down` first, or use another --state")
+
+
+def endpoints_table(state: ClusterState, health: dict[str, str | None] | None = None) -> Table:
+    table = Table(title=f"fleet {state.fleet} ({state.status})")
+    for col in ("replica", "url", "served model", "pid", *(["health"] if health is not None else [])):
+        table.add_column(col)
+    for r in state.replicas:
+        row = [r.label, r.url, r.served_model, str(r.pid)]
+        if health is not None:
+            why = health.get(r.label)
+            row.append("[green]ok[/green]" if why is None else f"[red]{why}[/red]")
+        table.add_row(*row)
+    return table
+
+
+def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Path, logs_dir: Path,
+       address: str | None, detach: bool, argv: list[str]) -> int:
+    from loadtest.run import resolve_modes  # the same --modes rules as `loadtest run`
+
+    spec, _raw = load_fleet(fleet_name)
+    modes = resolve_modes(spec.name, list(spec.modes), modes_text)
+    _check_not_up(state_path)
+    if detach:
+        return _detach(console, spec.startup_timeout_s, state_path, logs_dir, argv)
+
+    state = ClusterState(fleet=spec.name, modes=modes, supervisor_pid=os.getpid(), fleet_spec=spec.model_dump(),
+                         ray_address=ray_address(address), logs_dir=str(logs_dir.resolve()), started_at=_utc_now())
+    state.write(state_path)
+    stop = {"signals": 0}
+
+    def on_signal(signum, frame) -> None:
+        stop["signals"] += 1
+
+    def arm() -> None:  # again after ray.init, which installs its own SIGTERM handler
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, on_signal)
+
+    arm()
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with Fleet(spec, modes, logs_dir, address=state.ray_address, cancelled=lambda: stop["signals"] > 0,
+                   on_ray_ready=arm) as fleet:
+            state.replicas = [ReplicaState(r.mode, r.index, r.url, r.served_model, r.pid, str(r.log_path))
+                              for r in fleet.replicas]
+            state.status = "ready"
+            state.write(state_path)
+            console.print(endpoints_table(state))
+            console.print(f"state: {state_path}  (use: loadtest run --endpoints {state_path}; "
+                          f"loadtest ui --endpoints {state_path}; stop: loadtest cluster down --state {state_path})",
+                          soft_wrap=True)
+            _watch(console, fleet, state, state_path, lambda: stop["signals"] > 0)
+            state.status = "stopping"
+            state.write(state_path)
+            console.print("stopping the fleet")
+    except StartupCancelled:
+        console.print("stopped before the fleet was ready")
+    except FleetError:
+        state_path.unlink(missing_ok=True)
+        raise
+    state_path.unlink(missing_ok=True)
+    console.print(f"fleet {spec.name} is down")
+    return EXIT_OK
+
+
+def _watch(console: Console, fleet: Fleet, state: ClusterState, state_path: Path, stopping) -> None:
+    """Hold the fleet until a signal; note replicas that die (the rest stay up)."""
+    next_check = time.monotonic() + WATCH_INTERVAL_S
+    while not stopping():
+        time.sleep(0.2)
+        if time.monotonic() < next_check:
+            continue
+        next_check = time.monotonic() + WATCH_INTERVAL_S
+        changed = False
+        for rep, entry in zip(fleet.replicas, state.replicas, strict=True):
+            if entry.exit_code is None:
+                code = fleet.exit_code(rep)
+                if code is not None:
+                    entry.exit_code = code
+                    changed = True
+                    console.print(f"[red]replica {rep.label} exited with code {code}; see {rep.log_path}[/red]")
+        if changed:
+            state.write(state_path)
+
+
+def _detach(console: Console, startup_timeout_s: float, state_path: Path, logs_dir: Path, argv: list[str]) -> int:
+    """Start this same command without --detach as a background supervisor in its own session,
+    and return once its state file says ready (or it has failed)."""
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    log_path = logs_dir / "supervisor.log"
+    child_argv = [sys.executable, "-m", "loadtest", *[a for a in argv if a != "--detach"]]
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(child_argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    deadline = time.monotonic() + startup_timeout_s + 60
+    while time.monotonic() < deadline:
+        code = proc.poll()
+        if code is not None:
+            tail = "".join(deque(open(log_path, errors="replace"), maxlen=15))
+            console.print(f"[red]the fleet supervisor exited with code {code} before the fleet was ready; "
+                          f"last lines of {log_path}:[/red]\n{tail}", soft_wrap=True)
+            return EXIT_USAGE if code == EXIT_USAGE else EXIT_FAILED
+        try:
+            state = ClusterState.read(state_path)
+        except FleetError:
+            state = None
+        if state is not None and state.supervisor_pid == proc.pid and state.status == "ready":
+            console.print(endpoints_table(state))
+            console.print(f"supervisor pid {proc.pid} (log {log_path}); state: {state_path}; "
+                          f"stop with: loadtest cluster down --state {state_path}", soft_wrap=True)
+            return EXIT_OK
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGTERM)
+    console.print(f"[red]the fleet was not ready within {startup_timeout_s + 60:g} s; "
+                  f"stopped it (see {log_path})[/red]")
+    return EXIT_FAILED
+
+
+def status(console: Console, state_path: Path) -> int:
+    """Print the fleet and each replica's health; exit 0 when the fleet is ready and all are healthy."""
+    state = ClusterState.read(state_path)
+    if not state.supervisor_alive():
+        console.print(f"[red]stale state file {state_path}: its supervisor (pid {state.supervisor_pid}) is not "
+                      "running; `loadtest cluster down` removes it[/red]", soft_wrap=True)
+        return EXIT_FAILED
+    health = {r.label: probe(r.url) for r in state.replicas}
+    console.print(endpoints_table(state, health))
+    healthy = sum(v is None for v in health.values())
+    console.print(f"{healthy}/{len(health)} replicas healthy; supervisor pid {state.supervisor_pid}; "
+                  f"up since {state.started_at}")
+    return EXIT_OK if state.status == "ready" and healthy == len(health) else EXIT_FAILED
+
+
+def down(console: Console, state_path: Path, timeout_s: float) -> int:
+    """SIGTERM the fleet's supervisor and wait until it has torn the fleet down. Nothing up is not
+    an error (so `down` can sit in a cleanup step)."""
+    if not state_path.exists():
+        console.print(f"no fleet is up (no state file at {state_path})")
+        return EXIT_OK
+    state = ClusterState.read(state_path)
+    pid = state.supervisor_pid
+    if not state.supervisor_alive():
+        state_path.unlink(missing_ok=True)
+        console.print(f"no supervisor running (pid {pid} is gone); removed the stale state file {state_path}")
+        return EXIT_OK
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not pid_is_supervisor(pid):
+            state_path.unlink(missing_ok=True)
+            console.print(f"fleet {state.fleet} is down ({len(state.replicas)} replica(s) stopped)")
+            return EXIT_OK
+        time.sleep(0.2)
+    console.print(f"[red]the supervisor (pid {pid}) did not stop within {timeout_s:g} s; "
+                  f"see {state.logs_dir}/supervisor.log[/red]")
+    return EXIT_FAILED
+
+
+DOWN_TIMEOUT_S = STOP_GRACE_S * 3 + 30

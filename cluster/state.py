@@ -1,0 +1,184 @@
+"""Long-lived fleets: the state file `loadtest cluster up` writes, and the endpoints `loadtest run
+--endpoints` and `loadtest ui` replay against without provisioning anything.
+
+The state file is JSON, rewritten atomically at each stage (starting, ready, stopping) by the one
+process that holds the fleet (the supervisor); it names that process, so `cluster down` stops the
+fleet by signalling it, and `cluster status` can tell a live fleet from a stale file. It holds
+URLs and process ids, never secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import requests
+
+from cluster import FleetError
+from cluster.fleet import FleetSpec
+
+DEFAULT_STATE = Path(".loadtest") / "cluster.json"
+PROBE_TIMEOUT_S = 3.0
+
+
+@dataclass
+class ReplicaState:
+    mode: str
+    index: int
+    url: str
+    served_model: str
+    pid: int = 0
+    log: str = ""
+    exit_code: int | None = None    # set by the supervisor if the server died while the fleet was up
+
+    @property
+    def label(self) -> str:
+        return f"{self.mode}-{self.index}"
+
+    @property
+    def log_path(self) -> str:
+        return self.log
+
+
+@dataclass
+class ClusterState:
+    fleet: str
+    modes: list[str]
+    supervisor_pid: int
+    status: str = "starting"        # starting, ready, stopping
+    fleet_spec: dict | None = None  # the validated fleet, as `loadtest run` records it in manifests
+    ray_address: str | None = None
+    logs_dir: str = ""
+    started_at: str = ""
+    replicas: list[ReplicaState] = field(default_factory=list)
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        tmp.replace(path)
+
+    @classmethod
+    def read(cls, path: Path) -> ClusterState:
+        if not path.is_file():
+            raise FleetError(f"no fleet is up: no state file at {path} (start one with `loadtest cluster up`)")
+        try:
+            data = json.loads(path.read_text())
+            data["replicas"] = [ReplicaState(**r) for r in data.get("replicas", [])]
+            return cls(**data)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise FleetError(f"{path}: not a loadtest state file ({exc})") from None
+
+    def supervisor_alive(self) -> bool:
+        return pid_is_supervisor(self.supervisor_pid)
+
+    def spec(self) -> FleetSpec | None:
+        return FleetSpec.model_validate(self.fleet_spec) if self.fleet_spec else None
+
+
+def pid_is_supervisor(pid: int) -> bool:
+    """Whether `pid` is alive and is a `loadtest cluster up` process (not a recycled pid)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"loadtest" in b" ".join(cmdline) and b"cluster" in cmdline and b"up" in cmdline
+
+
+def probe(url: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """None if the server at `url` answers /health with 200, else why not (one line)."""
+    try:
+        r = requests.get(f"{url}/health", timeout=timeout)
+    except requests.RequestException as exc:
+        return f"not reachable ({type(exc).__name__})"
+    return None if r.status_code == 200 else f"/health answered HTTP {r.status_code}"
+
+
+def served_models(url: str, headers: dict[str, str] | None = None) -> list[str]:
+    r = requests.get(f"{url}/v1/models", timeout=PROBE_TIMEOUT_S, headers=headers or {})
+    r.raise_for_status()
+    return [m["id"] for m in r.json()["data"]]
+
+
+def parse_endpoint_list(text: str) -> dict[str, list[str]]:
+    """`MODE=URL[|URL...],MODE=URL` as {mode: [urls]} (several replicas of a mode joined by |)."""
+    out: dict[str, list[str]] = {}
+    for item in (p.strip() for p in text.split(",")):
+        if not item:
+            continue
+        mode, eq, urls = item.partition("=")
+        mode = mode.strip()
+        if not eq or not mode or not urls:
+            raise FleetError(f"--endpoints: expected a state file or MODE=URL[,MODE=URL...], got {item!r}")
+        if mode in out:
+            raise FleetError(f"--endpoints: mode {mode!r} given twice (join replicas with |)")
+        out[mode] = []
+        for url in urls.split("|"):
+            url = url.strip().rstrip("/")
+            if not url.startswith(("http://", "https://")):
+                raise FleetError(f"--endpoints: {mode}: {url!r} is not an http:// or https:// URL")
+            out[mode].append(url)
+    if not out:
+        raise FleetError("--endpoints is empty")
+    return out
+
+
+def load_endpoints(text: str, api_key_env: str = "LOADTEST_API_KEY") -> tuple[ClusterState, bool]:
+    """The fleet behind `--endpoints`: a state file from `cluster up` (its supervisor must be up and
+    its replicas healthy), or MODE=URL pairs of servers started elsewhere (each must answer
+    /health and list a model on /v1/models). Returns the state and whether it came from a file."""
+    path = Path(text)
+    if path.suffix == ".json" or path.is_file():
+        state = ClusterState.read(path)
+        if not state.supervisor_alive():
+            raise FleetError(f"{path}: the fleet's supervisor (pid {state.supervisor_pid}) is not running; "
+                             "the state file is stale (`loadtest cluster down` removes it)")
+        if state.status != "ready":
+            raise FleetError(f"{path}: the fleet is {state.status}, not ready")
+        from_file = True
+    else:
+        state = ClusterState(fleet="endpoints", modes=[], supervisor_pid=0, status="ready")
+        key = os.environ.get(api_key_env)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        for mode, urls in parse_endpoint_list(text).items():
+            state.modes.append(mode)
+            for i, url in enumerate(urls):
+                try:
+                    names = served_models(url, headers)
+                except (requests.RequestException, ValueError, KeyError) as exc:
+                    raise FleetError(f"--endpoints: {mode}={url}: /v1/models failed "
+                                     f"({type(exc).__name__}); is a vLLM-compatible server running there?") from None
+                if not names:
+                    raise FleetError(f"--endpoints: {mode}={url}: /v1/models lists no model")
+                state.replicas.append(ReplicaState(mode, i, url, names[0]))
+        from_file = False
+    for rep in state.replicas:
+        why = probe(rep.url)
+        if why:
+            raise FleetError(f"--endpoints: replica {rep.label} at {rep.url}: {why}")
+    return state, from_file
+
+
+class ExistingFleet:
+    """A fleet held by someone else (`cluster up`, or servers started by hand): the same interface
+    `loadtest run` uses for a fleet it provisions, with nothing to start or stop."""
+
+    def __init__(self, state: ClusterState, modes: list[str]) -> None:
+        self.state = state
+        self.replicas = [r for r in state.replicas if r.mode in modes]
+
+    def __enter__(self) -> ExistingFleet:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def endpoints(self, mode: str) -> list[ReplicaState]:
+        return [r for r in self.replicas if r.mode == mode]
+
+    def exit_code(self, rep: ReplicaState) -> int | None:
+        """None while the replica answers /health; -1 once it does not (its exit code is not ours
+        to know)."""
+        return None if probe(rep.url) is None else -1
