@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cluster import FleetError, StartupCancelled
-from cluster.fleet import load_fleet
+from cluster.fleet import load_fleet, resolve_modes
 from cluster.provision import STOP_GRACE_S, Fleet, ray_address
 from cluster.state import ClusterState, ReplicaState, pid_is_supervisor, probe
 
@@ -60,8 +60,6 @@ def endpoints_table(state: ClusterState, health: dict[str, str | None] | None = 
 
 def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Path, logs_dir: Path,
        address: str | None, detach: bool, argv: list[str]) -> int:
-    from loadtest.run import resolve_modes  # the same --modes rules as `loadtest run`
-
     spec, _raw = load_fleet(fleet_name)
     modes = resolve_modes(spec.name, list(spec.modes), modes_text)
     _check_not_up(state_path)

@@ -164,6 +164,21 @@ class FleetSpec(_Strict):
         return f"{self.model.rstrip('/').split('/')[-1]}-{mode}"
 
 
+def resolve_modes(fleet_name: str, available: list[str], text: str | None) -> list[str]:
+    """The modes `--modes A,B` names (all of `available` when not given), checked against them."""
+    if not text:
+        return list(available)
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    if not modes:
+        raise FleetError("--modes is empty")
+    for m in modes:
+        if m not in available:
+            raise FleetError(f"--modes: fleet {fleet_name!r} has no mode {m!r} (it has: {', '.join(available)})")
+    if len(set(modes)) != len(modes):
+        raise FleetError(f"--modes lists a mode twice: {text}")
+    return modes
+
+
 BUILTIN = resources.files("cluster") / "fleets"
 
 

@@ -82,11 +82,41 @@ def build_parser() -> argparse.ArgumentParser:
                      help="Locust worker processes: 1 runs one process; more run a master and N workers, each "
                      "replaying its shard of the trace (default: one per core, minus what local simulator "
                      "replicas reserve)")
+    run.add_argument("--ray-workers", action="store_true",
+                     help="start the --workers Locust workers as Ray actors spread over the Ray cluster's nodes "
+                     "(the master stays here); --out must then be on storage every node mounts")
     run.add_argument("--trace", default=None, metavar="FILE",
                      help="replay this trace.parquet (from `loadtest trace build` or `trace import`) instead of "
                      "building one from --scenario")
     run.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
                      help="multiply the scenario's arrival rates by X (default: the scenario's rate_scale)")
+
+    ui = sub.add_parser("ui", help="replay against a running fleet from Locust's web UI",
+                        description="Open Locust's web UI for one mode of a running fleet (`loadtest cluster up`, "
+                        "or MODE=URL servers). Start replays the trace open loop with the same measurement and "
+                        "records as `loadtest run`; a Speculation tab shows TTFT, TPOT, ITL and tokens per chunk "
+                        "live. The UI stays up after the replay; Ctrl-C quits and prints the summary.")
+    ui.add_argument("--endpoints", default=str(DEFAULT_STATE), metavar="STATE|MODE=URL,...",
+                    help=f"the running fleet: a `cluster up` state file or MODE=URL pairs (default: {DEFAULT_STATE})")
+    ui.add_argument("--mode", default=None, metavar="MODE", help="the mode to replay against (default: the first)")
+    ui.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
+                    help="built-in scenario name or a scenario TOML file (default: saas-mix)")
+    ui.add_argument("--trace", default=None, metavar="FILE", help="replay this trace.parquet instead of --scenario")
+    ui.add_argument("--requests", type=_positive_int, default=None, metavar="N",
+                    help="requests in the trace (default: the scenario's demo size)")
+    ui.add_argument("--seed", type=int, default=None, metavar="N", help="trace seed (default: the scenario's)")
+    ui.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
+                    help="multiply the scenario's arrival rates by X")
+    ui.add_argument("--web-host", default="127.0.0.1", metavar="HOST",
+                    help="address the web UI listens on (default 127.0.0.1, this machine only)")
+    ui.add_argument("--web-port", type=_positive_int, default=8089, metavar="PORT", help="web UI port (default 8089)")
+    ui.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
+    ui.add_argument("--run-id", default=None, metavar="ID", help="name of this session's folder under --out")
+    ui.add_argument("--max-inflight", type=_positive_int, default=1024, metavar="N",
+                    help="most requests in flight (default 1024)")
+    ui.add_argument("--timeout", type=float, default=600.0, metavar="S", help="per-request timeout (default 600)")
+    ui.add_argument("--api-key-env", default="LOADTEST_API_KEY", metavar="NAME",
+                    help="environment variable holding the servers' API key (default LOADTEST_API_KEY)")
 
     clus = sub.add_parser("cluster", help="hold a fleet up across runs: up, status, down",
                           description="A long-lived fleet for the web UI and soak tests. `up` provisions it "
@@ -278,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
         from loadtest.run import main as run_main
 
         return run_main(args)
+    if args.command == "ui":
+        from loadtest.ui import main as ui_main
+
+        return ui_main(args)
     if args.command == "cluster":
         return _cluster(args, argv if argv is not None else sys.argv[1:])
     if args.command in ("scenario", "trace"):

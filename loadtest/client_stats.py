@@ -27,6 +27,7 @@ def cpu_seconds() -> float:
 class ClientStats:
     hists: dict[str, LogHistogram] = field(default_factory=lambda: {m: LogHistogram() for m in METRICS})
     events: int = 0          # text chunks received (SSE events that carried tokens)
+    tokens: int = 0          # completion tokens (from usage) of the requests observed
     requests: int = 0
     cpu_max: float = 0.0     # highest CPU share of one core seen over a reporting interval
     first: float | None = None
@@ -38,6 +39,7 @@ class ClientStats:
             return
         self.requests += 1
         self.events += row["n_chunks"] or 0
+        self.tokens += row.get("completion_tokens") or 0
         for m in ("ttft_ms", "tpot_ms", "e2e_ms", "lateness_ms"):
             self.hists[m].add(row[m])
         itl = self.hists["itl_ms"]
@@ -50,14 +52,15 @@ class ClientStats:
     def take(self, cpu: float) -> dict:
         """A report of what was observed since the last one (for the master), then reset."""
         out = {"hists": {m: h.take() for m, h in self.hists.items()}, "events": self.events,
-               "requests": self.requests, "cpu": cpu}
-        self.events = self.requests = 0
+               "tokens": self.tokens, "requests": self.requests, "cpu": cpu}
+        self.events = self.tokens = self.requests = 0
         return out
 
     def merge(self, report: dict) -> None:
         for m, counts in report["hists"].items():
             self.hists[m].merge(counts)
         self.events += report["events"]
+        self.tokens += report.get("tokens", 0)
         self.requests += report["requests"]
         self.cpu_max = max(self.cpu_max, report["cpu"])
         now = time.monotonic()

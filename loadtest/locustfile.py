@@ -35,6 +35,7 @@ from loadtest.client import Clock, execute
 from loadtest.client_stats import LATENESS_LIMIT_MS, ClientStats, cpu_seconds
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.sink import ParquetSink
+from loadtest.webui import install_tab, tab_rows
 from scenarios.trace import closed_concurrency
 
 log = logging.getLogger("loadtest.replay")
@@ -91,6 +92,7 @@ class Replay:
         self.dispatched = 0
         self.recorded = 0
         self.stopping = False
+        self.ui = False  # replaying from Locust's web UI (`loadtest ui`): the shard starts at Start
         self.end_reason: str | None = None
         self._finished = gevent.event.Event()
         self.clock = Clock.now()
@@ -399,9 +401,13 @@ def _on_init(environment, **_kw) -> None:
 
         runner.register_message("loadtest_shard", on_shard)
         runner.register_message("loadtest_abandon", on_abandon)
-    else:
+    elif opts.headless:
         k, n = (int(x) for x in opts.shard.split("/"))
         REPLAY.assign(k, n, opts.worker_id)
+    else:  # the web UI (`loadtest ui`): the replay starts when someone presses Start
+        REPLAY.ui = True
+        if environment.web_ui is not None:
+            install_tab(environment.web_ui, lambda: tab_rows(REPLAY.stats, opts.mode))
     gevent.spawn(_trim_history, environment)
 
 
@@ -419,6 +425,23 @@ def _trim_history(environment, keep: int = 720) -> None:
 def _on_test_start(environment, **_kw) -> None:
     if COORDINATOR is not None:
         COORDINATOR.start()
+    elif REPLAY is not None and REPLAY.ui:
+        if REPLAY.assigned.is_set():
+            log.error("this trace has been replayed once already; its records are written. Quit (Ctrl-C) and "
+                      "start `loadtest ui` again for another run")
+            gevent.spawn(environment.runner.stop)
+            return
+        k, n = (int(x) for x in REPLAY.opts.shard.split("/"))
+        REPLAY.assign(k, n, REPLAY.opts.worker_id, time.time() + REPLAY.opts.start_delay)
+
+
+@events.test_stopping.add_listener
+def _on_test_stopping(environment, **_kw) -> None:
+    """In the web UI, Stop ends the replay: in-flight requests get the grace period, the rest are
+    recorded as not_sent. (Locust stops a running user only after its task returns, and the replay
+    is one long task, so it is told directly.)"""
+    if REPLAY is not None and REPLAY.ui and REPLAY.assigned.is_set():
+        gevent.spawn(REPLAY.finish, "interrupted")
 
 
 @events.quitting.add_listener
@@ -471,5 +494,6 @@ class TraceReplayUser(FastHttpUser):
                                                   "stats": REPLAY.stats.take(REPLAY.cpu_share())})
             while True:  # the master quits every worker once all shards are done
                 gevent.sleep(3600)
-        gevent.spawn(runner.quit)
+        # Headless: the replay is the whole test. Web UI: stop the test but keep the UI up for its charts.
+        gevent.spawn(runner.stop if REPLAY.ui else runner.quit)
         raise StopUser()

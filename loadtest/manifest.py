@@ -40,6 +40,7 @@ def host_info() -> dict[str, object]:
 class ModeRun:
     replicas: list[dict] = field(default_factory=list)   # label, url, pid, log
     locust_pids: list[int] = field(default_factory=list)  # the Locust process (or master) first, then workers
+    ray_workers: list[dict] = field(default_factory=list)  # with --ray-workers: each worker's node and pid
     client: dict | None = None                             # the client's self-report: lateness, CPU, verdict
     started_at: str | None = None
     ended_at: str | None = None

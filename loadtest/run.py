@@ -21,12 +21,14 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 import pyarrow as pa
+import ray
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -35,11 +37,12 @@ from analysis.server import load_server_metrics
 from analysis.summary import load_requests, summarize, tenant_speedups, write_summary
 from analysis.table import mode_table, tenant_table
 from cluster import FleetError, StartupCancelled
-from cluster.fleet import FleetSpec, load_fleet
+from cluster.fleet import FleetSpec, load_fleet, resolve_modes
 from cluster.provision import Fleet, Replica, ray_address
 from cluster.scrape import Scraper
 from cluster.state import ClusterState, ExistingFleet, ReplicaState, load_endpoints
 from loadtest.manifest import Manifest, ModeRun, utc_now
+from loadtest.ray_workers import RayWorkers, connect, driver_ip
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, closed_concurrency, load_trace_file, scenario_hash, write_trace
@@ -103,26 +106,15 @@ class RunPlan:
     manifest: Manifest
 
 
-def resolve_modes(fleet_name: str, available: list[str], text: str | None) -> list[str]:
-    if not text:
-        return list(available)
-    modes = [m.strip() for m in text.split(",") if m.strip()]
-    if not modes:
-        raise FleetError("--modes is empty")
-    for m in modes:
-        if m not in available:
-            raise FleetError(f"--modes: fleet {fleet_name!r} has no mode {m!r} (it has: {', '.join(available)})")
-    if len(set(modes)) != len(modes):
-        raise FleetError(f"--modes lists a mode twice: {text}")
-    return modes
-
-
 def locust_argv(trace_path: Path, mode: str, endpoints: list[str], served_model: str, run_id: str,
                 run_dir: Path, max_inflight: int = 1024, timeout: float = 600.0, role: str = "local",
                 workers: int = 1, master_port: int = 0, worker_index: int = 0, deadline: float | None = None,
-                api_key_env: str = "LOADTEST_API_KEY", lateness_limit: float = 10.0) -> list[str]:
+                master_host: str = "127.0.0.1",
+                api_key_env: str = "LOADTEST_API_KEY", lateness_limit: float = 10.0,
+                web: tuple[str, int] | None = None) -> list[str]:
     """The command line of one Locust process replaying `trace_path` against `endpoints`: the only
-    process (`local`), or the `master` or a `worker` of a distributed replay."""
+    process (`local`; with `web` = (host, port), Locust's web UI instead of headless), or the
+    `master` or a `worker` of a distributed replay."""
     replay = [
         "--trace-file", str(trace_path), "--mode", mode, "--endpoints", ",".join(endpoints),
         "--served-model", served_model, "--run-id", run_id,
@@ -135,12 +127,13 @@ def locust_argv(trace_path: Path, mode: str, endpoints: list[str], served_model:
     head = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
     if role == "worker":
         log_file = run_dir / "logs" / f"locust-{mode}-worker{worker_index}.log"
-        return [*head, "--worker", "--master-host", "127.0.0.1", "--master-port", str(master_port),
+        return [*head, "--worker", "--master-host", master_host, "--master-port", str(master_port),
                 "--logfile", str(log_file), *replay]
-    argv = [*head, "--headless", "-u", str(workers), "-r", str(workers), "--host", endpoints[0], "--only-summary",
+    runner = ["--headless", "--only-summary"] if web is None else ["--web-host", web[0], "--web-port", str(web[1])]
+    argv = [*head, *runner, "-u", str(workers), "-r", str(workers), "--host", endpoints[0],
             "--logfile", str(run_dir / "logs" / f"locust-{mode}.log"), *replay]
     if role == "master":
-        argv += ["--master", "--expect-workers", str(workers), "--master-bind-host", "127.0.0.1",
+        argv += ["--master", "--expect-workers", str(workers), "--master-bind-host", master_host,
                  "--master-bind-port", str(master_port)]
     return argv
 
@@ -162,22 +155,41 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[Replica
               args.timeout)
     extra = {"deadline": args.deadline, "api_key_env": args.api_key_env, "lateness_limit": args.lateness_limit}
     workers: list[subprocess.Popen] = []
-    if args.workers > 1:
+    on_ray = getattr(args, "ray_workers", False)
+    if args.workers > 1 or on_ray:
         port = _free_port()
+        # Workers on other nodes reach the master at this node's address; local ones at loopback.
+        extra["master_host"] = driver_ip() if on_ray else "127.0.0.1"
         argv = locust_argv(*common, role="master", workers=args.workers, master_port=port, **extra)
         worker_argvs = [locust_argv(*common, role="worker", master_port=port, worker_index=i, **extra)
                         for i in range(args.workers)]
     else:
         argv, worker_argvs = locust_argv(*common, **extra), []
+    ray_pool = RayWorkers(worker_argvs, plan.run_dir) if on_ray else None
     end, recorded = "failed", 0
     with open(logs / f"locust-{mode}.stdout.txt", "w") as stats_out:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
                                 start_new_session=True, preexec_fn=_die_with_parent)
-        for wargv in worker_argvs:
-            workers.append(subprocess.Popen(wargv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                            start_new_session=True, preexec_fn=_die_with_parent))
-        mine = [proc, *workers]
-        signals.children.extend(mine)
+        mine = [proc]
+        signals.children.append(proc)
+        try:
+            if ray_pool is not None:
+                ray_pool.start()
+                mode_run.ray_workers = ray_pool.placements
+            else:
+                for wargv in worker_argvs:
+                    workers.append(subprocess.Popen(wargv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                                    start_new_session=True, preexec_fn=_die_with_parent))
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            for p in workers:
+                os.killpg(p.pid, signal.SIGKILL)
+            signals.children.remove(proc)
+            if ray_pool is not None:
+                ray_pool.stop()
+            raise
+        mine += workers
+        signals.children.extend(workers)
         if signals.stop:  # a signal arrived while these were starting: pass it on now
             for p in mine:
                 os.killpg(p.pid, signal.SIGTERM)
@@ -215,6 +227,8 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[Replica
                 w.wait()
         for p in mine:
             signals.children.remove(p)
+        if ray_pool is not None:  # the master has quit its workers; stop any that linger, drop the actors
+            ray_pool.stop()
     if proc.returncode not in (0, None) and end != "interrupted":
         raise RuntimeError(f"the Locust replay of {mode} exited with code {proc.returncode}; "
                            f"see {logs / f'locust-{mode}.log'}")
@@ -306,10 +320,13 @@ def main(args: argparse.Namespace) -> int:
                   f"fleet {fleet_info['name']}")
 
     status, reason, code = "failed", None, EXIT_FAILED
-    with _Signals() as signals:
+    with _Signals() as signals, ExitStack() as stack:
         try:
             if existing is not None:
                 fleet_cm = ExistingFleet(existing, modes)
+                if args.ray_workers and connect(ray_address(args.address)):
+                    signals.rearm()  # ray.init installs its own SIGTERM handler
+                    stack.callback(ray.shutdown)
             else:
                 fleet_cm = Fleet(fleet_spec, modes, run_dir / "logs", address=ray_address(args.address),
                                  cancelled=lambda: signals.stop, on_ray_ready=signals.rearm)

@@ -1,0 +1,133 @@
+"""Locust workers on Ray nodes: each worker is a `locust --worker` child process of a Ray actor,
+spread over the cluster's nodes, connecting back to the master on the driver's node.
+
+Locust is never imported here nor in the actors (gevent's monkey-patching hangs `ray.init()`);
+the actor only starts and stops its child. Workers write their Parquet parts straight into the
+run directory, and the master reads a lost worker's parts to account for its rows, so the run
+directory must be on storage every node mounts (NFS, EFS, a Ray cluster's shared volume): each
+actor checks that it can see the run directory before it starts, and says so if it cannot.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import ray
+
+import loadtest
+from cluster import FleetError
+
+STOP_GRACE_S = 10.0
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@ray.remote(num_cpus=1, max_restarts=0)
+class LocustWorkerActor:
+    """Owns one `locust --worker` process group on whichever node Ray placed it."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+
+    def node_ip(self) -> str:
+        return ray.util.get_node_ip_address()
+
+    def start(self, argv: list[str], run_dir: str, env: dict[str, str]) -> int:
+        """Start the worker; `argv` is the driver's, with this node's Python and locustfile put in."""
+        if not Path(run_dir, "manifest.json").is_file():
+            raise FleetError(f"node {ray.util.get_node_ip_address()} cannot see the run directory {run_dir}: "
+                             "with --ray-workers, --out must be on storage every node mounts")
+        local = [sys.executable, "-m", "locust", "-f", str(Path(loadtest.__file__).with_name("locustfile.py")),
+                 *argv[5:]]
+        self.proc = subprocess.Popen(local, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL, env={**os.environ, **env},
+                                     start_new_session=True, preexec_fn=_die_with_parent)
+        return self.proc.pid
+
+    def poll(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:
+        """SIGTERM the worker's group, SIGKILL after `grace_s`; its exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            _signal_group(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        return self.proc.returncode
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class RayWorkers:
+    """N Locust workers as Ray actors, spread over the nodes (`SPREAD`), stopped on every path."""
+
+    def __init__(self, argvs: list[list[str]], run_dir: Path, env: dict[str, str] | None = None) -> None:
+        self.argvs = argvs
+        self.run_dir = run_dir
+        self.env = env or {}
+        self.actors: list = []
+        self.placements: list[dict] = []   # node and pid of each worker, for the manifest
+
+    def start(self) -> None:
+        free = ray.available_resources().get("CPU", 0.0)
+        if free < len(self.argvs):
+            raise FleetError(f"--ray-workers: Ray has {free:g} CPU(s) free and each of the {len(self.argvs)} "
+                             "Locust workers takes one; use fewer --workers or a bigger cluster")
+        self.actors = [LocustWorkerActor.options(scheduling_strategy="SPREAD").remote() for _ in self.argvs]
+        try:
+            pids = ray.get([a.start.remote(argv, str(self.run_dir.resolve()), self.env)
+                            for a, argv in zip(self.actors, self.argvs, strict=True)])
+        except ray.exceptions.RayTaskError as exc:
+            raise FleetError(str(exc.cause) if exc.cause is not None else str(exc)) from None
+        nodes = ray.get([a.node_ip.remote() for a in self.actors])
+        self.placements = [{"node": n, "pid": p} for n, p in zip(nodes, pids, strict=True)]
+
+    def stop(self) -> None:
+        if not self.actors:
+            return
+        try:
+            ray.get([a.stop.remote() for a in self.actors], timeout=STOP_GRACE_S + 10)
+        except Exception:  # an actor (or its node) is gone: its child got SIGTERM via PDEATHSIG
+            pass
+        for a in self.actors:
+            try:
+                ray.kill(a)
+            except Exception:
+                pass
+        self.actors = []
+
+
+def driver_ip() -> str:
+    """The address workers on other nodes reach the master at (this node's, as Ray sees it)."""
+    return ray.util.get_node_ip_address()
+
+
+def connect(address: str | None) -> bool:
+    """Join the Ray cluster at `address` (or start a local Ray) unless already connected; whether
+    this call connected (and so should disconnect)."""
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=os.cpu_count() or 1, num_gpus=0, **kwargs)
+    return True

@@ -1,0 +1,139 @@
+"""`loadtest ui`: replay the trace against one mode of a running fleet from Locust's web UI.
+
+The fleet is one held by `loadtest cluster up` (its state file) or servers given as MODE=URL.
+Pressing Start in the UI replays the trace open loop, exactly as `loadtest run` does (same
+locustfile, same records); Stop ends it (the rest is recorded as not_sent). The UI stays up after
+the replay for its charts and the Speculation tab; Ctrl-C quits, writes the manifest and prints
+the mode's summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from analysis.server import load_server_metrics
+from analysis.summary import load_requests, summarize, write_summary
+from analysis.table import mode_table
+from cluster import FleetError
+from cluster.scrape import Scraper
+from cluster.state import load_endpoints
+from loadtest.manifest import Manifest, ModeRun, utc_now
+from loadtest.run import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _die_with_parent, _prepare_trace, _Signals, locust_argv
+from scenarios import ScenarioError
+from scenarios.trace import write_trace
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def main(args: argparse.Namespace) -> int:
+    console = Console(width=None if sys.stdout.isatty() else 160)
+
+    def fail(message: str) -> int:
+        print(f"loadtest ui: error: {message}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+
+    try:
+        state, _from_file = load_endpoints(args.endpoints, args.api_key_env)
+        mode = args.mode or state.modes[0]
+        if mode not in state.modes:
+            raise FleetError(f"--mode: the fleet has no mode {mode!r} (it has: {', '.join(state.modes)})")
+        trace, info, seed = _prepare_trace(args)
+    except (FleetError, ScenarioError) as exc:
+        return fail(str(exc))
+    if not _port_free(args.web_host, args.web_port):
+        return fail(f"--web-port: {args.web_host}:{args.web_port} is in use; pick another port")
+    run_id = args.run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{info['name'].replace(':', '-')}-ui"
+    run_dir = Path(args.out) / run_id
+    if run_dir.exists() and any(run_dir.iterdir()):
+        return fail(f"{run_dir} already exists; pick another --run-id")
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    replicas = [r for r in state.replicas if r.mode == mode]
+    manifest = Manifest(run_id=run_id, scenario=info, modes=[mode], seed=seed, requests=trace.num_rows,
+                        fleet={"name": state.fleet, "source": args.endpoints, "spec": state.fleet_spec,
+                               "endpoints": {mode: [r.url for r in replicas]}})
+    manifest.mode_order = "web UI (started and stopped by a person)"
+    mr = manifest.mode_runs.setdefault(mode, ModeRun())
+    mr.replicas = [{"label": r.label, "url": r.url, "pid": r.pid, "log": r.log} for r in replicas]
+    manifest.write(run_dir)
+    trace_path = run_dir / "trace.parquet"
+    write_trace(trace, trace_path, info["name"], info["sha256"])
+    argv = locust_argv(trace_path, mode, [r.url for r in replicas], replicas[0].served_model, run_id, run_dir,
+                       args.max_inflight, args.timeout, api_key_env=args.api_key_env,
+                       web=(args.web_host, args.web_port))
+    url = f"http://{args.web_host}:{args.web_port}"
+    console.print(f"[bold]{run_id}[/bold]: {trace.num_rows} requests of {info['name']} against {mode} "
+                  f"({len(replicas)} replica(s) of fleet {state.fleet})")
+    console.print(f"Locust web UI: [bold]{url}[/bold]  (press Start to replay; the Speculation tab shows TTFT, "
+                  "TPOT, ITL and tokens per chunk; Ctrl-C here quits)", soft_wrap=True)
+    status = {"end": None, "recorded": 0}
+    with _Signals() as signals, open(run_dir / "logs" / f"locust-{mode}.stdout.txt", "w") as stats_out:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                start_new_session=True, preexec_fn=_die_with_parent)
+        signals.children.append(proc)
+        mr.locust_pids = [proc.pid]
+        manifest.write(run_dir)
+
+        def pump() -> None:
+            last = 0.0
+            for line in proc.stdout:
+                if line.startswith("@@progress "):
+                    done, total = line.split()[1:3]
+                    if time.monotonic() - last > 5 and done != "0":
+                        last = time.monotonic()
+                        console.print(f"{mode}: {done}/{total} recorded")
+                elif line.startswith("@@finished "):
+                    _, status["end"], n = line.split()
+                    status["recorded"] = int(n)
+                    if mr.started_at is not None:
+                        console.print(f"{mode}: replay {status['end']}: {n} records in {run_dir}/requests/; "
+                                      "the UI stays up for its charts: Ctrl-C to quit")
+                elif line.startswith("@@"):
+                    continue
+                else:
+                    stats_out.write(line)
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        with Scraper(run_dir) as scraper:
+            scraper.watch(mode, [(r.label, r.url) for r in replicas])
+            mr.started_at = utc_now()
+            while proc.poll() is None:
+                time.sleep(0.2)
+            scraper.unwatch(mode)
+        reader.join(5)
+        signals.children.remove(proc)
+    mr.ended_at, mr.end, mr.records = utc_now(), status["end"] or "never started", status["recorded"]
+    completed = status["end"] == "completed"
+    manifest.status = "completed" if completed else "interrupted"
+    manifest.reason = None if completed else "stopped from the web UI or by a signal before the replay finished"
+    manifest.ended_at = utc_now()
+    manifest.write(run_dir)
+    table = load_requests(run_dir) if (run_dir / "requests").exists() else None
+    if table is not None and table.num_rows:
+        summaries = summarize(table, [mode], server_metrics=load_server_metrics(run_dir))
+        write_summary(summaries, run_dir / "summary.parquet")
+        console.print(mode_table(summaries, title=f"{run_id} ({manifest.status})"))
+    else:
+        console.print("no request was sent (Start was never pressed)")
+    console.print(f"results: {run_dir}/")
+    if proc.returncode not in (0, None) and not signals.stop:
+        print(f"loadtest ui: error: Locust exited with code {proc.returncode}; see {run_dir}/logs/", file=sys.stderr)
+        return 1
+    return EXIT_OK if completed or status["end"] is None else EXIT_INTERRUPTED
+

@@ -1,0 +1,33 @@
+"""Locust workers as Ray actors (`--ray-workers`): on a local Ray here, the same code that spreads
+them over a cluster's nodes. Every row is still recorded, and no worker outlives the run."""
+
+from __future__ import annotations
+
+import json
+
+from analysis.summary import load_requests
+from tests.conftest import loadtest, pid_alive, sim_server
+
+
+def test_workers_on_ray_replay_every_row_and_leave_nothing(tmp_path):
+    with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m") as url:
+        run = loadtest("run", "--endpoints", f"baseline={url}", "--workers", "2", "--ray-workers",
+                       "--scenario", "chat", "--requests", "40", "--out", str(tmp_path), "--run-id", "rw",
+                       timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    records = load_requests(tmp_path / "rw")
+    assert records.num_rows == 40 and set(records["status"].to_pylist()) == {"ok"}
+    assert set(records["worker"].to_pylist()) == {"w0", "w1"}  # both shards, one per Ray worker
+    manifest = json.loads((tmp_path / "rw" / "manifest.json").read_text())
+    placed = manifest["mode_runs"]["baseline"]["ray_workers"]
+    assert len(placed) == 2 and all(p["node"] and p["pid"] for p in placed)
+    for p in placed:
+        assert not pid_alive(p["pid"]), "a Locust worker outlived the run"
+
+
+def test_too_many_ray_workers_is_a_clear_error(tmp_path):
+    with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m") as url:
+        run = loadtest("run", "--endpoints", f"baseline={url}", "--workers", "64", "--ray-workers",
+                       "--requests", "5", "--out", str(tmp_path), timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr  # the cluster lacks room: the run failed
+    assert "Ray has" in run.stderr and "CPU(s) free" in run.stderr

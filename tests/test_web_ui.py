@@ -1,0 +1,121 @@
+"""`loadtest ui`: Locust's web UI replaying the trace against a running server, driven the way a
+person drives it (Start, watch the Speculation tab, Ctrl-C), through the UI's own HTTP API."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import requests
+
+from analysis.summary import load_requests
+from loadtest.client_stats import ClientStats
+from loadtest.webui import tab_rows
+from tests.conftest import ROOT, free_port, sim_server
+
+
+def _wait(predicate, timeout: float, proc: subprocess.Popen, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"loadtest ui exited early while waiting for {what}"
+        try:
+            value = predicate()
+            if value:
+                return value
+        except requests.RequestException:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_ui_replays_on_start_shows_the_tab_and_keeps_every_record(tmp_path):
+    port = free_port()
+    with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m", "--speculative-config",
+                    '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":2,"prompt_lookup_max":4}') as url:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "loadtest", "ui", "--endpoints", f"ngram={url}", "--scenario", "chat",
+             "--requests", "15", "--web-port", str(port), "--out", str(tmp_path), "--run-id", "ui1"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        web = f"http://127.0.0.1:{port}"
+        try:
+            _wait(lambda: requests.get(web, timeout=2).status_code == 200, 60, proc, "the web UI")
+            page = requests.get(web, timeout=5).text
+            assert "Speculation" in page  # the tab is announced to the UI
+            r = requests.post(f"{web}/swarm", data={"user_count": 1, "spawn_rate": 1}, timeout=10)
+            assert r.status_code == 200 and r.json()["success"], r.text
+
+            def finished():
+                stats = requests.get(f"{web}/stats/requests", timeout=5).json()
+                rows = {row["metric"]: row for row in stats["extended_stats"][0]["data"]}
+                return rows if rows["ngram: TTFT"]["count"] == "15" and stats["state"] == "stopped" else None
+
+            rows = _wait(finished, 90, proc, "the replay to finish")
+            assert float(rows["ngram: TPOT"]["p50"]) > 0
+            assert float(rows["ngram: tokens per chunk (usage / text chunks)"]["p50"]) > 1.0  # ngram: several per chunk
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert proc.returncode == 0, out
+    assert "replay completed: 15 records" in out
+    records = load_requests(tmp_path / "ui1")
+    assert records.num_rows == 15 and set(records["status"].to_pylist()) == {"ok"}
+    manifest = json.loads((tmp_path / "ui1" / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and manifest["mode_runs"]["ngram"]["records"] == 15
+
+
+def test_stop_in_the_ui_records_the_rest_as_not_sent(tmp_path):
+    port = free_port()
+    with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m") as url:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "loadtest", "ui", "--endpoints", f"baseline={url}", "--scenario", "saas-mix",
+             "--requests", "200", "--web-port", str(port), "--out", str(tmp_path), "--run-id", "ui2"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        web = f"http://127.0.0.1:{port}"
+        try:
+            _wait(lambda: requests.get(web, timeout=2).status_code == 200, 60, proc, "the web UI")
+            requests.post(f"{web}/swarm", data={"user_count": 1, "spawn_rate": 1}, timeout=10)
+            _wait(lambda: requests.get(f"{web}/stats/requests", timeout=5).json()["stats"][0]["num_requests"] >= 3,
+                  60, proc, "a few requests")
+            assert requests.post(f"{web}/stop", timeout=30).json()["success"]
+            _wait(lambda: requests.get(f"{web}/stats/requests", timeout=5).json()["state"] == "stopped", 30, proc,
+                  "the stop")
+            time.sleep(1.0)
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert proc.returncode == 130, out
+    records = load_requests(tmp_path / "ui2")
+    statuses = records["status"].to_pylist()
+    assert records.num_rows == 200 and "not_sent" in statuses and "ok" in statuses
+    manifest = json.loads((tmp_path / "ui2" / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+
+
+def test_ui_errors_are_one_line(tmp_path):
+    from tests.conftest import loadtest
+
+    r = loadtest("ui", "--endpoints", "baseline=http://127.0.0.1:9", "--out", str(tmp_path))
+    assert r.returncode == 2 and "/v1/models failed" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = loadtest("ui", "--endpoints", str(tmp_path / "none.json"))
+    assert r.returncode == 2 and "no fleet is up" in r.stderr
+
+
+def test_tab_rows_read_the_client_histograms():
+    stats = ClientStats()
+    for ttft in (10.0, 20.0, 30.0):
+        stats.observe({"sent_ns": 1, "n_chunks": 4, "completion_tokens": 10, "ttft_ms": ttft, "tpot_ms": 5.0,
+                       "e2e_ms": 100.0, "lateness_ms": 0.5, "itl_ms": [ttft, 5.0, 5.0, 5.0]})
+    rows = {r["metric"]: r for r in tab_rows(stats, "eagle")}
+    assert rows["eagle: TTFT"]["count"] == "3" and abs(float(rows["eagle: TTFT"]["p50"]) - 20.0) < 0.3
+    assert rows["eagle: ITL (per chunk)"]["count"] == "9"
+    assert rows["eagle: tokens per chunk (usage / text chunks)"]["p50"] == "2.50"
