@@ -184,7 +184,11 @@ class Fleet:
         kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
                       configure_logging=False)
         if self.address:
-            ray.init(address=self.address, **kwargs)
+            try:
+                ray.init(address=self.address, **kwargs)
+            except ConnectionError as exc:
+                raise FleetError(f"cannot join the Ray cluster at {self.address}: {exc} (a cluster with token "
+                                 "authentication needs RAY_AUTH_MODE=token and its token, as Ray's docs say)") from None
         else:
             gpus = 0 if self.spec.engine == "sim" or self.spec.device == "cpu" else None
             ray.init(num_cpus=os.cpu_count() or 1, num_gpus=gpus, **kwargs)
