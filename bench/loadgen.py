@@ -67,8 +67,10 @@ def trace(n: int, rate: float | None, closed: int | None) -> pa.Table:
     return t.replace_schema_metadata({META_CLOSED: str(closed).encode()}) if closed else t
 
 
-def ours(url: str, table: pa.Table, workers: int = 1, cpu: int | None = 1) -> tuple[pa.Table, float, float]:
-    """Replay `table` with this project's Locust replay; return records, wall seconds, CPU seconds."""
+def ours(url: str, table: pa.Table, workers: int = 1,
+         cpu: int | None = 1) -> tuple[pa.Table, float, float, float | None]:
+    """Replay `table` with this project's Locust replay; return records, wall seconds, CPU seconds
+    (process start included) and the worker's own CPU share while replaying (start-up excluded)."""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp)
         (run_dir / "logs").mkdir()
@@ -76,8 +78,12 @@ def ours(url: str, table: pa.Table, workers: int = 1, cpu: int | None = 1) -> tu
         write_trace(table, path, "bench", "0" * 64)
         common = (path, "bench", [url], "bench", "b", run_dir)
         cpu0, t0 = children_cpu(), time.perf_counter()
+        client: dict = {}
         if workers == 1:
-            subprocess.run(locust_argv(*common), check=True, capture_output=True, preexec_fn=pin(cpu))
+            out = subprocess.run(locust_argv(*common), check=True, capture_output=True, text=True,
+                                 preexec_fn=pin(cpu)).stdout
+            client = next((json.loads(line.split(" ", 1)[1]) for line in out.splitlines()
+                           if line.startswith("@@client ")), {})
         else:
             port = free_port()
             procs = [subprocess.Popen(locust_argv(*common, role="worker", master_port=port, worker_index=i),
@@ -87,7 +93,7 @@ def ours(url: str, table: pa.Table, workers: int = 1, cpu: int | None = 1) -> tu
             for p in procs:
                 p.wait(30)
         wall, cpu_s = time.perf_counter() - t0, children_cpu() - cpu0
-        return load_requests(run_dir), wall, cpu_s
+        return load_requests(run_dir), wall, cpu_s, client.get("cpu_mean")
 
 
 def reference(url: str, *args: str) -> tuple[dict, float]:
@@ -112,7 +118,7 @@ def main() -> int:
     ref, _ = reference(url, "--closed", "64", "--seconds", str(a.seconds))
     ref_rps = ref["requests"] / ref["seconds"]
     n = int(ref_rps * a.seconds)
-    recs, _, _ = ours(url, trace(n, None, 64))
+    recs, _, _, _ = ours(url, trace(n, None, 64))
     peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     our_rps = recs.num_rows / makespan(recs)
     events = pa.compute.sum(recs["n_chunks"]).as_py() / makespan(recs)
@@ -122,8 +128,8 @@ def main() -> int:
     print(f"peak RSS of a Locust worker process after {n:,} requests: {peak_rss_mb:,.0f} MB")
 
     # 3. one worker against two (unpinned; the server shares the machine)
-    recs1, _, _ = ours(url, trace(n, None, 64), workers=1, cpu=None)
-    recs2, _, _ = ours(url, trace(n, None, 64), workers=2, cpu=None)
+    recs1, _, _, _ = ours(url, trace(n, None, 64), workers=1, cpu=None)
+    recs2, _, _, _ = ours(url, trace(n, None, 64), workers=2, cpu=None)
     r1, r2 = recs1.num_rows / makespan(recs1), recs2.num_rows / makespan(recs2)
     print(f"no delay, unpinned: one worker {r1:,.0f} req/s, master + two workers {r2:,.0f} req/s: {r2 / r1:.2f}x "
           f"(on {os.cpu_count()} cores shared with the server)")
@@ -133,7 +139,7 @@ def main() -> int:
     server, url = start_stream_server(ttft_ms=50, gap_ms=10)
     rate = 100.0
     total = int(rate * a.seconds)
-    recs, wall, cpu_s = ours(url, trace(total, rate, None))
+    recs, wall, cpu_s, ours_steady = ours(url, trace(total, rate, None))
     server_ttft = json.loads(urllib.request.urlopen(f"{url}/ttfts", timeout=10).read())
     err = np.array([r["ttft_ms"] - server_ttft[f"b-bench-{r['request_id']}"] for r in recs.to_pylist()
                     if r["status"] == "ok"])
@@ -146,7 +152,8 @@ def main() -> int:
     print(f"paced at {rate:.0f} req/s, TTFT error (client minus server): ours p50 {np.percentile(err, 50):+.2f} ms "
           f"p99 {np.percentile(err, 99):+.2f} ms over {len(err):,}; reference p50 {np.percentile(ref_err, 50):+.2f} ms "
           f"p99 {np.percentile(ref_err, 99):+.2f} ms over {len(ref_err):,}")
-    print(f"client CPU at {rate:.0f} req/s: ours {ours_cpu:.0%} of a core (process start included), reference "
+    print(f"client CPU at {rate:.0f} req/s while sending (start-up excluded): ours {ours_steady:.0%} of a core, "
+          f"reference {ref['cpu_share']:.0%}; with process start: ours {ours_cpu:.0%}, reference "
           f"{ref_cpu_s / ref['seconds']:.0%}")
     return 0
 

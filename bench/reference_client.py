@@ -3,7 +3,8 @@
     python bench/reference_client.py URL --closed 64 --seconds 10        # no-delay throughput
     python bench/reference_client.py URL --rate 100 --seconds 10         # paced, open loop
 
-Prints one JSON line: requests, seconds, events, and per request (X-Request-Id, TTFT ms).
+Prints one JSON line: requests, seconds, events, CPU share of a core while sending (start-up
+excluded), and per request (X-Request-Id, TTFT ms).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ async def main() -> None:
     url = f"{a.url}/v1/completions"
     out: list = []
     conn = aiohttp.TCPConnector(limit=0)
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), time.process_time()
     stop = start + a.seconds
     async with aiohttp.ClientSession(connector=conn) as session:
         if a.closed:
@@ -72,6 +73,7 @@ async def main() -> None:
             await asyncio.gather(*tasks)
     wall = time.perf_counter() - start
     print(json.dumps({"requests": len(out), "seconds": wall, "events": sum(e for _, _, e in out),
+                      "cpu_share": (time.process_time() - cpu0) / wall,  # while sending, start-up excluded
                       "ttft": {rid: t for rid, t, _ in out}}))
 
 

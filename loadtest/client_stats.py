@@ -32,6 +32,9 @@ class ClientStats:
     cpu_max: float = 0.0     # highest CPU share of one core seen over a reporting interval
     first: float | None = None
     last: float | None = None
+    # (monotonic, process CPU seconds) when this process started replaying: the verdict's
+    # cpu_mean is the whole process's CPU (all threads) over the replay, start-up excluded
+    replay_started: tuple[float, float] | None = None
 
     def observe(self, row: dict) -> None:
         """Add one request record (a RequestRecord row)."""
@@ -42,9 +45,7 @@ class ClientStats:
         self.tokens += row.get("completion_tokens") or 0
         for m in ("ttft_ms", "tpot_ms", "e2e_ms", "lateness_ms"):
             self.hists[m].add(row[m])
-        itl = self.hists["itl_ms"]
-        for gap in (row["itl_ms"] or ())[1:]:
-            itl.add(gap)
+        self.hists["itl_ms"].add_many((row["itl_ms"] or [])[1:])
         now = time.monotonic()
         self.first = now if self.first is None else self.first
         self.last = now
@@ -73,6 +74,13 @@ class ClientStats:
              self.hists["tpot_ms"].quantile(0.5), self.hists["lateness_ms"].quantile(0.99)]
         return " ".join("-" if v is None else f"{v:.1f}" for v in q)
 
+    def _cpu_mean(self) -> float | None:
+        if self.replay_started is None:
+            return None
+        wall0, cpu0 = self.replay_started
+        wall = time.monotonic() - wall0
+        return round((time.process_time() - cpu0) / wall, 3) if wall > 0 else None
+
     def verdict(self, lateness_limit_ms: float = LATENESS_LIMIT_MS) -> dict:
         late = self.hists["lateness_ms"]
         p99 = late.quantile(0.99)
@@ -87,6 +95,7 @@ class ClientStats:
             "reasons": reasons,
             "lateness_ms": {"p50": late.quantile(0.5), "p99": p99, "count": late.count},
             "cpu_max": round(self.cpu_max, 3),
+            "cpu_mean": self._cpu_mean(),
             "events_per_s": round(self.events / span, 1) if span > 0 else None,
             "itl_ms": {"p50": self.hists["itl_ms"].quantile(0.5), "p99": self.hists["itl_ms"].quantile(0.99)},
         }

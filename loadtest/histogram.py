@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+import numpy as np
+
 MIN_VALUE = 0.01          # ms; smaller values land in bucket 0
 GROWTH = 1.01             # each bucket is 1% wider than the previous
 _LOG_GROWTH = math.log(GROWTH)
@@ -33,6 +35,18 @@ class LogHistogram:
     def add(self, value: float | None) -> None:
         if value is not None and value == value:  # skip None and NaN
             self.counts[bucket_of(value)] += 1
+
+    def add_many(self, values: list[float]) -> None:
+        """Add a request's worth of values at once (its inter-chunk gaps): one numpy pass instead of
+        a Python call per value."""
+        if not values:
+            return
+        arr = np.asarray(values, dtype=np.float64)
+        arr = arr[arr == arr]  # drop NaN
+        idx = np.zeros(arr.shape, dtype=np.int64)
+        above = arr > MIN_VALUE
+        idx[above] = (np.log(arr[above] / MIN_VALUE) / _LOG_GROWTH).astype(np.int64) + 1
+        self.counts.update(idx.tolist())
 
     def merge(self, other: LogHistogram | dict) -> None:
         counts = other.counts if isinstance(other, LogHistogram) else {int(k): v for k, v in other.items()}

@@ -164,6 +164,7 @@ class Replay:
     def run(self, client_pool) -> None:
         """Dispatch every row of the shard at its time; return when all have been recorded."""
         self._cpu_mark = (time.monotonic(), cpu_seconds())  # start-up work does not count
+        self.stats.replay_started = (time.monotonic(), time.process_time())
         ticker = gevent.spawn(self._tick)
         deadline = self.t0 + self.opts.deadline if self.opts.deadline else float("inf")
         try:

@@ -35,44 +35,51 @@ class StreamMeasurement:
 
     def feed(self, line: bytes, now: float) -> None:
         """One line of the body, as received at monotonic time `now`."""
-        line = line.strip()
-        if not line or not line.startswith(b"data:"):
-            return  # blank separators, comments (":"), event names
-        data = line[5:].strip()
-        if data == b"[DONE]":
+        if not line.startswith(b"data:"):
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                return  # blank separators, comments (":"), event names
+        data = line[5:]  # JSON allows the surrounding whitespace (" ", "\r") orjson then skips
+        if len(data) < 16 and data.strip() == b"[DONE]":
             self.done = True
             return
         try:
             obj = orjson.loads(data)
         except orjson.JSONDecodeError:
-            raise StreamError("malformed_stream", f"chunk is not JSON: {data[:120]!r}") from None
-        if not isinstance(obj, dict):
-            raise StreamError("malformed_stream", f"chunk is not a JSON object: {data[:120]!r}")
+            raise StreamError("malformed_stream", f"chunk is not JSON: {data.strip()[:120]!r}") from None
+        if type(obj) is not dict:
+            raise StreamError("malformed_stream", f"chunk is not a JSON object: {data.strip()[:120]!r}")
         if "error" in obj or obj.get("object") == "error":
             err = obj.get("error", obj)
             msg = err.get("message", str(err)) if isinstance(err, dict) else str(err)
             raise StreamError("server_error", f"server error in stream: {msg}"[:500])
         usage = obj.get("usage")
-        if isinstance(usage, dict):
+        if usage is not None and type(usage) is dict:
             self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
-            self.completion_tokens = usage.get("completion_tokens", self.completion_tokens)
-        choices = obj.get("choices") or ()
+            completion = usage.get("completion_tokens")
+            if completion is not None:
+                self.completion_tokens = completion
+        else:
+            usage = completion = None
+        choices = obj.get("choices")
         if not choices:
             return
         choice = choices[0]
         text = choice.get("text")
         if text is None:
-            text = (choice.get("delta") or {}).get("content")
-        if choice.get("finish_reason"):
-            self.finish_reason = choice["finish_reason"]
+            delta = choice.get("delta")
+            text = delta.get("content") if delta else None
+        reason = choice.get("finish_reason")
+        if reason:
+            self.finish_reason = reason
         if not text:
             return
         self.chunk_times.append(now)
-        if isinstance(usage, dict) and "completion_tokens" in usage:
+        if completion is not None:
             # Tokens since the previous text chunk; tokens of empty-text chunks (held back by the
             # detokenizer) are attributed to the chunk that finally shows them.
-            self.chunk_tokens.append(usage["completion_tokens"] - self._tokens_so_far)
-            self._tokens_so_far = usage["completion_tokens"]
+            self.chunk_tokens.append(completion - self._tokens_so_far)
+            self._tokens_so_far = completion
         else:
             self.running_usage = False
 
