@@ -152,7 +152,8 @@ def main() -> int:
     print(f"paced at {rate:.0f} req/s, TTFT error (client minus server): ours p50 {np.percentile(err, 50):+.2f} ms "
           f"p99 {np.percentile(err, 99):+.2f} ms over {len(err):,}; reference p50 {np.percentile(ref_err, 50):+.2f} ms "
           f"p99 {np.percentile(ref_err, 99):+.2f} ms over {len(ref_err):,}")
-    print(f"client CPU at {rate:.0f} req/s while sending (start-up excluded): ours {ours_steady:.0%} of a core, "
+    steady = "unknown" if ours_steady is None else f"{ours_steady:.0%}"
+    print(f"client CPU at {rate:.0f} req/s while sending (start-up excluded): ours {steady} of a core, "
           f"reference {ref['cpu_share']:.0%}; with process start: ours {ours_cpu:.0%}, reference "
           f"{ref_cpu_s / ref['seconds']:.0%}")
     return 0

@@ -20,12 +20,13 @@ from rich.console import Console
 from rich.table import Table
 
 from cluster import FleetError, StartupCancelled
-from cluster.fleet import load_fleet, resolve_modes
+from cluster.fleet import load_fleet, redacted, resolve_modes
 from cluster.provision import STOP_GRACE_S, Fleet, ray_address
 from cluster.state import ClusterState, ReplicaState, pid_is_supervisor, probe
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 WATCH_INTERVAL_S = 5.0
+DOWN_TIMEOUT_S = STOP_GRACE_S * 3 + 30  # at least; `down` allows more for bigger fleets
 
 
 def _utc_now() -> str:
@@ -59,14 +60,18 @@ def endpoints_table(state: ClusterState, health: dict[str, str | None] | None = 
 
 
 def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Path, logs_dir: Path,
-       address: str | None, detach: bool, argv: list[str]) -> int:
+       address: str | None, detach: bool) -> int:
+    """Input problems raise FleetError (exit 2); a fleet that fails to start returns 1."""
     spec, _raw = load_fleet(fleet_name)
     modes = resolve_modes(spec.name, list(spec.modes), modes_text)
     _check_not_up(state_path)
+    logs_dir = logs_dir.resolve()
     if detach:
-        return _detach(console, spec.startup_timeout_s, state_path, logs_dir, argv)
+        child = ["cluster", "up", "--fleet", fleet_name, "--modes", ",".join(modes), "--state", str(state_path),
+                 "--logs", str(logs_dir), *(["--address", address] if address else [])]
+        return _detach(console, spec.startup_timeout_s, state_path, logs_dir, child)
 
-    state = ClusterState(fleet=spec.name, modes=modes, supervisor_pid=os.getpid(), fleet_spec=spec.model_dump(),
+    state = ClusterState(fleet=spec.name, modes=modes, supervisor_pid=os.getpid(), fleet_spec=redacted(spec),
                          ray_address=ray_address(address), logs_dir=str(logs_dir.resolve()), started_at=_utc_now())
     state.write(state_path)
     stop = {"signals": 0}
@@ -97,9 +102,10 @@ def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Pa
             console.print("stopping the fleet")
     except StartupCancelled:
         console.print("stopped before the fleet was ready")
-    except FleetError:
+    except FleetError as exc:
         state_path.unlink(missing_ok=True)
-        raise
+        print(f"loadtest cluster up: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     state_path.unlink(missing_ok=True)
     console.print(f"fleet {spec.name} is down")
     return EXIT_OK
@@ -125,37 +131,56 @@ def _watch(console: Console, fleet: Fleet, state: ClusterState, state_path: Path
             state.write(state_path)
 
 
-def _detach(console: Console, startup_timeout_s: float, state_path: Path, logs_dir: Path, argv: list[str]) -> int:
-    """Start this same command without --detach as a background supervisor in its own session,
-    and return once its state file says ready (or it has failed)."""
+def _detach(console: Console, startup_timeout_s: float, state_path: Path, logs_dir: Path,
+            child_args: list[str]) -> int:
+    """Start `loadtest <child_args>` (the same `cluster up`, without --detach) as a background
+    supervisor in its own session, and return once its state file says ready (or it has failed).
+    Ctrl-C while waiting stops the supervisor, which tears down whatever it had started."""
     logs_dir.mkdir(parents=True, exist_ok=True)
     log_path = logs_dir / "supervisor.log"
-    child_argv = [sys.executable, "-m", "loadtest", *[a for a in argv if a != "--detach"]]
     with open(log_path, "ab") as out:
-        proc = subprocess.Popen(child_argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", "loadtest", *child_args], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + startup_timeout_s + 60
-    while time.monotonic() < deadline:
-        code = proc.poll()
-        if code is not None:
-            tail = "".join(deque(open(log_path, errors="replace"), maxlen=15))
-            console.print(f"[red]the fleet supervisor exited with code {code} before the fleet was ready; "
-                          f"last lines of {log_path}:[/red]\n{tail}", soft_wrap=True)
-            return EXIT_USAGE if code == EXIT_USAGE else EXIT_FAILED
-        try:
-            state = ClusterState.read(state_path)
-        except FleetError:
-            state = None
-        if state is not None and state.supervisor_pid == proc.pid and state.status == "ready":
-            console.print(endpoints_table(state))
-            console.print(f"supervisor pid {proc.pid} (log {log_path}); state: {state_path}; "
-                          f"stop with: loadtest cluster down --state {state_path}", soft_wrap=True)
-            return EXIT_OK
-        time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGTERM)
-    console.print(f"[red]the fleet was not ready within {startup_timeout_s + 60:g} s; "
-                  f"stopped it (see {log_path})[/red]")
-    return EXIT_FAILED
+    try:
+        while time.monotonic() < deadline:
+            code = proc.poll()
+            if code is not None:
+                with open(log_path, errors="replace") as f:
+                    tail = "".join(deque(f, maxlen=15))
+                console.print(f"[red]the fleet supervisor exited with code {code} before the fleet was ready; "
+                              f"last lines of {log_path}:[/red]\n{tail}", soft_wrap=True)
+                return EXIT_USAGE if code == EXIT_USAGE else EXIT_FAILED
+            try:
+                state = ClusterState.read(state_path)
+            except FleetError:
+                state = None
+            if state is not None and state.supervisor_pid == proc.pid and state.status == "ready":
+                console.print(endpoints_table(state))
+                console.print(f"supervisor pid {proc.pid} (log {log_path}); state: {state_path}; "
+                              f"stop with: loadtest cluster down --state {state_path}", soft_wrap=True)
+                return EXIT_OK
+            time.sleep(0.5)
+        console.print(f"[red]the fleet was not ready within {startup_timeout_s + 60:g} s; stopping it "
+                      f"(see {log_path})[/red]")
+        _stop_supervisor(proc)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        console.print("interrupted: stopping the fleet supervisor")
+        _stop_supervisor(proc)
+        return EXIT_INTERRUPTED
+
+
+def _stop_supervisor(proc: subprocess.Popen) -> None:
+    """SIGTERM the supervisor (it tears its fleet down) and wait for it; SIGKILL its group if it hangs."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(DOWN_TIMEOUT_S)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def status(console: Console, state_path: Path) -> int:
@@ -185,8 +210,12 @@ def down(console: Console, state_path: Path, timeout_s: float) -> int:
         state_path.unlink(missing_ok=True)
         console.print(f"no supervisor running (pid {pid} is gone); removed the stale state file {state_path}")
         return EXIT_OK
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass  # it exited between the check and the signal: the wait below sees it gone
+    # Replicas are stopped one after another, each within its grace period.
+    deadline = time.monotonic() + max(timeout_s, len(state.replicas) * (STOP_GRACE_S + 10) + 30)
     while time.monotonic() < deadline:
         if not pid_is_supervisor(pid):
             state_path.unlink(missing_ok=True)
@@ -197,5 +226,3 @@ def down(console: Console, state_path: Path, timeout_s: float) -> int:
                   f"see {state.logs_dir}/supervisor.log[/red]")
     return EXIT_FAILED
 
-
-DOWN_TIMEOUT_S = STOP_GRACE_S * 3 + 30

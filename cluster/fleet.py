@@ -164,6 +164,28 @@ class FleetSpec(_Strict):
         return f"{self.model.rstrip('/').split('/')[-1]}-{mode}"
 
 
+# Flags whose value may be a secret, as they may appear in a fleet's extra_args.
+SECRET_FLAGS = ("--api-key", "--hf-token")
+
+
+def redacted(spec: FleetSpec) -> dict:
+    """The fleet as recorded in manifests and state files: environment values and secret flags'
+    values replaced, so a key given in a fleet file is never written anywhere."""
+    data = spec.model_dump()
+    data["env"] = {k: "<redacted>" for k in data["env"]}
+    args, out = list(data["extra_args"]), []
+    for i, a in enumerate(args):
+        flag = a.split("=", 1)[0]
+        if i and args[i - 1] in SECRET_FLAGS:
+            out.append("<redacted>")
+        elif flag in SECRET_FLAGS and "=" in a:
+            out.append(f"{flag}=<redacted>")
+        else:
+            out.append(a)
+    data["extra_args"] = out
+    return data
+
+
 def resolve_modes(fleet_name: str, available: list[str], text: str | None) -> list[str]:
     """The modes `--modes A,B` names (all of `available` when not given), checked against them."""
     if not text:

@@ -191,7 +191,8 @@ class Fleet:
                                  "authentication needs RAY_AUTH_MODE=token and its token, as Ray's docs say)") from None
         else:
             gpus = 0 if self.spec.engine == "sim" or self.spec.device == "cpu" else None
-            ray.init(num_cpus=os.cpu_count() or 1, num_gpus=gpus, **kwargs)
+            # "local": always a fresh instance of our own, never a `ray start` cluster found on the machine
+            ray.init(address="local", num_cpus=os.cpu_count() or 1, num_gpus=gpus, **kwargs)
         self._started_ray = True
         if self.on_ray_ready:
             self.on_ray_ready()
@@ -218,11 +219,15 @@ class Fleet:
         rep = Replica(mode, index, "", spec.served_model_name(mode), 0, self.logs_dir / f"{mode}-{index}.log",
                       None, pg, [])
         self.replicas.append(rep)
-        if not pg.wait(timeout_seconds=spec.startup_timeout_s):
-            raise FleetError(
-                f"replica {rep.label}: Ray could not reserve {bundles} x{len(bundles)} within "
-                f"{spec.startup_timeout_s:g} s (cluster resources: {ray.cluster_resources()})"
-            )
+        deadline = time.monotonic() + spec.startup_timeout_s
+        while not pg.wait(timeout_seconds=1):  # in short waits, so a signal is noticed
+            if self.cancelled():
+                raise StartupCancelled(f"stopped while Ray reserved resources for {rep.label}")
+            if time.monotonic() > deadline:
+                raise FleetError(
+                    f"replica {rep.label}: Ray could not reserve {bundles} x{len(bundles)} within "
+                    f"{spec.startup_timeout_s:g} s (cluster resources: {ray.cluster_resources()})"
+                )
         gpu = spec.engine != "sim" and spec.device == "gpu"
         strategy = lambda b: PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=b)  # noqa: E731
         rep.holders = [GpuHolder.options(num_gpus=1, scheduling_strategy=strategy(b)).remote()

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import requests
+from pydantic import ValidationError
 
 from cluster import FleetError
 from cluster.fleet import FleetSpec
@@ -66,16 +67,22 @@ class ClusterState:
             raise FleetError(f"no fleet is up: no state file at {path} (start one with `loadtest cluster up`)")
         try:
             data = json.loads(path.read_text())
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
             data["replicas"] = [ReplicaState(**r) for r in data.get("replicas", [])]
             return cls(**data)
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise FleetError(f"{path}: not a loadtest state file ({exc})") from None
 
     def supervisor_alive(self) -> bool:
         return pid_is_supervisor(self.supervisor_pid)
 
     def spec(self) -> FleetSpec | None:
-        return FleetSpec.model_validate(self.fleet_spec) if self.fleet_spec else None
+        """The fleet, if the state file's copy still validates (a file from another version may not)."""
+        try:
+            return FleetSpec.model_validate(self.fleet_spec) if self.fleet_spec else None
+        except ValidationError:
+            return None
 
 
 def pid_is_supervisor(pid: int) -> bool:
@@ -126,9 +133,9 @@ def parse_endpoint_list(text: str) -> dict[str, list[str]]:
 
 
 def load_endpoints(text: str, api_key_env: str = "LOADTEST_API_KEY") -> tuple[ClusterState, bool]:
-    """The fleet behind `--endpoints`: a state file from `cluster up` (its supervisor must be up and
-    its replicas healthy), or MODE=URL pairs of servers started elsewhere (each must answer
-    /health and list a model on /v1/models). Returns the state and whether it came from a file."""
+    """The fleet behind `--endpoints`: a state file from `cluster up` (its supervisor must be up),
+    or MODE=URL pairs of servers started elsewhere (each must list a model on /v1/models). Returns
+    the state and whether it came from a file; check_health() the replicas of the modes you use."""
     path = Path(text)
     if path.suffix == ".json" or path.is_file():
         state = ClusterState.read(path)
@@ -154,11 +161,15 @@ def load_endpoints(text: str, api_key_env: str = "LOADTEST_API_KEY") -> tuple[Cl
                     raise FleetError(f"--endpoints: {mode}={url}: /v1/models lists no model")
                 state.replicas.append(ReplicaState(mode, i, url, names[0]))
         from_file = False
-    for rep in state.replicas:
+    return state, from_file
+
+
+def check_health(replicas: list[ReplicaState]) -> None:
+    """Raise FleetError naming the first of `replicas` that does not answer /health."""
+    for rep in replicas:
         why = probe(rep.url)
         if why:
             raise FleetError(f"--endpoints: replica {rep.label} at {rep.url}: {why}")
-    return state, from_file
 
 
 class ExistingFleet:

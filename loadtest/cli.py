@@ -14,6 +14,11 @@ DEFAULT_STATE = ".loadtest/cluster.json"  # cluster.state.DEFAULT_STATE, without
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit code 2), not a usage dump."""
 
+    def __init__(self, *args, **kwargs) -> None:
+        # No abbreviations: `--det` must not pass for `--detach` (it is re-executed without it).
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
@@ -109,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="multiply the scenario's arrival rates by X")
     ui.add_argument("--web-host", default="127.0.0.1", metavar="HOST",
                     help="address the web UI listens on (default 127.0.0.1, this machine only)")
-    ui.add_argument("--web-port", type=_positive_int, default=8089, metavar="PORT", help="web UI port (default 8089)")
+    ui.add_argument("--web-port", type=_port, default=8089, metavar="PORT", help="web UI port (default 8089)")
     ui.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
     ui.add_argument("--run-id", default=None, metavar="ID", help="name of this session's folder under --out")
     ui.add_argument("--max-inflight", type=_positive_int, default=1024, metavar="N",
@@ -233,7 +238,7 @@ def _traffic(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return EXIT_USAGE
 
 
-def _cluster(args: argparse.Namespace, argv: list[str]) -> int:
+def _cluster(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
     from pathlib import Path
 
@@ -248,7 +253,7 @@ def _cluster(args: argparse.Namespace, argv: list[str]) -> int:
         if args.action == "up":
             stamp = f"cluster-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
             logs = Path(args.logs) if args.logs else Path("results") / stamp / "logs"
-            return c.up(console, args.fleet, args.modes, state, logs, args.address, args.detach, argv)
+            return c.up(console, args.fleet, args.modes, state, logs, args.address, args.detach)
         if args.action == "status":
             return c.status(console, state)
         return c.down(console, state, c.DOWN_TIMEOUT_S)
@@ -271,6 +276,13 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), got {text!r}")
     return value
 
 
@@ -313,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return ui_main(args)
     if args.command == "cluster":
-        return _cluster(args, argv if argv is not None else sys.argv[1:])
+        return _cluster(args)
     if args.command in ("scenario", "trace"):
         return _traffic(args, _subparsers(parser)[args.command])
     parser.error(f"unknown command {args.command!r}")

@@ -61,6 +61,9 @@ def _add_arguments(parser) -> None:
     g.add_argument("--deadline", type=float, default=0.0, help="stop sending after S seconds (0: none)")
     g.add_argument("--grace", type=float, default=10.0, help="seconds in-flight requests get on interrupt")
     g.add_argument("--start-delay", type=float, default=0.5, help="seconds from start-up to offset 0")
+    g.add_argument("--connect-wait", type=float, default=120.0,
+                   help="master: seconds to wait for every worker to connect; then record every row as "
+                   "not_sent and quit (Locust's own --expect-workers-max-wait exits without a word)")
     g.add_argument("--lateness-limit", type=float, default=LATENESS_LIMIT_MS,
                    help="send lateness p99 (ms) above which the run is marked client_limited")
     g.add_argument("--api-key-env", default="LOADTEST_API_KEY",
@@ -267,9 +270,11 @@ class Coordinator:
         self.count = 0
         self.sink: ParquetSink | None = None
         self.abandoned: set[str] = set()          # workers declared lost: anything they send is ignored
+        self.unstarted_recorded = False
         runner = environment.runner
         runner.register_message("loadtest_done", self._on_done)
         runner.register_message("loadtest_progress", self._on_progress)
+        gevent.spawn(self._connect_watchdog)
 
     def start(self) -> None:
         runner = self.env.runner
@@ -319,6 +324,33 @@ class Coordinator:
                 self.env.process_exit_code = 0
                 gevent.spawn(self.env.runner.quit)
                 return
+
+    def _connect_watchdog(self) -> None:
+        gevent.sleep(self.replay.opts.connect_wait)
+        if not self.shards:
+            log.error("gave up after %g s: %d of %d workers connected", self.replay.opts.connect_wait,
+                      len(self.env.runner.clients.ready), self.env.parsed_options.expect_workers)
+            # Locust's main greenlet is stuck in its own wait for workers (no quit or signal handler
+            # reaches it yet): record every row as not_sent, close the files, and leave.
+            self.record_unstarted()
+            self.sink.close()
+            os._exit(1)
+
+    def record_unstarted(self) -> None:
+        """Every row as not_sent: the master quit before it could hand out a single shard."""
+        if self.unstarted_recorded:
+            return
+        self.unstarted_recorded = True
+        r = self.replay
+        self.sink = ParquetSink(Path(r.opts.records_dir), "master", REQUEST_SCHEMA, ThreadPoolExecutor(max_workers=1))
+        why = "the replay never started (its Locust workers did not connect, or the run was stopped first)"
+        n = 0
+        for _, row in iter_shard(r.opts.trace_file, 0, 1):
+            rec = r._record(row, r.t0 + row["offset_s"], "not_sent", why)
+            rec.worker = "master"
+            self.sink.add(rec.as_row())
+            n += 1
+        print(f"@@finished failed {n}", flush=True)
 
     def _missing(self, client_id: str) -> bool:
         node = self.env.runner.clients.get(client_id)
@@ -452,6 +484,8 @@ def _on_quitting(environment, **_kw) -> None:
     try:
         REPLAY.finish("interrupted")
         if COORDINATOR is not None:
+            if not COORDINATOR.shards:  # quit before the test started (workers never connected, or a signal)
+                COORDINATOR.record_unstarted()
             if COORDINATOR.sink is not None:
                 COORDINATOR.sink.close()
             if len(COORDINATOR.done) < len(COORDINATOR.shards):  # stopped before every shard finished

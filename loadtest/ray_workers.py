@@ -23,6 +23,7 @@ import loadtest
 from cluster import FleetError
 
 STOP_GRACE_S = 10.0
+START_TIMEOUT_S = 120.0
 
 
 def _die_with_parent() -> None:
@@ -39,20 +40,19 @@ class LocustWorkerActor:
     def node_ip(self) -> str:
         return ray.util.get_node_ip_address()
 
-    def start(self, argv: list[str], run_dir: str, env: dict[str, str]) -> int:
-        """Start the worker; `argv` is the driver's, with this node's Python and locustfile put in."""
+    def start(self, argv: list[str], run_dir: str, env: dict[str, str], index: int) -> int:
+        """Start the worker; `argv` is the driver's, with this node's Python and locustfile put in;
+        `env` carries what must not be on a command line (the API key)."""
         if not Path(run_dir, "manifest.json").is_file():
             raise FleetError(f"node {ray.util.get_node_ip_address()} cannot see the run directory {run_dir}: "
                              "with --ray-workers, --out must be on storage every node mounts")
         local = [sys.executable, "-m", "locust", "-f", str(Path(loadtest.__file__).with_name("locustfile.py")),
                  *argv[5:]]
-        self.proc = subprocess.Popen(local, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     stdin=subprocess.DEVNULL, env={**os.environ, **env},
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+        with open(Path(run_dir, "logs", f"ray-worker{index}.stderr.txt"), "wb") as err:
+            self.proc = subprocess.Popen(local, stdout=subprocess.DEVNULL, stderr=err,
+                                         stdin=subprocess.DEVNULL, env={**os.environ, **env},
+                                         start_new_session=True, preexec_fn=_die_with_parent)
         return self.proc.pid
-
-    def poll(self) -> int | None:
-        return None if self.proc is None else self.proc.poll()
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:
         """SIGTERM the worker's group, SIGKILL after `grace_s`; its exit code."""
@@ -85,17 +85,24 @@ class RayWorkers:
         self.actors: list = []
         self.placements: list[dict] = []   # node and pid of each worker, for the manifest
 
-    def start(self) -> None:
+    def check_capacity(self) -> None:
         free = ray.available_resources().get("CPU", 0.0)
         if free < len(self.argvs):
             raise FleetError(f"--ray-workers: Ray has {free:g} CPU(s) free and each of the {len(self.argvs)} "
                              "Locust workers takes one; use fewer --workers or a bigger cluster")
+
+    def start(self) -> None:
+        self.check_capacity()
         self.actors = [LocustWorkerActor.options(scheduling_strategy="SPREAD").remote() for _ in self.argvs]
         try:
-            pids = ray.get([a.start.remote(argv, str(self.run_dir.resolve()), self.env)
-                            for a, argv in zip(self.actors, self.argvs, strict=True)])
+            pids = ray.get([a.start.remote(argv, str(self.run_dir.resolve()), self.env, i)
+                            for i, (a, argv) in enumerate(zip(self.actors, self.argvs, strict=True))],
+                           timeout=START_TIMEOUT_S)
         except ray.exceptions.RayTaskError as exc:
             raise FleetError(str(exc.cause) if exc.cause is not None else str(exc)) from None
+        except ray.exceptions.GetTimeoutError:
+            raise FleetError(f"--ray-workers: the workers' actors did not start within {START_TIMEOUT_S:g} s "
+                             f"(cluster resources: {ray.cluster_resources()})") from None
         nodes = ray.get([a.node_ip.remote() for a in self.actors])
         self.placements = [{"node": n, "pid": p} for n, p in zip(nodes, pids, strict=True)]
 
@@ -129,5 +136,5 @@ def connect(address: str | None) -> bool:
     if address:
         ray.init(address=address, **kwargs)
     else:
-        ray.init(num_cpus=os.cpu_count() or 1, num_gpus=0, **kwargs)
+        ray.init(address="local", num_cpus=os.cpu_count() or 1, num_gpus=0, **kwargs)
     return True

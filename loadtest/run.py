@@ -37,10 +37,10 @@ from analysis.server import load_server_metrics
 from analysis.summary import load_requests, summarize, tenant_speedups, write_summary
 from analysis.table import mode_table, tenant_table
 from cluster import FleetError, StartupCancelled
-from cluster.fleet import FleetSpec, load_fleet, resolve_modes
+from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
 from cluster.provision import Fleet, Replica, ray_address
 from cluster.scrape import Scraper
-from cluster.state import ClusterState, ExistingFleet, ReplicaState, load_endpoints
+from cluster.state import ClusterState, ExistingFleet, ReplicaState, check_health, load_endpoints
 from loadtest.manifest import Manifest, ModeRun, utc_now
 from loadtest.ray_workers import RayWorkers, connect, driver_ip
 from scenarios import ScenarioError
@@ -51,6 +51,9 @@ log = logging.getLogger("loadtest")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 LOCUSTFILE = Path(loadtest.__file__).with_name("locustfile.py")
 DEFAULT_FLEET = "local-sim"
+# How long a Locust master waits for its workers to connect before giving up (its rows are then
+# recorded as not_sent).
+WORKER_CONNECT_WAIT_S = 120
 
 
 class Interrupted(Exception):
@@ -133,7 +136,8 @@ def locust_argv(trace_path: Path, mode: str, endpoints: list[str], served_model:
     argv = [*head, *runner, "-u", str(workers), "-r", str(workers), "--host", endpoints[0],
             "--logfile", str(run_dir / "logs" / f"locust-{mode}.log"), *replay]
     if role == "master":
-        argv += ["--master", "--expect-workers", str(workers), "--master-bind-host", master_host,
+        argv += ["--master", "--expect-workers", str(workers), "--connect-wait", str(WORKER_CONNECT_WAIT_S),
+                 "--master-bind-host", master_host,
                  "--master-bind-port", str(master_port)]
     return argv
 
@@ -149,10 +153,11 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[Replica
                 mode_run: ModeRun) -> tuple[str, int]:
     """Replay `mode` with one Locust process, or a master and `--workers` worker processes;
     return (end reason, records written)."""
-    logs = plan.run_dir / "logs"
+    logs = plan.run_dir.resolve() / "logs"
     urls = [r.url for r in replicas]
-    common = (trace_path, mode, urls, replicas[0].served_model, plan.run_id, plan.run_dir, args.max_inflight,
-              args.timeout)
+    # Absolute paths: workers on other nodes (--ray-workers) do not share the driver's directory.
+    common = (trace_path.resolve(), mode, urls, replicas[0].served_model, plan.run_id, plan.run_dir.resolve(),
+              args.max_inflight, args.timeout)
     extra = {"deadline": args.deadline, "api_key_env": args.api_key_env, "lateness_limit": args.lateness_limit}
     workers: list[subprocess.Popen] = []
     on_ray = getattr(args, "ray_workers", False)
@@ -165,7 +170,11 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[Replica
                         for i in range(args.workers)]
     else:
         argv, worker_argvs = locust_argv(*common, **extra), []
-    ray_pool = RayWorkers(worker_argvs, plan.run_dir) if on_ray else None
+    ray_pool = None
+    if on_ray:
+        key = os.environ.get(args.api_key_env)  # handed to each worker's environment, never its argv
+        ray_pool = RayWorkers(worker_argvs, plan.run_dir, {args.api_key_env: key} if key else {})
+        ray_pool.check_capacity()
     end, recorded = "failed", 0
     with open(logs / f"locust-{mode}.stdout.txt", "w") as stats_out:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
@@ -177,13 +186,14 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[Replica
                 ray_pool.start()
                 mode_run.ray_workers = ray_pool.placements
             else:
-                for wargv in worker_argvs:
-                    workers.append(subprocess.Popen(wargv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                                    start_new_session=True, preexec_fn=_die_with_parent))
+                for i, wargv in enumerate(worker_argvs):
+                    with open(logs / f"locust-{mode}-worker{i}.stderr.txt", "wb") as err:
+                        workers.append(subprocess.Popen(wargv, stdout=subprocess.DEVNULL, stderr=err,
+                                                        start_new_session=True, preexec_fn=_die_with_parent))
         except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            for p in workers:
+            for p in [proc, *workers]:
                 os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
             signals.children.remove(proc)
             if ray_pool is not None:
                 ray_pool.stop()
@@ -277,6 +287,7 @@ def main(args: argparse.Namespace) -> int:
             existing, from_file = load_endpoints(args.endpoints, args.api_key_env)
             fleet_spec = existing.spec()
             modes = resolve_modes(existing.fleet, existing.modes, args.modes)
+            check_health([r for r in existing.replicas if r.mode in modes])
             fleet_info = {"name": existing.fleet, "source": args.endpoints if from_file else "--endpoints",
                           "endpoints": {m: [r.url for r in existing.replicas if r.mode == m] for m in modes},
                           "spec": existing.fleet_spec}
@@ -287,7 +298,7 @@ def main(args: argparse.Namespace) -> int:
                 if fleet_spec.modes[mode].note:
                     print(f"loadtest run: note: modes.{mode}: {fleet_spec.modes[mode].note}", file=sys.stderr)
             fleet_info = {"name": fleet_spec.name, "source": str(args.fleet or DEFAULT_FLEET),
-                          "sha256": scenario_hash(fleet_raw), "spec": fleet_spec.model_dump()}
+                          "sha256": scenario_hash(fleet_raw), "spec": redacted(fleet_spec)}
         t_build = time.monotonic()
         trace, scenario_info, seed = _prepare_trace(args)
     except (ScenarioError, FleetError) as exc:
@@ -324,7 +335,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             if existing is not None:
                 fleet_cm = ExistingFleet(existing, modes)
-                if args.ray_workers and connect(ray_address(args.address)):
+                if args.ray_workers and connect(ray_address(args.address) or existing.ray_address):
                     signals.rearm()  # ray.init installs its own SIGTERM handler
                     stack.callback(ray.shutdown)
             else:
@@ -355,7 +366,13 @@ def main(args: argparse.Namespace) -> int:
                             scraper.unwatch(mode)
                         for rep, entry in zip(replicas, mr.replicas, strict=False):
                             code = fleet.exit_code(rep)
-                            if code is not None:  # died mid-run: its requests failed as errors
+                            if code is None:
+                                continue
+                            if existing is not None:  # not ours: all we know is that it stopped answering
+                                entry["healthy_after_run"] = False
+                                console.print(f"[red]replica {rep.label} at {rep.url} stopped answering /health "
+                                              "during the run; requests sent to it failed[/red]")
+                            else:  # died mid-run: its requests failed as errors
                                 entry["exit_code"] = code
                                 console.print(f"[red]replica {rep.label} exited with code {code} during the run; "
                                               f"requests sent to it failed (see {rep.log_path})[/red]")

@@ -10,6 +10,7 @@ the mode's summary.
 from __future__ import annotations
 
 import argparse
+import errno
 import socket
 import subprocess
 import sys
@@ -25,20 +26,23 @@ from analysis.summary import load_requests, summarize, write_summary
 from analysis.table import mode_table
 from cluster import FleetError
 from cluster.scrape import Scraper
-from cluster.state import load_endpoints
+from cluster.state import check_health, load_endpoints
 from loadtest.manifest import Manifest, ModeRun, utc_now
 from loadtest.run import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _die_with_parent, _prepare_trace, _Signals, locust_argv
 from scenarios import ScenarioError
 from scenarios.trace import write_trace
 
 
-def _port_free(host: str, port: int) -> bool:
+def _listen_problem(host: str, port: int) -> str | None:
+    """Why the web UI could not listen on host:port (None if it can)."""
     with socket.socket() as s:
         try:
             s.bind((host, port))
-        except OSError:
-            return False
-    return True
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"{host}:{port} is in use; pick another --web-port"
+            return f"cannot listen on {host}:{port} ({exc.strerror or exc}); check --web-host"
+    return None
 
 
 def main(args: argparse.Namespace) -> int:
@@ -53,11 +57,13 @@ def main(args: argparse.Namespace) -> int:
         mode = args.mode or state.modes[0]
         if mode not in state.modes:
             raise FleetError(f"--mode: the fleet has no mode {mode!r} (it has: {', '.join(state.modes)})")
+        check_health([r for r in state.replicas if r.mode == mode])
         trace, info, seed = _prepare_trace(args)
     except (FleetError, ScenarioError) as exc:
         return fail(str(exc))
-    if not _port_free(args.web_host, args.web_port):
-        return fail(f"--web-port: {args.web_host}:{args.web_port} is in use; pick another port")
+    problem = _listen_problem(args.web_host, args.web_port)
+    if problem:
+        return fail(problem)
     run_id = args.run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{info['name'].replace(':', '-')}-ui"
     run_dir = Path(args.out) / run_id
     if run_dir.exists() and any(run_dir.iterdir()):

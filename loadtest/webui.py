@@ -12,9 +12,9 @@ from collections.abc import Callable
 from loadtest.client_stats import ClientStats
 
 TAB_KEY = "speculation"
-COLUMNS = [("metric", "Metric"), ("count", "Count"), ("p50", "p50 (ms)"), ("p90", "p90 (ms)"), ("p99", "p99 (ms)")]
-LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL (per chunk)", "e2e_ms": "E2E",
-          "lateness_ms": "send lateness"}
+COLUMNS = [("metric", "Metric"), ("count", "Count"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99")]
+LABELS = {"ttft_ms": "TTFT (ms)", "tpot_ms": "TPOT (ms)", "itl_ms": "ITL per chunk (ms)", "e2e_ms": "E2E (ms)",
+          "lateness_ms": "send lateness (ms)"}
 
 
 def _fmt(value: float | None) -> str:
@@ -29,7 +29,7 @@ def tab_rows(stats: ClientStats, mode: str) -> list[dict[str, str]]:
         rows.append({"metric": f"{mode}: {label}", "count": f"{h.count:,}",
                      **{f"p{int(q * 100)}": _fmt(h.quantile(q)) for q in (0.5, 0.9, 0.99)}})
     per_chunk = stats.tokens / stats.events if stats.events else None
-    rows.append({"metric": f"{mode}: tokens per chunk (usage / text chunks)", "count": f"{stats.events:,}",
+    rows.append({"metric": f"{mode}: tokens per chunk, mean (usage / text chunks)", "count": f"{stats.events:,}",
                  "p50": "-" if per_chunk is None else f"{per_chunk:.2f}", "p90": "", "p99": ""})
     return rows
 

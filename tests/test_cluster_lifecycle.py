@@ -43,6 +43,7 @@ def test_up_status_run_down(tmp_path):
         assert run.returncode == 0, run.stdout + run.stderr
         rows = load_requests(tmp_path / "results" / "r1")
         assert rows.num_rows == 24 and set(rows["status"].to_pylist()) == {"ok"}
+        assert len(set(zip(rows["mode"].to_pylist(), rows["request_id"].to_pylist(), strict=True))) == 24
         manifest = json.loads((tmp_path / "results" / "r1" / "manifest.json").read_text())
         assert manifest["fleet"]["name"] == "local-sim" and manifest["fleet"]["source"] == str(state)
         assert manifest["modes"] == ["baseline", "ngram"]
@@ -110,6 +111,13 @@ def test_endpoints_errors_are_one_line(tmp_path):
         assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     both = loadtest("run", "--endpoints", "baseline=http://127.0.0.1:9", "--fleet", "local-sim")
     assert both.returncode == 2 and "not both" in both.stderr
+
+
+def test_options_are_never_abbreviated(tmp_path):
+    # `--det` must not pass for `--detach`: the detached supervisor is the same command without it.
+    r = loadtest("cluster", "up", "--det", "--state", str(tmp_path / "s.json"))
+    assert r.returncode == 2 and "unrecognized arguments: --det" in r.stderr
+    assert not (tmp_path / "s.json").exists()
 
 
 def test_endpoint_lists_parse():

@@ -5,11 +5,13 @@ replica must get 4 GPUs of its own, on the accelerator type the fleet names."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -42,12 +44,14 @@ def test_tp4_replicas_get_four_gpus_each_on_a_joined_ray_cluster(tmp_path):
          '{"accelerator_type:H100": 8}', "--port", "0", "--include-dashboard", "false", "--disable-usage-stats"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        address, lines, deadline = None, [], time.monotonic() + 60
-        while address is None and time.monotonic() < deadline:
-            line = head.stdout.readline()
-            lines.append(line)
-            match = re.search(r"ray start --address='([^']+)'", line)
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(head.stdout), daemon=True)
+        reader.start()
+        address, deadline = None, time.monotonic() + 90
+        while address is None and time.monotonic() < deadline and head.poll() is None:
+            match = re.search(r"ray start --address='([^']+)'", "".join(lines))
             address = match.group(1) if match else None
+            time.sleep(0.2)
         assert address, "".join(lines)
         fleet = tmp_path / "fleet.toml"
         fleet.write_text(FLEET.format(python=sys.executable, fake=DATA / "fake_vllm", root=ROOT))
@@ -60,14 +64,16 @@ def test_tp4_replicas_get_four_gpus_each_on_a_joined_ray_cluster(tmp_path):
         assert len(gpus) == 2 and all(len(g) == 4 for g in gpus), gpus
         assert not set(gpus[0]) & set(gpus[1]), f"two replicas share GPUs: {gpus}"
         assert "fleet ready: 2 replica(s) on Ray" in run.stdout
+        manifest = json.loads((tmp_path / "results" / "g" / "manifest.json").read_text())
+        servers = [r["pid"] for mr in manifest["mode_runs"].values() for r in mr["replicas"]]
+        assert len(servers) == 2 and not any(pid_alive(p) for p in servers), "a server outlived the run"
     finally:
-        os.killpg(head.pid, signal.SIGTERM)
+        os.killpg(head.pid, signal.SIGTERM)  # `ray start --block` stops the processes it started
         try:
-            head.wait(20)
+            head.wait(60)
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
             head.wait(10)
-        head.stdout.close()
         try:  # Ray's own processes the head started, in its process group
             os.killpg(head.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -4,21 +4,29 @@ them over a cluster's nodes. Every row is still recorded, and no worker outlives
 from __future__ import annotations
 
 import json
+import os
 
 from analysis.summary import load_requests
-from tests.conftest import loadtest, pid_alive, sim_server
+from tests.conftest import ROOT, loadtest, pid_alive, sim_server
 
 
 def test_workers_on_ray_replay_every_row_and_leave_nothing(tmp_path):
-    with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m") as url:
+    # A relative --out (workers get absolute paths) and a server that wants an API key (workers get
+    # it through their environment, never their command line).
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_KEY": "s3cret-key"}
+    with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m", "--api-key", "s3cret-key") as url:
         run = loadtest("run", "--endpoints", f"baseline={url}", "--workers", "2", "--ray-workers",
-                       "--scenario", "chat", "--requests", "40", "--out", str(tmp_path), "--run-id", "rw",
-                       timeout=300)
+                       "--api-key-env", "BENCH_KEY", "--scenario", "chat", "--requests", "40", "--out", "res",
+                       "--run-id", "rw", timeout=300, cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
-    records = load_requests(tmp_path / "rw")
+    records = load_requests(tmp_path / "res" / "rw")
     assert records.num_rows == 40 and set(records["status"].to_pylist()) == {"ok"}
+    assert len(set(records["request_id"].to_pylist())) == 40
+    for path in (tmp_path / "res" / "rw").rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".txt", ".log"):
+            assert "s3cret-key" not in path.read_text(errors="replace"), f"the API key leaked into {path}"
     assert set(records["worker"].to_pylist()) == {"w0", "w1"}  # both shards, one per Ray worker
-    manifest = json.loads((tmp_path / "rw" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "res" / "rw" / "manifest.json").read_text())
     placed = manifest["mode_runs"]["baseline"]["ray_workers"]
     assert len(placed) == 2 and all(p["node"] and p["pid"] for p in placed)
     for p in placed:

@@ -51,11 +51,12 @@ def test_ui_replays_on_start_shows_the_tab_and_keeps_every_record(tmp_path):
             def finished():
                 stats = requests.get(f"{web}/stats/requests", timeout=5).json()
                 rows = {row["metric"]: row for row in stats["extended_stats"][0]["data"]}
-                return rows if rows["ngram: TTFT"]["count"] == "15" and stats["state"] == "stopped" else None
+                return rows if rows["ngram: TTFT (ms)"]["count"] == "15" and stats["state"] == "stopped" else None
 
             rows = _wait(finished, 90, proc, "the replay to finish")
-            assert float(rows["ngram: TPOT"]["p50"]) > 0
-            assert float(rows["ngram: tokens per chunk (usage / text chunks)"]["p50"]) > 1.0  # ngram: several per chunk
+            assert float(rows["ngram: TPOT (ms)"]["p50"]) > 0
+            per_chunk = rows["ngram: tokens per chunk, mean (usage / text chunks)"]["p50"]
+            assert float(per_chunk) > 1.0  # ngram: several tokens per chunk
             proc.send_signal(signal.SIGINT)
             out, _ = proc.communicate(timeout=60)
         finally:
@@ -116,6 +117,6 @@ def test_tab_rows_read_the_client_histograms():
         stats.observe({"sent_ns": 1, "n_chunks": 4, "completion_tokens": 10, "ttft_ms": ttft, "tpot_ms": 5.0,
                        "e2e_ms": 100.0, "lateness_ms": 0.5, "itl_ms": [ttft, 5.0, 5.0, 5.0]})
     rows = {r["metric"]: r for r in tab_rows(stats, "eagle")}
-    assert rows["eagle: TTFT"]["count"] == "3" and abs(float(rows["eagle: TTFT"]["p50"]) - 20.0) < 0.3
-    assert rows["eagle: ITL (per chunk)"]["count"] == "9"
-    assert rows["eagle: tokens per chunk (usage / text chunks)"]["p50"] == "2.50"
+    assert rows["eagle: TTFT (ms)"]["count"] == "3" and abs(float(rows["eagle: TTFT (ms)"]["p50"]) - 20.0) < 0.3
+    assert rows["eagle: ITL per chunk (ms)"]["count"] == "9"
+    assert rows["eagle: tokens per chunk, mean (usage / text chunks)"]["p50"] == "2.50"
