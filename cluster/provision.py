@@ -8,10 +8,8 @@ succeeds, within the fleet's startup timeout. The driver talks to each replica's
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -28,15 +26,11 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from cluster import FleetError, StartupCancelled
 from cluster.argv import serve_argv
 from cluster.fleet import FleetSpec
+from cluster.process import die_with_parent, stop_group
 
 log = logging.getLogger(__name__)
 STOP_GRACE_S = 10.0       # SIGTERM, then SIGKILL after this long
 HEALTH_POLL_S = 0.25
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @ray.remote(num_cpus=0)
@@ -74,7 +68,7 @@ class ReplicaActor:
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=full_env,
-                start_new_session=True, preexec_fn=_die_with_parent,
+                start_new_session=True, preexec_fn=die_with_parent,
             )
         return self.proc.pid
 
@@ -92,23 +86,7 @@ class ReplicaActor:
         """SIGTERM the server's process group, SIGKILL it after `grace_s`; return its exit code."""
         if self.proc is None:
             return None
-        pgid = self.proc.pid  # start_new_session: the child leads its own group
-        if self.proc.poll() is None:
-            _signal_group(pgid, signal.SIGTERM)
-            try:
-                self.proc.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                _signal_group(pgid, signal.SIGKILL)
-                self.proc.wait(5)
-        _signal_group(pgid, signal.SIGKILL)  # stragglers the server left in its group
-        return self.proc.returncode
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+        return stop_group(self.proc, grace_s)
 
 
 @dataclass

@@ -10,9 +10,7 @@ actor checks that it can see the run directory before it starts, and says so if 
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,13 +19,10 @@ import ray
 
 import loadtest
 from cluster import FleetError
+from cluster.process import die_with_parent, stop_group
 
 STOP_GRACE_S = 10.0
 START_TIMEOUT_S = 120.0
-
-
-def _die_with_parent() -> None:
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 @ray.remote(num_cpus=1, max_restarts=0)
@@ -51,28 +46,14 @@ class LocustWorkerActor:
         with open(Path(run_dir, "logs", f"ray-worker{index}.stderr.txt"), "wb") as err:
             self.proc = subprocess.Popen(local, stdout=subprocess.DEVNULL, stderr=err,
                                          stdin=subprocess.DEVNULL, env={**os.environ, **env},
-                                         start_new_session=True, preexec_fn=_die_with_parent)
+                                         start_new_session=True, preexec_fn=die_with_parent)
         return self.proc.pid
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:
         """SIGTERM the worker's group, SIGKILL after `grace_s`; its exit code."""
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            _signal_group(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                _signal_group(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
-        return self.proc.returncode
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+        return stop_group(self.proc, grace_s)
 
 
 class RayWorkers:

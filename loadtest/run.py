@@ -10,7 +10,6 @@ says `interrupted`; a second Ctrl-C stops the replay at once.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import logging
 import math
 import os
@@ -38,6 +37,7 @@ from analysis.summary import load_requests, summarize, tenant_speedups, write_su
 from analysis.table import mode_table, tenant_table
 from cluster import FleetError, StartupCancelled
 from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
+from cluster.process import die_with_parent
 from cluster.provision import Fleet, Replica, ray_address
 from cluster.scrape import Scraper
 from cluster.state import ClusterState, ExistingFleet, ReplicaState, check_health, load_endpoints
@@ -96,10 +96,6 @@ class _Signals:
     @property
     def stop(self) -> bool:
         return self.count > 0
-
-
-def _die_with_parent() -> None:
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 @dataclass
@@ -178,7 +174,7 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[Replica
     end, recorded = "failed", 0
     with open(logs / f"locust-{mode}.stdout.txt", "w") as stats_out:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                start_new_session=True, preexec_fn=_die_with_parent)
+                                start_new_session=True, preexec_fn=die_with_parent)
         mine = [proc]
         signals.children.append(proc)
         try:
@@ -189,7 +185,7 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[Replica
                 for i, wargv in enumerate(worker_argvs):
                     with open(logs / f"locust-{mode}-worker{i}.stderr.txt", "wb") as err:
                         workers.append(subprocess.Popen(wargv, stdout=subprocess.DEVNULL, stderr=err,
-                                                        start_new_session=True, preexec_fn=_die_with_parent))
+                                                        start_new_session=True, preexec_fn=die_with_parent))
         except BaseException:
             for p in [proc, *workers]:
                 os.killpg(p.pid, signal.SIGKILL)

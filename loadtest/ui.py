@@ -25,10 +25,11 @@ from analysis.server import load_server_metrics
 from analysis.summary import load_requests, summarize, write_summary
 from analysis.table import mode_table
 from cluster import FleetError
+from cluster.process import die_with_parent
 from cluster.scrape import Scraper
 from cluster.state import check_health, load_endpoints
 from loadtest.manifest import Manifest, ModeRun, utc_now
-from loadtest.run import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _die_with_parent, _prepare_trace, _Signals, locust_argv
+from loadtest.run import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _prepare_trace, _Signals, locust_argv
 from scenarios import ScenarioError
 from scenarios.trace import write_trace
 
@@ -90,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
     status = {"end": None, "recorded": 0}
     with _Signals() as signals, open(run_dir / "logs" / f"locust-{mode}.stdout.txt", "w") as stats_out:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                start_new_session=True, preexec_fn=_die_with_parent)
+                                start_new_session=True, preexec_fn=die_with_parent)
         signals.children.append(proc)
         mr.locust_pids = [proc.pid]
         manifest.write(run_dir)

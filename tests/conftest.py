@@ -32,6 +32,21 @@ def loadtest(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProce
                           timeout=timeout, cwd=kw.pop("cwd", ROOT), **kw)
 
 
+@contextmanager
+def loadtest_process(*args: str) -> Iterator[subprocess.Popen]:
+    """`loadtest ARGS` running in the background (its own process group, output captured as text);
+    killed with its group on the way out if the test did not end it."""
+    proc = subprocess.Popen([sys.executable, "-m", "loadtest", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stdout.close()
+
+
 def pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:

@@ -5,7 +5,6 @@ Ray, the simulator replicas and Locust."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 from analysis.summary import load_requests
 from cluster import FleetError
 from cluster.state import parse_endpoint_list
-from tests.conftest import ROOT, loadtest, pid_alive
+from tests.conftest import loadtest, loadtest_process, pid_alive
 
 
 def _pids(state_file) -> tuple[int, list[int]]:
@@ -67,10 +66,8 @@ def test_up_status_run_down(tmp_path):
 
 def test_foreground_up_stops_on_ctrl_c(tmp_path):
     state = tmp_path / "fleet.json"
-    proc = subprocess.Popen([sys.executable, "-m", "loadtest", "cluster", "up", "--modes", "baseline", "--state",
-                             str(state), "--logs", str(tmp_path / "logs")], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
+    with loadtest_process("cluster", "up", "--modes", "baseline", "--state", str(state), "--logs",
+                          str(tmp_path / "logs")) as proc:
         deadline = time.monotonic() + 120
         while not (state.exists() and json.loads(state.read_text())["status"] == "ready"):
             assert proc.poll() is None, proc.stdout.read()
@@ -79,10 +76,6 @@ def test_foreground_up_stops_on_ctrl_c(tmp_path):
         _, servers = _pids(state)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     assert proc.returncode == 0, out
     assert "fleet local-sim is down" in out and not state.exists()
     assert servers and not any(pid_alive(p) for p in servers)

@@ -4,10 +4,8 @@ person drives it (Start, watch the Speculation tab, Ctrl-C), through the UI's ow
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 
 import requests
@@ -15,7 +13,7 @@ import requests
 from analysis.summary import load_requests
 from loadtest.client_stats import ClientStats
 from loadtest.webui import tab_rows
-from tests.conftest import ROOT, free_port, sim_server
+from tests.conftest import free_port, loadtest_process, sim_server
 
 
 def _wait(predicate, timeout: float, proc: subprocess.Popen, what: str):
@@ -36,12 +34,9 @@ def test_ui_replays_on_start_shows_the_tab_and_keeps_every_record(tmp_path):
     port = free_port()
     with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m", "--speculative-config",
                     '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":2,"prompt_lookup_max":4}') as url:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "loadtest", "ui", "--endpoints", f"ngram={url}", "--scenario", "chat",
-             "--requests", "15", "--web-port", str(port), "--out", str(tmp_path), "--run-id", "ui1"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        web = f"http://127.0.0.1:{port}"
-        try:
+        with loadtest_process("ui", "--endpoints", f"ngram={url}", "--scenario", "chat", "--requests", "15",
+                              "--web-port", str(port), "--out", str(tmp_path), "--run-id", "ui1") as proc:
+            web = f"http://127.0.0.1:{port}"
             _wait(lambda: requests.get(web, timeout=2).status_code == 200, 60, proc, "the web UI")
             page = requests.get(web, timeout=5).text
             assert "Speculation" in page  # the tab is announced to the UI
@@ -59,10 +54,6 @@ def test_ui_replays_on_start_shows_the_tab_and_keeps_every_record(tmp_path):
             assert float(per_chunk) > 1.0  # ngram: several tokens per chunk
             proc.send_signal(signal.SIGINT)
             out, _ = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
     assert proc.returncode == 0, out
     assert "replay completed: 15 records" in out
     records = load_requests(tmp_path / "ui1")
@@ -74,12 +65,9 @@ def test_ui_replays_on_start_shows_the_tab_and_keeps_every_record(tmp_path):
 def test_stop_in_the_ui_records_the_rest_as_not_sent(tmp_path):
     port = free_port()
     with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m") as url:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "loadtest", "ui", "--endpoints", f"baseline={url}", "--scenario", "saas-mix",
-             "--requests", "200", "--web-port", str(port), "--out", str(tmp_path), "--run-id", "ui2"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        web = f"http://127.0.0.1:{port}"
-        try:
+        with loadtest_process("ui", "--endpoints", f"baseline={url}", "--scenario", "saas-mix", "--requests",
+                              "200", "--web-port", str(port), "--out", str(tmp_path), "--run-id", "ui2") as proc:
+            web = f"http://127.0.0.1:{port}"
             _wait(lambda: requests.get(web, timeout=2).status_code == 200, 60, proc, "the web UI")
             requests.post(f"{web}/swarm", data={"user_count": 1, "spawn_rate": 1}, timeout=10)
             _wait(lambda: requests.get(f"{web}/stats/requests", timeout=5).json()["stats"][0]["num_requests"] >= 3,
@@ -90,10 +78,6 @@ def test_stop_in_the_ui_records_the_rest_as_not_sent(tmp_path):
             time.sleep(1.0)
             proc.send_signal(signal.SIGINT)
             out, _ = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
     assert proc.returncode == 130, out
     records = load_requests(tmp_path / "ui2")
     statuses = records["status"].to_pylist()

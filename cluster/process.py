@@ -1,0 +1,38 @@
+"""Child processes we start and stop: each leads its own process group, dies with its parent, and
+is stopped by group (SIGTERM, then SIGKILL after a grace period), never by name."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """preexec_fn: the child gets SIGTERM when the process that started it dies."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float) -> int | None:
+    """SIGTERM `proc`'s group (it was started with start_new_session), SIGKILL it after `grace_s`,
+    then SIGKILL any stragglers left in the group; return the exit code."""
+    pgid = proc.pid
+    if proc.poll() is None:
+        signal_group(pgid, signal.SIGTERM)
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            signal_group(pgid, signal.SIGKILL)
+            proc.wait(5)
+    signal_group(pgid, signal.SIGKILL)
+    return proc.returncode
