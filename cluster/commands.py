@@ -21,6 +21,7 @@ from rich.table import Table
 
 from cluster import FleetError, StartupCancelled
 from cluster.fleet import load_fleet, redacted, resolve_modes
+from cluster.process import stop_group
 from cluster.provision import STOP_GRACE_S, Fleet, ray_address
 from cluster.state import ClusterState, ReplicaState, pid_is_supervisor, probe
 
@@ -163,24 +164,12 @@ def _detach(console: Console, startup_timeout_s: float, state_path: Path, logs_d
             time.sleep(0.5)
         console.print(f"[red]the fleet was not ready within {startup_timeout_s + 60:g} s; stopping it "
                       f"(see {log_path})[/red]")
-        _stop_supervisor(proc)
+        stop_group(proc, DOWN_TIMEOUT_S)  # it tears its fleet down on SIGTERM
         return EXIT_FAILED
     except KeyboardInterrupt:
         console.print("interrupted: stopping the fleet supervisor")
-        _stop_supervisor(proc)
+        stop_group(proc, DOWN_TIMEOUT_S)  # it tears its fleet down on SIGTERM
         return EXIT_INTERRUPTED
-
-
-def _stop_supervisor(proc: subprocess.Popen) -> None:
-    """SIGTERM the supervisor (it tears its fleet down) and wait for it; SIGKILL its group if it hangs."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(DOWN_TIMEOUT_S)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def status(console: Console, state_path: Path) -> int:

@@ -112,6 +112,26 @@ def ray_address(given: str | None) -> str | None:
     return given or os.environ.get("RAY_ADDRESS") or None
 
 
+def init_ray(address: str | None, num_gpus: int | None = 0) -> bool:
+    """Join the Ray cluster at `address`, or start a local Ray instance of our own (never a
+    `ray start` cluster found on the machine), unless this process is connected already; whether
+    this call connected (and so should disconnect)."""
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
+                  configure_logging=False)
+    if address:
+        try:
+            ray.init(address=address, **kwargs)
+        except ConnectionError as exc:
+            raise FleetError(f"cannot join the Ray cluster at {address}: {exc} (a cluster with token "
+                             "authentication needs RAY_AUTH_MODE=token and its token, as Ray's docs say)") from None
+    else:
+        ray.init(address="local", num_cpus=os.cpu_count() or 1, num_gpus=num_gpus, **kwargs)
+    return True
+
+
 def bundles_for(fleet: FleetSpec) -> list[dict[str, float]]:
     """Placement-group bundles of one replica: one GPU bundle per TP rank for real vLLM (on the
     fleet's accelerator type), one CPU bundle for the simulator."""
@@ -156,23 +176,9 @@ class Fleet:
 
     # ---- start -------------------------------------------------------------------------------
     def _init_ray(self) -> None:
-        if ray.is_initialized():
-            return
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
-                      configure_logging=False)
-        if self.address:
-            try:
-                ray.init(address=self.address, **kwargs)
-            except ConnectionError as exc:
-                raise FleetError(f"cannot join the Ray cluster at {self.address}: {exc} (a cluster with token "
-                                 "authentication needs RAY_AUTH_MODE=token and its token, as Ray's docs say)") from None
-        else:
-            gpus = 0 if self.spec.engine == "sim" or self.spec.device == "cpu" else None
-            # "local": always a fresh instance of our own, never a `ray start` cluster found on the machine
-            ray.init(address="local", num_cpus=os.cpu_count() or 1, num_gpus=gpus, **kwargs)
-        self._started_ray = True
-        if self.on_ray_ready:
+        gpus = 0 if self.spec.engine == "sim" or self.spec.device == "cpu" else None
+        self._started_ray = init_ray(self.address, gpus)
+        if self._started_ray and self.on_ray_ready:
             self.on_ray_ready()
 
     def start(self, on_event=None) -> None:

@@ -88,55 +88,36 @@ def read_events(resp, m: StreamMeasurement) -> None:
     """Feed `m` every non-blank line of the body until `data: [DONE]`, each stamped with the time
     the bytes that completed it were received. Takes every complete line in the response's buffer
     at once and reads the socket only when none is left, so no line waits for a block to fill
-    (Locust's `iter_lines()` waits for 1,024 bytes) and blank SSE separators cost nothing."""
-    buf = getattr(resp, "_body_buffer", None)
-    if not isinstance(buf, bytearray):  # not geventhttpclient's response: one line at a time
-        while not m.done:
-            line = resp.readline(b"\n")
-            if not line:
-                raise StreamError("incomplete_stream", "the stream ended before data: [DONE]")
-            m.feed(line, time.perf_counter())
-        return
-    now = time.perf_counter()  # for body bytes that came with the headers
-    sock = resp._sock
-    if sock is None:
-        _feed_buffered(buf, m, now)
-        if not m.done:
-            raise StreamError("incomplete_stream", "the stream ended before data: [DONE]")
-        return
+    (Locust's `iter_lines()` waits for 1,024 bytes) and blank SSE separators cost nothing. Reads
+    geventhttpclient's response buffer directly (the version is pinned in pyproject.toml)."""
+    sock = resp._sock  # None when the whole body came with the headers
     # The request's own gevent.Timeout bounds the whole stream; a socket timeout as well would
     # arm and cancel a timer on every recv (one per SSE event when tokens are paced).
-    socket_timeout = sock.gettimeout()
-    sock.settimeout(None)
+    socket_timeout = sock.gettimeout() if sock is not None else None
+    if sock is not None:
+        sock.settimeout(None)
     try:
-        _read_loop(resp, sock, buf, m, now)
+        _read_loop(resp, sock, resp._body_buffer, m, time.perf_counter())
     finally:
-        try:
-            sock.settimeout(socket_timeout)
-        except OSError:  # released (closed) after an error
-            pass
-
-
-def _feed_buffered(buf: bytearray, m: StreamMeasurement, now: float) -> None:
-    """Feed every complete line in `buf` (and drop them from it), until [DONE]."""
-    end = buf.rfind(b"\n")
-    if end < 0:
-        return
-    lines = bytes(buf[:end]).split(b"\n")
-    del buf[:end + 1]
-    for line in lines:
-        if len(line) > 1:  # skip blank separators ("" or a lone "\r")
-            m.feed(line, now)
-            if m.done:
-                return
+        if sock is not None:
+            try:
+                sock.settimeout(socket_timeout)
+            except OSError:  # released (closed) after an error
+                pass
 
 
 def _read_loop(resp, sock, buf: bytearray, m: StreamMeasurement, now: float) -> None:
     while True:
-        _feed_buffered(buf, m, now)
-        if m.done:
-            return
-        if resp.message_complete:
+        end = buf.rfind(b"\n")
+        if end >= 0:
+            lines = bytes(buf[:end]).split(b"\n")
+            del buf[:end + 1]
+            for line in lines:
+                if len(line) > 1:  # skip blank separators ("" or a lone "\r")
+                    m.feed(line, now)
+                    if m.done:
+                        return
+        if resp.message_complete or sock is None:
             raise StreamError("incomplete_stream", "the stream ended before data: [DONE]")
         try:
             data = sock.recv(resp.block_size)

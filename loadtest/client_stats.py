@@ -74,6 +74,10 @@ class ClientStats:
              self.hists["tpot_ms"].quantile(0.5), self.hists["lateness_ms"].quantile(0.99)]
         return " ".join("-" if v is None else f"{v:.1f}" for v in q)
 
+    def start_replay(self) -> None:
+        """Mark the start of sending, for the verdict's cpu_mean (start-up excluded)."""
+        self.replay_started = (time.monotonic(), time.process_time())
+
     def _cpu_mean(self) -> float | None:
         if self.replay_started is None:
             return None

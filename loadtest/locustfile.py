@@ -167,7 +167,7 @@ class Replay:
     def run(self, client_pool) -> None:
         """Dispatch every row of the shard at its time; return when all have been recorded."""
         self._cpu_mark = (time.monotonic(), cpu_seconds())  # start-up work does not count
-        self.stats.replay_started = (time.monotonic(), time.process_time())
+        self.stats.start_replay()
         ticker = gevent.spawn(self._tick)
         deadline = self.t0 + self.opts.deadline if self.opts.deadline else float("inf")
         try:
@@ -270,7 +270,6 @@ class Coordinator:
         self.count = 0
         self.sink: ParquetSink | None = None
         self.abandoned: set[str] = set()          # workers declared lost: anything they send is ignored
-        self.unstarted_recorded = False
         runner = environment.runner
         runner.register_message("loadtest_done", self._on_done)
         runner.register_message("loadtest_progress", self._on_progress)
@@ -338,19 +337,25 @@ class Coordinator:
 
     def record_unstarted(self) -> None:
         """Every row as not_sent: the master quit before it could hand out a single shard."""
-        if self.unstarted_recorded:
+        if self.sink is not None:  # done already (the watchdog, then the quitting handler)
             return
-        self.unstarted_recorded = True
         r = self.replay
-        self.sink = ParquetSink(Path(r.opts.records_dir), "master", REQUEST_SCHEMA, ThreadPoolExecutor(max_workers=1))
+        sink = self._master_sink()
         why = "the replay never started (its Locust workers did not connect, or the run was stopped first)"
         n = 0
         for _, row in iter_shard(r.opts.trace_file, 0, 1):
             rec = r._record(row, r.t0 + row["offset_s"], "not_sent", why)
             rec.worker = "master"
-            self.sink.add(rec.as_row())
+            sink.add(rec.as_row())
             n += 1
         print(f"@@finished failed {n}", flush=True)
+
+    def _master_sink(self) -> ParquetSink:
+        """The master's own part files, for the rows it records on behalf of workers."""
+        if self.sink is None:
+            self.sink = ParquetSink(Path(self.replay.opts.records_dir), "master", REQUEST_SCHEMA,
+                                    ThreadPoolExecutor(max_workers=1))
+        return self.sink
 
     def _missing(self, client_id: str) -> bool:
         node = self.env.runner.clients.get(client_id)
@@ -379,9 +384,8 @@ class Coordinator:
         seen: set[str] = set()
         for part in folder.glob(f"part-{worker}-*.parquet"):
             seen.update(pq.read_table(part, columns=["request_id"])["request_id"].to_pylist())
-        if self.sink is None:
-            self.sink = ParquetSink(folder, "master", REQUEST_SCHEMA, ThreadPoolExecutor(max_workers=1))
         r = self.replay
+        sink = self._master_sink()
         written = 0
         for _, row in iter_shard(r.opts.trace_file, k, self.count):
             if row["request_id"] in seen:
@@ -392,9 +396,9 @@ class Coordinator:
             if due <= lost_at:
                 rec.status, rec.error_kind = "error", "worker_lost"
                 rec.error = f"worker {worker} lost after this request was due; its outcome is unknown"
-            self.sink.add(rec.as_row())
+            sink.add(rec.as_row())
             written += 1
-        self.sink.flush()
+        sink.flush()
         self.done[client_id] = ("worker_lost" if why == "lost" else "failed", len(seen) + written)
         self.progress[client_id] = len(seen) + written
 

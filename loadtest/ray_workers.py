@@ -106,16 +106,3 @@ def driver_ip() -> str:
     """The address workers on other nodes reach the master at (this node's, as Ray sees it)."""
     return ray.util.get_node_ip_address()
 
-
-def connect(address: str | None) -> bool:
-    """Join the Ray cluster at `address` (or start a local Ray) unless already connected; whether
-    this call connected (and so should disconnect)."""
-    if ray.is_initialized():
-        return False
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
-    if address:
-        ray.init(address=address, **kwargs)
-    else:
-        ray.init(address="local", num_cpus=os.cpu_count() or 1, num_gpus=0, **kwargs)
-    return True

@@ -38,11 +38,11 @@ from analysis.table import mode_table, tenant_table
 from cluster import FleetError, StartupCancelled
 from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
 from cluster.process import die_with_parent
-from cluster.provision import Fleet, Replica, ray_address
+from cluster.provision import Fleet, Replica, init_ray, ray_address
 from cluster.scrape import Scraper
 from cluster.state import ClusterState, ExistingFleet, ReplicaState, check_health, load_endpoints
 from loadtest.manifest import Manifest, ModeRun, utc_now
-from loadtest.ray_workers import RayWorkers, connect, driver_ip
+from loadtest.ray_workers import RayWorkers, driver_ip
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, closed_concurrency, load_trace_file, scenario_hash, write_trace
@@ -156,7 +156,7 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[Replica
               args.max_inflight, args.timeout)
     extra = {"deadline": args.deadline, "api_key_env": args.api_key_env, "lateness_limit": args.lateness_limit}
     workers: list[subprocess.Popen] = []
-    on_ray = getattr(args, "ray_workers", False)
+    on_ray = args.ray_workers
     if args.workers > 1 or on_ray:
         port = _free_port()
         # Workers on other nodes reach the master at this node's address; local ones at loopback.
@@ -241,6 +241,46 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[Replica
     return end, recorded
 
 
+def new_run_dir(out: str, run_id: str | None, name: str) -> Path:
+    """results/<run_id>/ with its logs/ folder (run_id defaults to the UTC time and `name`);
+    FileExistsError when that folder already holds a run."""
+    run_dir = Path(out) / (run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{name.replace(':', '-')}")
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise FileExistsError(f"{run_dir} already exists; pick another --run-id")
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def endpoints_fleet_info(state: ClusterState, text: str, from_file: bool, modes: list[str]) -> dict:
+    """The manifest's `fleet` for a run against a running fleet (`--endpoints`)."""
+    return {"name": state.fleet, "source": text if from_file else "--endpoints",
+            "endpoints": {m: [r.url for r in state.replicas if r.mode == m] for m in modes},
+            "spec": state.fleet_spec}
+
+
+def replica_entry(rep: Replica | ReplicaState) -> dict:
+    """A replica as the manifest lists it under its mode."""
+    return {"label": rep.label, "url": rep.url, "pid": rep.pid, "log": str(rep.log_path)}
+
+
+def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: Manifest) -> None:
+    """Summarise the run's records (summary.parquet) and print the tables and client warnings."""
+    table = load_requests(run_dir) if (run_dir / "requests").exists() else None
+    if table is None or not table.num_rows:
+        return
+    summaries = summarize(table, [m for m in modes if m in set(table["mode"].to_pylist())],
+                          server_metrics=load_server_metrics(run_dir))
+    write_summary(summaries, run_dir / "summary.parquet")
+    console.print(mode_table(summaries, title=f"{manifest.run_id} ({manifest.status})"))
+    by_tenant = tenant_speedups(table, modes)
+    if by_tenant and len(by_tenant) > 1:
+        console.print(tenant_table(by_tenant, modes))
+    for mode, mr in manifest.mode_runs.items():
+        if mr.client and mr.client.get("client_limited"):
+            console.print(f"[yellow]{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies "
+                          "include the client's own delay; add workers (--workers) or client machines[/yellow]")
+
+
 def default_workers(fleet: FleetSpec | None, n_modes: int) -> int:
     """One Locust worker per core, minus the cores local simulator replicas reserve."""
     reserved = 0.0
@@ -284,9 +324,7 @@ def main(args: argparse.Namespace) -> int:
             fleet_spec = existing.spec()
             modes = resolve_modes(existing.fleet, existing.modes, args.modes)
             check_health([r for r in existing.replicas if r.mode in modes])
-            fleet_info = {"name": existing.fleet, "source": args.endpoints if from_file else "--endpoints",
-                          "endpoints": {m: [r.url for r in existing.replicas if r.mode == m] for m in modes},
-                          "spec": existing.fleet_spec}
+            fleet_info = endpoints_fleet_info(existing, args.endpoints, from_file, modes)
         else:
             fleet_spec, fleet_raw = load_fleet(args.fleet or DEFAULT_FLEET)
             modes = resolve_modes(fleet_spec.name, list(fleet_spec.modes), args.modes)
@@ -300,12 +338,12 @@ def main(args: argparse.Namespace) -> int:
     except (ScenarioError, FleetError) as exc:
         fail(str(exc))
         return EXIT_USAGE
-    run_id = args.run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{scenario_info['name'].replace(':', '-')}"
-    run_dir = Path(args.out) / run_id
-    if run_dir.exists() and any(run_dir.iterdir()):
-        fail(f"{run_dir} already exists; pick another --run-id")
+    try:
+        run_dir = new_run_dir(args.out, args.run_id, scenario_info["name"])
+    except FileExistsError as exc:
+        fail(str(exc))
         return EXIT_USAGE
-    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    run_id = run_dir.name
     manifest = Manifest(
         run_id=run_id,
         scenario=scenario_info,
@@ -331,7 +369,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             if existing is not None:
                 fleet_cm = ExistingFleet(existing, modes)
-                if args.ray_workers and connect(ray_address(args.address) or existing.ray_address):
+                if args.ray_workers and init_ray(ray_address(args.address) or existing.ray_address):
                     signals.rearm()  # ray.init installs its own SIGTERM handler
                     stack.callback(ray.shutdown)
             else:
@@ -341,8 +379,7 @@ def main(args: argparse.Namespace) -> int:
                 where = "already running" if existing is not None else "on Ray"
                 console.print(f"fleet ready: {len(fleet.replicas)} replica(s) {where}")
                 for rep in fleet.replicas:
-                    manifest.mode_runs.setdefault(rep.mode, ModeRun()).replicas.append(
-                        {"label": rep.label, "url": rep.url, "pid": rep.pid, "log": str(rep.log_path)})
+                    manifest.mode_runs.setdefault(rep.mode, ModeRun()).replicas.append(replica_entry(rep))
                 manifest.write(run_dir)
                 progress = Progress(TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(),
                                     TimeElapsedColumn(), TextColumn("{task.fields[live]}"), console=console)
@@ -405,19 +442,7 @@ def main(args: argparse.Namespace) -> int:
             manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
             manifest.write(run_dir)
 
-    table = load_requests(run_dir) if (run_dir / "requests").exists() else None
-    if table is not None and table.num_rows:
-        summaries = summarize(table, [m for m in modes if m in set(table["mode"].to_pylist())],
-                              server_metrics=load_server_metrics(run_dir))
-        write_summary(summaries, run_dir / "summary.parquet")
-        console.print(mode_table(summaries, title=f"{run_id} ({status})"))
-        by_tenant = tenant_speedups(table, modes)
-        if by_tenant and len(by_tenant) > 1:
-            console.print(tenant_table(by_tenant, modes))
-        for mode, mr in manifest.mode_runs.items():
-            if mr.client and mr.client.get("client_limited"):
-                console.print(f"[yellow]{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies "
-                              "include the client's own delay; add workers (--workers) or client machines[/yellow]")
+    print_summary(console, run_dir, modes, manifest)
     console.print(f"results: {run_dir}/")
     return code
 

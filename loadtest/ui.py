@@ -16,20 +16,26 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 
 from rich.console import Console
 
-from analysis.server import load_server_metrics
-from analysis.summary import load_requests, summarize, write_summary
-from analysis.table import mode_table
 from cluster import FleetError
 from cluster.process import die_with_parent
 from cluster.scrape import Scraper
 from cluster.state import check_health, load_endpoints
 from loadtest.manifest import Manifest, ModeRun, utc_now
-from loadtest.run import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _prepare_trace, _Signals, locust_argv
+from loadtest.run import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    _prepare_trace,
+    _Signals,
+    endpoints_fleet_info,
+    locust_argv,
+    new_run_dir,
+    print_summary,
+    replica_entry,
+)
 from scenarios import ScenarioError
 from scenarios.trace import write_trace
 
@@ -54,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
     try:
-        state, _from_file = load_endpoints(args.endpoints, args.api_key_env)
+        state, from_file = load_endpoints(args.endpoints, args.api_key_env)
         mode = args.mode or state.modes[0]
         if mode not in state.modes:
             raise FleetError(f"--mode: the fleet has no mode {mode!r} (it has: {', '.join(state.modes)})")
@@ -65,18 +71,17 @@ def main(args: argparse.Namespace) -> int:
     problem = _listen_problem(args.web_host, args.web_port)
     if problem:
         return fail(problem)
-    run_id = args.run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{info['name'].replace(':', '-')}-ui"
-    run_dir = Path(args.out) / run_id
-    if run_dir.exists() and any(run_dir.iterdir()):
-        return fail(f"{run_dir} already exists; pick another --run-id")
-    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir = new_run_dir(args.out, args.run_id, f"{info['name']}-ui")
+    except FileExistsError as exc:
+        return fail(str(exc))
+    run_id = run_dir.name
     replicas = [r for r in state.replicas if r.mode == mode]
     manifest = Manifest(run_id=run_id, scenario=info, modes=[mode], seed=seed, requests=trace.num_rows,
-                        fleet={"name": state.fleet, "source": args.endpoints, "spec": state.fleet_spec,
-                               "endpoints": {mode: [r.url for r in replicas]}})
+                        fleet=endpoints_fleet_info(state, args.endpoints, from_file, [mode]))
     manifest.mode_order = "web UI (started and stopped by a person)"
     mr = manifest.mode_runs.setdefault(mode, ModeRun())
-    mr.replicas = [{"label": r.label, "url": r.url, "pid": r.pid, "log": r.log} for r in replicas]
+    mr.replicas = [replica_entry(r) for r in replicas]
     manifest.write(run_dir)
     trace_path = run_dir / "trace.parquet"
     write_trace(trace, trace_path, info["name"], info["sha256"])
@@ -107,9 +112,8 @@ def main(args: argparse.Namespace) -> int:
                 elif line.startswith("@@finished "):
                     _, status["end"], n = line.split()
                     status["recorded"] = int(n)
-                    if mr.started_at is not None:
-                        console.print(f"{mode}: replay {status['end']}: {n} records in {run_dir}/requests/; "
-                                      "the UI stays up for its charts: Ctrl-C to quit")
+                    console.print(f"{mode}: replay {status['end']}: {n} records in {run_dir}/requests/; "
+                                  "the UI stays up for its charts: Ctrl-C to quit")
                 elif line.startswith("@@"):
                     continue
                 else:
@@ -131,13 +135,9 @@ def main(args: argparse.Namespace) -> int:
     manifest.reason = None if completed else "stopped from the web UI or by a signal before the replay finished"
     manifest.ended_at = utc_now()
     manifest.write(run_dir)
-    table = load_requests(run_dir) if (run_dir / "requests").exists() else None
-    if table is not None and table.num_rows:
-        summaries = summarize(table, [mode], server_metrics=load_server_metrics(run_dir))
-        write_summary(summaries, run_dir / "summary.parquet")
-        console.print(mode_table(summaries, title=f"{run_id} ({manifest.status})"))
-    else:
+    if not (run_dir / "requests").exists():
         console.print("no request was sent (Start was never pressed)")
+    print_summary(console, run_dir, [mode], manifest)
     console.print(f"results: {run_dir}/")
     if proc.returncode not in (0, None) and not signals.stop:
         print(f"loadtest ui: error: Locust exited with code {proc.returncode}; see {run_dir}/logs/", file=sys.stderr)
