@@ -14,6 +14,12 @@ import pyarrow.parquet as pq
 
 from analysis.server import spec_decode_stats
 
+# A run shows a steady state only when its arrivals last well past the time the in-flight count
+# takes to fill (about the longest request's life, E2E p99): with arrivals shorter than twice that,
+# at least half the run is warm-up and drain, and "done req/s" is the rate a burst was drained at,
+# not a throughput the fleet sustains.
+STEADY_SPAN_OVER_E2E_P99 = 2.0
+
 
 def load_requests(run_dir: Path) -> pa.Table:
     """Every request record of a run (all modes, all workers), from the hive-partitioned folder."""
@@ -30,6 +36,10 @@ class ModeSummary:
     duration_s: float      # first scheduled send to last token
     req_per_s: float       # completed requests per second
     out_tok_per_s: float   # completion tokens (from usage) per second
+    offered_req_per_s: float   # scheduled requests / the span of their scheduled times (nan: closed loop)
+    arrival_span_s: float      # first to last scheduled time
+    peak_in_flight: int        # most requests between send and last token at once (ok requests)
+    steady: bool               # arrivals lasted >= STEADY_SPAN_OVER_E2E_P99 x E2E p99
     ttft_p50_ms: float
     ttft_p99_ms: float
     tpot_p50_ms: float
@@ -49,6 +59,17 @@ def _q(col: pa.ChunkedArray, q: float) -> float:
     if len(col) == 0:
         return math.nan
     return float(pc.quantile(col, q=q, interpolation="linear")[0].as_py())
+
+
+def peak_in_flight(sent_ns: np.ndarray, end_ns: np.ndarray) -> int:
+    """The most intervals [sent, end) open at once (an end and a send at the same instant: the
+    end first)."""
+    if len(sent_ns) == 0:
+        return 0
+    times = np.concatenate([sent_ns, end_ns])
+    steps = np.concatenate([np.ones(len(sent_ns), dtype=np.int64), -np.ones(len(end_ns), dtype=np.int64)])
+    order = np.lexsort((steps, times))
+    return int(np.cumsum(steps[order]).max())
 
 
 def paired_speedup(mode_ok: pa.Table, base_ok: pa.Table) -> float | None:
@@ -82,6 +103,8 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
         tokens = pc.sum(ok["completion_tokens"]).as_py() or 0
         chunks = pc.sum(ok["n_chunks"]).as_py() or 0
         spec = spec_decode_stats(server_metrics, mode) if server_metrics is not None else None
+        span = (pc.max(t["offset_s"]).as_py() - pc.min(t["offset_s"]).as_py()) if t.num_rows else 0.0
+        e2e_p99 = _q(ok["e2e_ms"], 0.99)
         out.append(ModeSummary(
             mode=mode,
             requests=t.num_rows,
@@ -91,6 +114,10 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
             duration_s=duration,
             req_per_s=ok.num_rows / duration if ok.num_rows else 0.0,
             out_tok_per_s=tokens / duration if ok.num_rows else 0.0,
+            offered_req_per_s=t.num_rows / span if span > 0 else math.nan,
+            arrival_span_s=span,
+            peak_in_flight=peak_in_flight(ok["sent_ns"].to_numpy(), ok["last_token_ns"].to_numpy()),
+            steady=bool(span > 0 and not math.isnan(e2e_p99) and span * 1e3 >= STEADY_SPAN_OVER_E2E_P99 * e2e_p99),
             ttft_p50_ms=_q(ok["ttft_ms"], 0.5),
             ttft_p99_ms=_q(ok["ttft_ms"], 0.99),
             tpot_p50_ms=_q(ok["tpot_ms"], 0.5),
@@ -124,9 +151,17 @@ def tenant_speedups(table: pa.Table, modes: list[str], baseline: str = "baseline
     return out
 
 
-SUMMARY_SCHEMA = pa.schema([pa.field(f.name, pa.string() if f.name == "mode" else
-                                     pa.int64() if f.type == "int" else pa.float64()) for f in fields(ModeSummary)])
+SUMMARY_SCHEMA = pa.schema([pa.field(f.name, pa.string() if f.name == "mode" else pa.bool_() if f.type == "bool"
+                                     else pa.int64() if f.type == "int" else pa.float64())
+                            for f in fields(ModeSummary)])
+TENANT_SPEEDUP_SCHEMA = pa.schema([pa.field("tenant", pa.string()), pa.field("mode", pa.string()),
+                                   pa.field("speedup", pa.float64())])
 
+
+def write_tenant_speedups(speedups: dict[str, dict[str, float]], path: Path) -> None:
+    """The per-tenant speedup table as printed, one row per tenant and mode."""
+    rows = [{"tenant": t, "mode": m, "speedup": v} for t, row in speedups.items() for m, v in row.items()]
+    pq.write_table(pa.Table.from_pylist(rows, schema=TENANT_SPEEDUP_SCHEMA), path)
 
 
 def write_summary(summaries: list[ModeSummary], path: Path) -> None:

@@ -6,7 +6,7 @@ import math
 
 from rich.table import Table
 
-from analysis.summary import ModeSummary
+from analysis.summary import STEADY_SPAN_OVER_E2E_P99, ModeSummary
 
 
 def _ms(v: float) -> str:
@@ -33,24 +33,45 @@ def _accept(s: ModeSummary) -> str:
     return f"{s.acceptance_rate:.0%} / {s.mean_acceptance_length:.2f}"
 
 
+def _rate(v: float) -> str:
+    return "-" if v is None or math.isnan(v) else f"{v:,.2f}" if v < 100 else f"{v:,.0f}"
+
+
+def _count(n: int) -> str:
+    return f"{n:,}" if not n else f"[red]{n:,}[/red]"
+
+
 def mode_table(summaries: list[ModeSummary], title: str = "") -> Table:
     t = Table(title=title or None, header_style="bold")
-    for name, justify in [("mode", "left"), ("req/s", "right"), ("out tok/s", "right"),
-                          ("TTFT p50", "right"), ("TTFT p99", "right"), ("TPOT p50", "right"),
-                          ("TPOT p99", "right"), ("E2E p99", "right"), ("tok/chunk", "right"),
-                          ("accept", "right"), ("speedup", "right"), ("late p50/p99", "right"), ("errors", "right")]:
-        t.add_column(name, justify=justify)
+    for name in ["mode", "req/s\noffered / done", "peak\nin flight", "out\ntok/s", "TTFT\np50 / p99",
+                 "TPOT\np50 / p99", "E2E\np99", "tok/\nchunk", "accept", "speedup", "late\np50 / p99", "errors",
+                 "not\nsent"]:
+        t.add_column(name, justify="left" if name == "mode" else "right", no_wrap=True)
     for s in summaries:
         if s.speedup is None:
             speed = "ref" if s.mode == "baseline" else "-"
         else:
             speed = f"{s.speedup:.2f}x"
-        bad = s.errors + s.not_sent
-        t.add_row(s.mode, f"{s.req_per_s:.2f}", f"{s.out_tok_per_s:,.0f}", _ms(s.ttft_p50_ms), _ms(s.ttft_p99_ms),
-                  _ms(s.tpot_p50_ms), _ms(s.tpot_p99_ms), _ms(s.e2e_p99_ms),
+        t.add_row(s.mode, f"{_rate(s.offered_req_per_s)} / {_rate(s.req_per_s)}", f"{s.peak_in_flight:,}",
+                  f"{s.out_tok_per_s:,.0f}", f"{_ms(s.ttft_p50_ms)} / {_ms(s.ttft_p99_ms)}",
+                  f"{_ms(s.tpot_p50_ms)} / {_ms(s.tpot_p99_ms)}", _ms(s.e2e_p99_ms),
                   "-" if math.isnan(s.tokens_per_chunk) else f"{s.tokens_per_chunk:.2f}", _accept(s), speed,
-                  f"{_ms(s.lateness_p50_ms)} / {_ms(s.lateness_p99_ms)}", f"{bad}" if not bad else f"[red]{bad}[/red]")
-    t.caption = ("latencies in ms; req/s and tok/s from first send to last token; tok/chunk = completion tokens "
-                 "(usage) / text chunks; accept = server acceptance rate / mean acceptance length (/metrics); "
-                 "speedup = geometric mean over requests of baseline E2E / mode E2E; late = send lateness")
+                  f"{_ms(s.lateness_p50_ms)} / {_ms(s.lateness_p99_ms)}", _count(s.errors), _count(s.not_sent))
+    t.caption = ("latencies in ms; req/s offered = the trace's arrival rate, done = completed requests from first "
+                 "send to last token; peak in flight = most requests between send and last token at once; "
+                 "tok/chunk = completion tokens (usage) / text chunks; accept = server acceptance rate / mean "
+                 "acceptance length (/metrics); speedup = geometric mean over requests of baseline E2E / mode E2E; "
+                 "late = send lateness; errors = error or timeout; not sent = never sent (deadline, interrupt)")
     return t
+
+
+def steady_state_note(summaries: list[ModeSummary]) -> str | None:
+    """A warning when the arrivals were too short for a steady state (None when they were not)."""
+    short = [s for s in summaries if s.ok and not s.steady and s.arrival_span_s > 0]
+    if not short:
+        return None
+    worst = max(short, key=lambda s: s.e2e_p99_ms)
+    return (f"too short for a steady state ({', '.join(s.mode for s in short)}): arrivals lasted "
+            f"{worst.arrival_span_s:,.1f} s, less than {STEADY_SPAN_OVER_E2E_P99:g} x the E2E p99 "
+            f"({worst.e2e_p99_ms / 1e3:,.1f} s in {worst.mode}) the in-flight count needs to settle; 'done' req/s "
+            "is how fast a burst was drained, not a throughput the fleet sustains (replay more requests: --requests)")

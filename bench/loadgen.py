@@ -33,7 +33,7 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from common import free_port, pin, start_server  # noqa: E402
+from helpers import free_port, pin, start_server  # noqa: E402
 
 from analysis.summary import load_requests  # noqa: E402
 from loadtest.run import locust_argv  # noqa: E402

@@ -23,7 +23,7 @@ import sys
 import time
 import urllib.request
 
-from common import free_port, start_server
+from helpers import free_port, start_server
 
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
 

@@ -24,8 +24,11 @@ from cluster.fleet import load_fleet, redacted, resolve_modes
 from cluster.process import stop_group
 from cluster.provision import STOP_GRACE_S, Fleet, ray_address
 from cluster.state import ClusterState, ReplicaState, pid_is_supervisor, probe
+from common.exits import BAD_INPUT as EXIT_USAGE
+from common.exits import GATE_FAILED, INCOMPLETE, print_error
+from common.exits import INTERRUPTED as EXIT_INTERRUPTED
+from common.exits import OK as EXIT_OK
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 WATCH_INTERVAL_S = 5.0
 DOWN_TIMEOUT_S = STOP_GRACE_S * 3 + 30  # at least; `down` allows more for bigger fleets
 
@@ -47,8 +50,16 @@ def _check_not_up(state_path: Path) -> None:
                              f"(state file {state_path}); `loadtest cluster down` first, or use another --state")
 
 
+def fleet_condition(state: ClusterState, health: dict[str, str | None] | None) -> str:
+    """`ready`, or what the probes found: `degraded: 1 of 2 replicas unhealthy`, `down: ...`."""
+    bad = sum(why is not None for why in (health or {}).values())
+    if state.status != "ready" or not bad:
+        return state.status
+    return f"{'down' if bad == len(health) else 'degraded'}: {bad} of {len(health)} replicas unhealthy"
+
+
 def endpoints_table(state: ClusterState, health: dict[str, str | None] | None = None) -> Table:
-    table = Table(title=f"fleet {state.fleet} ({state.status})")
+    table = Table(title=f"fleet {state.fleet} ({fleet_condition(state, health)})")
     for col in ("replica", "url", "served model", "pid", *(["health"] if health is not None else [])):
         table.add_column(col)
     for r in state.replicas:
@@ -105,8 +116,8 @@ def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Pa
         console.print("stopped before the fleet was ready")
     except FleetError as exc:
         state_path.unlink(missing_ok=True)
-        print(f"loadtest cluster up: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        print_error("loadtest cluster up", str(exc))
+        return INCOMPLETE
     state_path.unlink(missing_ok=True)
     console.print(f"fleet {spec.name} is down")
     return EXIT_OK
@@ -151,7 +162,7 @@ def _detach(console: Console, startup_timeout_s: float, state_path: Path, logs_d
                     tail = "".join(deque(f, maxlen=15))
                 console.print(f"[red]the fleet supervisor exited with code {code} before the fleet was ready; "
                               f"last lines of {log_path}:[/red]\n{tail}", soft_wrap=True)
-                return EXIT_USAGE if code == EXIT_USAGE else EXIT_FAILED
+                return EXIT_USAGE if code == EXIT_USAGE else INCOMPLETE
             try:
                 state = ClusterState.read(state_path)
             except FleetError:
@@ -165,7 +176,7 @@ def _detach(console: Console, startup_timeout_s: float, state_path: Path, logs_d
         console.print(f"[red]the fleet was not ready within {startup_timeout_s + 60:g} s; stopping it "
                       f"(see {log_path})[/red]")
         stop_group(proc, DOWN_TIMEOUT_S)  # it tears its fleet down on SIGTERM
-        return EXIT_FAILED
+        return INCOMPLETE
     except KeyboardInterrupt:
         console.print("interrupted: stopping the fleet supervisor")
         stop_group(proc, DOWN_TIMEOUT_S)  # it tears its fleet down on SIGTERM
@@ -178,13 +189,13 @@ def status(console: Console, state_path: Path) -> int:
     if not state.supervisor_alive():
         console.print(f"[red]stale state file {state_path}: its supervisor (pid {state.supervisor_pid}) is not "
                       "running; `loadtest cluster down` removes it[/red]", soft_wrap=True)
-        return EXIT_FAILED
+        return GATE_FAILED
     health = {r.label: probe(r.url) for r in state.replicas}
     console.print(endpoints_table(state, health))
     healthy = sum(v is None for v in health.values())
     console.print(f"{healthy}/{len(health)} replicas healthy; supervisor pid {state.supervisor_pid}; "
                   f"up since {state.started_at}")
-    return EXIT_OK if state.status == "ready" and healthy == len(health) else EXIT_FAILED
+    return EXIT_OK if state.status == "ready" and healthy == len(health) else GATE_FAILED
 
 
 def down(console: Console, state_path: Path, timeout_s: float) -> int:
@@ -213,5 +224,5 @@ def down(console: Console, state_path: Path, timeout_s: float) -> int:
         time.sleep(0.2)
     console.print(f"[red]the supervisor (pid {pid}) did not stop within {timeout_s:g} s; "
                   f"see {state.logs_dir}/supervisor.log[/red]")
-    return EXIT_FAILED
+    return INCOMPLETE
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from cluster import FleetError
 from cluster.speculation import SpeculativeConfig, SpeculativeConfigError, parse_speculative_config
+from common.validation import problems
 
 
 class _Strict(BaseModel):
@@ -227,11 +228,4 @@ def load_fleet(name_or_path: str | Path) -> tuple[FleetSpec, bytes]:
     try:
         return FleetSpec.model_validate(data), raw
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (a typo?)"
-        elif err["type"] == "missing":
-            msg = "required key is missing"
-        raise FleetError(f"{where}: {loc}: {msg}") from None
+        raise FleetError("\n".join(problems(exc, data, where))) from None

@@ -112,10 +112,26 @@ def ray_address(given: str | None) -> str | None:
     return given or os.environ.get("RAY_ADDRESS") or None
 
 
-def init_ray(address: str | None, num_gpus: int | None = 0) -> bool:
+def ray_logs_to(log_file: Path) -> None:
+    """Send what Ray's own loggers say in this process (its token-authentication notice, its
+    warnings) to `log_file`, not the console: the console is the run's. Idempotent."""
+    ray_log = logging.getLogger("ray")
+    target = str(log_file.resolve())
+    if any(getattr(h, "baseFilename", None) == target for h in ray_log.handlers):
+        return
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(target)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    ray_log.addHandler(handler)
+    ray_log.propagate = False
+
+
+def init_ray(address: str | None, num_gpus: int | None = 0, log_file: Path | None = None) -> bool:
     """Join the Ray cluster at `address`, or start a local Ray instance of our own (never a
     `ray start` cluster found on the machine), unless this process is connected already; whether
-    this call connected (and so should disconnect)."""
+    this call connected (and so should disconnect). Ray's own log lines go to `log_file`."""
+    if log_file is not None:
+        ray_logs_to(log_file)
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -177,7 +193,7 @@ class Fleet:
     # ---- start -------------------------------------------------------------------------------
     def _init_ray(self) -> None:
         gpus = 0 if self.spec.engine == "sim" or self.spec.device == "cpu" else None
-        self._started_ray = init_ray(self.address, gpus)
+        self._started_ray = init_ray(self.address, gpus, self.logs_dir / "ray.log")
         if self._started_ray and self.on_ray_ready:
             self.on_ray_ready()
 

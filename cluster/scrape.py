@@ -2,6 +2,9 @@
 
 One thread per run; samples of every `vllm:` family are kept as long rows (time, replica, metric,
 labels, value), so any counter's delta over a mode can be computed later (analysis/server.py).
+A replica whose /metrics is missing or is not Prometheus text costs only the server-side view of
+its mode: the first problem per mode is kept in `problems` (for the console and the manifest),
+and the run goes on.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ def parse_metrics(text: str) -> list[tuple[str, str, float]]:
     return out
 
 
+class ScrapeProblem(Exception):
+    """A replica's /metrics answered, but not with metrics."""
+
+
 class Scraper:
     """Scrapes the replicas of the mode under test every SCRAPE_INTERVAL_S into
     `<run_dir>/server_metrics/mode=<mode>/part-<n>.parquet`."""
@@ -61,6 +68,7 @@ class Scraper:
         self._thread = threading.Thread(target=self._run, name="metrics-scraper", daemon=True)
         self._http = requests.Session()
         self.errors = 0
+        self.problems: dict[str, str] = {}   # mode -> the first scrape problem of its replicas
 
     def __enter__(self) -> Scraper:
         self._thread.start()
@@ -92,24 +100,43 @@ class Scraper:
 
     def _scrape(self, mode: str, replicas: list[tuple[str, str]]) -> None:
         for label, url in replicas:
-            try:
-                text = self._http.get(f"{url}/metrics", timeout=2).text
-            except requests.RequestException as exc:
-                self.errors += 1
-                log.debug("scrape of %s failed: %s", label, exc)
-                continue
             now = time.time_ns()
+            try:
+                resp = self._http.get(f"{url}/metrics", timeout=2)
+                if resp.status_code != 200:
+                    raise ScrapeProblem(f"GET /metrics answered HTTP {resp.status_code}")
+                samples = parse_metrics(resp.text)
+            except requests.RequestException as exc:
+                self._problem(mode, label, f"GET /metrics failed ({type(exc).__name__})")
+                continue
+            except ScrapeProblem as exc:
+                self._problem(mode, label, str(exc))
+                continue
+            except Exception as exc:  # prometheus_client's parser raises ValueError and others on non-metrics text
+                self._problem(mode, label, f"/metrics is not Prometheus text ({str(exc)[:80]})")
+                continue
             rows = [{"time_ns": now, "mode": mode, "replica": label, "metric": m, "labels": lab, "value": v}
-                    for m, lab, v in parse_metrics(text)]
+                    for m, lab, v in samples]
             with self._lock:
                 self._rows.setdefault(mode, []).extend(rows)
+
+    def _problem(self, mode: str, label: str, what: str) -> None:
+        self.errors += 1
+        with self._lock:
+            first = mode not in self.problems
+            self.problems.setdefault(mode, f"replica {label}: {what}")
+        if first:
+            log.warning("no server-side metrics for %s: replica %s: %s", mode, label, what)
 
     def _run(self) -> None:
         last_flush = time.monotonic()
         while not self._stop.wait(self.interval_s):
             self.scrape_once()
             if time.monotonic() - last_flush >= FLUSH_EVERY_S:
-                self.flush()
+                try:
+                    self.flush()
+                except OSError as exc:  # a full disk: the rows stay in memory for the next flush
+                    log.error("could not write server metrics: %s", exc)
                 last_flush = time.monotonic()
 
     def flush(self) -> None:
@@ -119,13 +146,22 @@ class Scraper:
     def _flush(self) -> None:
         with self._lock:
             batches, self._rows = self._rows, {}
+        failed: OSError | None = None
         for mode, rows in batches.items():
             if not rows:
                 continue
             folder = self.run_dir / "server_metrics" / f"mode={mode}"
-            folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"part-{self._seq:05d}.parquet"
-            self._seq += 1
             tmp = path.with_name(f".{path.name}.tmp")
-            pq.write_table(pa.Table.from_pylist(rows, schema=METRICS_SCHEMA), tmp, compression="zstd")
-            tmp.replace(path)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                pq.write_table(pa.Table.from_pylist(rows, schema=METRICS_SCHEMA), tmp, compression="zstd")
+                tmp.replace(path)
+            except OSError as exc:
+                with self._lock:  # kept for the next flush
+                    self._rows[mode] = rows + self._rows.get(mode, [])
+                failed = exc
+                continue
+            self._seq += 1
+        if failed is not None:
+            raise failed

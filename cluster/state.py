@@ -94,19 +94,42 @@ def pid_is_supervisor(pid: int) -> bool:
     return b"loadtest" in b" ".join(cmdline) and b"cluster" in cmdline and b"up" in cmdline
 
 
+def unreachable(exc: requests.RequestException) -> str:
+    """Why a request got no answer, in words: refused, timed out, no such host."""
+    if isinstance(exc, requests.Timeout):
+        return "no answer (timed out)"
+    text = str(exc)
+    for needle, words in (("Connection refused", "connection refused: nothing listens there"),
+                          ("Name or service not known", "no such host"), ("nodename nor servname", "no such host"),
+                          ("No route to host", "no route to host"), ("Connection reset", "connection reset")):
+        if needle in text:
+            return words
+    return f"not reachable ({type(exc).__name__})"
+
+
 def probe(url: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
     """None if the server at `url` answers /health with 200, else why not (one line)."""
     try:
         r = requests.get(f"{url}/health", timeout=timeout)
     except requests.RequestException as exc:
-        return f"not reachable ({type(exc).__name__})"
+        return unreachable(exc)
     return None if r.status_code == 200 else f"/health answered HTTP {r.status_code}"
 
 
 def served_models(url: str, headers: dict[str, str] | None = None) -> list[str]:
-    r = requests.get(f"{url}/v1/models", timeout=PROBE_TIMEOUT_S, headers=headers or {})
-    r.raise_for_status()
-    return [m["id"] for m in r.json()["data"]]
+    """The model names `url` serves (GET /v1/models); FleetError saying why not, with the status
+    of a non-200 answer."""
+    try:
+        r = requests.get(f"{url}/v1/models", timeout=PROBE_TIMEOUT_S, headers=headers or {})
+    except requests.RequestException as exc:
+        raise FleetError(f"GET /v1/models: {unreachable(exc)}") from None
+    if r.status_code != 200:
+        hint = " (the API key: set it in the variable --api-key-env names)" if r.status_code in (401, 403) else ""
+        raise FleetError(f"GET /v1/models answered HTTP {r.status_code}{hint}")
+    try:
+        return [m["id"] for m in r.json()["data"]]
+    except (ValueError, KeyError, TypeError):
+        raise FleetError(f"GET /v1/models answered 200 but not an OpenAI model list: {r.text[:80]!r}") from None
 
 
 def parse_endpoint_list(text: str) -> dict[str, list[str]]:
@@ -154,9 +177,9 @@ def load_endpoints(text: str, api_key_env: str = "LOADTEST_API_KEY") -> tuple[Cl
             for i, url in enumerate(urls):
                 try:
                     names = served_models(url, headers)
-                except (requests.RequestException, ValueError, KeyError) as exc:
-                    raise FleetError(f"--endpoints: {mode}={url}: /v1/models failed "
-                                     f"({type(exc).__name__}); is a vLLM-compatible server running there?") from None
+                except FleetError as exc:
+                    raise FleetError(f"--endpoints: {mode}={url}: {exc}; is a vLLM-compatible server running "
+                                     "there?") from None
                 if not names:
                     raise FleetError(f"--endpoints: {mode}={url}: /v1/models lists no model")
                 state.replicas.append(ReplicaState(mode, i, url, names[0]))

@@ -7,8 +7,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_USAGE = 2
+from common.exits import BAD_INPUT as EXIT_USAGE
+from common.exits import print_error
+
 DEFAULT_STATE = ".loadtest/cluster.json"  # cluster.state.DEFAULT_STATE, without importing requests here
+DEFAULT_MAX_ERRORS = 0.10  # analysis.gate.DEFAULT_MAX_ERROR_SHARE, without importing pyarrow here
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,9 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-inflight", type=_positive_int, default=1024, metavar="N",
                      help="most requests in flight per mode; past it a request waits and its lateness is "
                      "recorded (default 1024)")
-    run.add_argument("--timeout", type=float, default=600.0, metavar="S",
+    run.add_argument("--timeout", type=_positive_float, default=600.0, metavar="S",
                      help="per-request timeout in seconds (default 600)")
-    run.add_argument("--cooldown", type=float, default=2.0, metavar="S",
+    run.add_argument("--cooldown", type=_non_negative_float, default=2.0, metavar="S",
                      help="pause between modes after the previous one drains, in seconds (default 2)")
 
     run.add_argument("--deadline", type=_positive_float, default=None, metavar="S",
@@ -80,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lateness-limit", type=_positive_float, default=10.0, metavar="MS",
                      help="mark a mode client_limited when its send lateness p99 exceeds MS (default 10) or a "
                      "worker ran above 90%% of a core")
+    run.add_argument("--max-errors", type=_percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
+                     help="fail the run (exit 1) when a mode's errors and timeouts pass PCT percent of the requests "
+                     "it sent, or when a mode has no successful request (default 10; not-sent requests do not "
+                     "count)")
     run.add_argument("--parallel-modes", action="store_true",
                      help="replay all modes at once, each with its own Locust process(es), instead of one after "
                      "the other (faster; the modes share the client machine, and the manifest says so)")
@@ -119,9 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--run-id", default=None, metavar="ID", help="name of this session's folder under --out")
     ui.add_argument("--max-inflight", type=_positive_int, default=1024, metavar="N",
                     help="most requests in flight (default 1024)")
-    ui.add_argument("--timeout", type=float, default=600.0, metavar="S", help="per-request timeout (default 600)")
+    ui.add_argument("--timeout", type=_positive_float, default=600.0, metavar="S",
+                    help="per-request timeout in seconds (default 600)")
     ui.add_argument("--api-key-env", default="LOADTEST_API_KEY", metavar="NAME",
                     help="environment variable holding the servers' API key (default LOADTEST_API_KEY)")
+    ui.add_argument("--max-errors", type=_percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
+                    help="exit 1 when the replay's errors and timeouts pass PCT percent of the requests sent, or "
+                    "none succeeded (default 10)")
+    ui.add_argument("--lateness-limit", type=_positive_float, default=10.0, metavar="MS",
+                    help="mark the replay client_limited when its send lateness p99 exceeds MS (default 10) or "
+                    "the Locust process ran above 90%% of a core")
 
     clus = sub.add_parser("cluster", help="hold a fleet up across runs: up, status, down",
                           description="A long-lived fleet for the web UI and soak tests. `up` provisions it "
@@ -229,12 +243,14 @@ def _traffic(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     start, end = (float(x) for x in args.window.split(":"))
                 except ValueError:
                     raise ScenarioError(f"--window: expected START:END in seconds, got {args.window!r}") from None
+                if not 0 <= start < end:
+                    raise ScenarioError(f"--window: expected 0 <= START < END, got {args.window!r}")
                 window = (start, end)
             opts = ImportOptions(args.speedup, window, args.sample, args.rate, args.seed)
             return c.trace_import(console, args.file, args.format, args.out, opts)
         return c.trace_show(console, args.file)
     except ScenarioError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print_error(prog, str(exc))
         return EXIT_USAGE
 
 
@@ -258,7 +274,7 @@ def _cluster(args: argparse.Namespace) -> int:
             return c.status(console, state)
         return c.down(console, state, c.DOWN_TIMEOUT_S)
     except FleetError as exc:
-        print(f"loadtest cluster {args.action}: error: {exc}", file=sys.stderr)
+        print_error(f"loadtest cluster {args.action}", str(exc))
         return EXIT_USAGE
 
 
@@ -274,9 +290,30 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
+    if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 or more), got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 or more), got {text!r}")
+    return value
+
+
+def _percent(text: str) -> float:
+    """`10` or `10%`: a share of 0.10."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 100, got {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 100, got {text!r}")
+    return value / 100
 
 
 def _port(text: str) -> int:

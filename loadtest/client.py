@@ -63,6 +63,10 @@ def execute(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str]
                 rec.status, rec.error_kind = "error", "http"
                 rec.error = f"HTTP {resp.status_code}: {detail}"
                 return
+            content_type = resp.get("content-type") or ""
+            if content_type and "text/event-stream" not in content_type:
+                raise StreamError("not_sse", f"HTTP 200 with Content-Type {content_type!r}, not an SSE stream: "
+                                  f"{resp.read()[:120].decode(errors='replace')!r}")
             read_events(resp, m)
             resp.read()  # the chunked terminator, so the connection goes back to the pool
             complete = True
@@ -118,6 +122,8 @@ def _read_loop(resp, sock, buf: bytearray, m: StreamMeasurement, now: float) -> 
                     if m.done:
                         return
         if resp.message_complete or sock is None:
+            if not m.saw_data:
+                raise StreamError("not_sse", f"the body is not an SSE stream (no data: line): {m.first_line!r}")
             raise StreamError("incomplete_stream", "the stream ended before data: [DONE]")
         try:
             data = sock.recv(resp.block_size)
@@ -127,6 +133,8 @@ def _read_loop(resp, sock, buf: bytearray, m: StreamMeasurement, now: float) -> 
             raise
         now = time.perf_counter()
         if not data:
+            if not m.saw_data:
+                raise StreamError("not_sse", f"the body is not an SSE stream (no data: line): {m.first_line!r}")
             raise StreamError("incomplete_stream", "the connection closed before data: [DONE]")
 
 

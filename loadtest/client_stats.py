@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from loadtest.histogram import LogHistogram
+from loadtest.protocol import Live
 
 METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "lateness_ms")
 # A run whose send lateness p99 exceeds this is marked client_limited (the issue's default).
@@ -68,11 +69,10 @@ class ClientStats:
         self.first = now if self.first is None else self.first
         self.last = now
 
-    def live(self) -> str:
-        """`ttft_p50 ttft_p99 tpot_p50 late_p99` in ms ("-" when unknown), for the progress line."""
-        q = [self.hists["ttft_ms"].quantile(0.5), self.hists["ttft_ms"].quantile(0.99),
-             self.hists["tpot_ms"].quantile(0.5), self.hists["lateness_ms"].quantile(0.99)]
-        return " ".join("-" if v is None else f"{v:.1f}" for v in q)
+    def live(self) -> Live:
+        """The percentiles the progress line shows (ms; None while unknown)."""
+        return Live(self.hists["ttft_ms"].quantile(0.5), self.hists["ttft_ms"].quantile(0.99),
+                    self.hists["tpot_ms"].quantile(0.5), self.hists["lateness_ms"].quantile(0.99))
 
     def start_replay(self) -> None:
         """Mark the start of sending, for the verdict's cpu_mean (start-up excluded)."""

@@ -31,11 +31,11 @@ from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
+from loadtest import protocol, webui
 from loadtest.client import Clock, execute
 from loadtest.client_stats import LATENESS_LIMIT_MS, ClientStats, cpu_seconds
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.sink import ParquetSink
-from loadtest.webui import install_tab, tab_rows
 from scenarios.trace import closed_concurrency
 
 log = logging.getLogger("loadtest.replay")
@@ -68,6 +68,7 @@ def _add_arguments(parser) -> None:
                    help="send lateness p99 (ms) above which the run is marked client_limited")
     g.add_argument("--api-key-env", default="LOADTEST_API_KEY",
                    help="environment variable holding the API key (never passed on the command line)")
+    g.add_argument("--about", default="", help="web UI: what Start replays, in words (shown above the form)")
 
 
 class Replay:
@@ -94,6 +95,7 @@ class Replay:
         self.pending: tuple[int, dict] | None = None
         self.dispatched = 0
         self.recorded = 0
+        self.not_sent = 0
         self.stopping = False
         self.ui = False  # replaying from Locust's web UI (`loadtest ui`): the shard starts at Start
         self.end_reason: str | None = None
@@ -202,10 +204,18 @@ class Replay:
         self._cpu_mark = (now, cpu)
         return (cpu - cpu_then) / (now - then)
 
+    def counts(self) -> dict[str, int]:
+        """What this process has done so far, for the progress line (and the master)."""
+        return {"recorded": self.recorded, "sent": self.dispatched, "not_sent": self.not_sent}
+
+    def progress(self) -> protocol.Progress:
+        return protocol.Progress(total=self.shard_size, sent=self.dispatched,
+                                 done=self.recorded - self.not_sent, not_sent=self.not_sent)
+
     def _print_progress(self) -> None:
         self.stats.cpu_max = max(self.stats.cpu_max, self.cpu_share())
-        print(f"@@progress {self.recorded} {self.shard_size}", flush=True)
-        print(f"@@live {self.stats.live()}", flush=True)
+        say(self.progress())
+        say(self.stats.live())
 
     def _tick(self) -> None:
         while True:
@@ -234,12 +244,18 @@ class Replay:
         for _, row in rest:  # every row never dispatched, streamed from the trace file
             self.sink.add(self._record(row, self.t0 + row["offset_s"], "not_sent", why).as_row())
             self.recorded += 1
+            self.not_sent += 1
         self.sink.close()
         self._finished.set()
         self.on_progress()
         if not isinstance(self.env.runner, WorkerRunner):
-            print(f"@@client {orjson.dumps(self.stats.verdict(self.opts.lateness_limit)).decode()}", flush=True)
-        print(f"@@finished {reason} {self.recorded}", flush=True)
+            say(protocol.ClientVerdict(self.stats.verdict(self.opts.lateness_limit)))
+            say(protocol.Finished(reason, self.recorded))
+
+
+def say(msg: protocol.Message) -> None:
+    """Tell the command that started this process (it reads our stdout)."""
+    print(protocol.encode(msg), flush=True)
 
 
 def iter_shard(trace_file: str, index: int, count: int, batch_rows: int = 4096) -> Iterator[tuple[int, dict]]:
@@ -265,7 +281,7 @@ class Coordinator:
         self.replay = replay
         self.shards: dict[str, int] = {}        # Locust client id -> shard index
         self.done: dict[str, tuple[str, int]] = {}
-        self.progress: dict[str, int] = {}
+        self.progress: dict[str, dict[str, int]] = {}   # Locust client id -> Replay.counts()
         self.stats = ClientStats()
         self.count = 0
         self.sink: ParquetSink | None = None
@@ -302,24 +318,31 @@ class Coordinator:
     def _on_progress(self, msg, **_kw) -> None:
         if msg.node_id in self.abandoned:
             return
-        self.progress[msg.node_id] = msg.data["recorded"]
+        self.progress[msg.node_id] = {k: msg.data[k] for k in ("recorded", "sent", "not_sent")}
         self.stats.merge(msg.data["stats"])
 
+    def recorded(self) -> int:
+        return sum(p["recorded"] for p in self.progress.values())
+
+    def total_progress(self) -> protocol.Progress:
+        sent = sum(p["sent"] for p in self.progress.values())
+        not_sent = sum(p["not_sent"] for p in self.progress.values())
+        return protocol.Progress(total=self.replay.total_rows, sent=sent, done=self.recorded() - not_sent,
+                                 not_sent=not_sent)
+
     def _watch(self) -> None:
-        total = self.replay.total_rows
         while True:
             gevent.sleep(0.5)
-            print(f"@@progress {sum(self.progress.values())} {total}", flush=True)
-            print(f"@@live {self.stats.live()}", flush=True)
+            say(self.total_progress())
+            say(self.stats.live())
             for client_id, k in self.shards.items():
                 if client_id not in self.done and client_id not in self.abandoned and self._missing(client_id):
                     self._lost(client_id, k, "lost")
             if self.shards and len(self.done) == len(self.shards):
                 reasons = {r for r, _ in self.done.values()}
                 reason = "completed" if reasons == {"completed"} else sorted(reasons - {"completed"})[0]
-                verdict = self.stats.verdict(self.replay.opts.lateness_limit)
-                print(f"@@client {orjson.dumps(verdict).decode()}", flush=True)
-                print(f"@@finished {reason} {sum(n for _, n in self.done.values())}", flush=True)
+                say(protocol.ClientVerdict(self.stats.verdict(self.replay.opts.lateness_limit)))
+                say(protocol.Finished(reason, sum(n for _, n in self.done.values())))
                 self.env.process_exit_code = 0
                 gevent.spawn(self.env.runner.quit)
                 return
@@ -348,7 +371,8 @@ class Coordinator:
             rec.worker = "master"
             sink.add(rec.as_row())
             n += 1
-        print(f"@@finished failed {n}", flush=True)
+        say(protocol.Progress(total=n, sent=0, done=0, not_sent=n))
+        say(protocol.Finished("failed", n))
 
     def _master_sink(self) -> ParquetSink:
         """The master's own part files, for the rows it records on behalf of workers."""
@@ -386,7 +410,7 @@ class Coordinator:
             seen.update(pq.read_table(part, columns=["request_id"])["request_id"].to_pylist())
         r = self.replay
         sink = self._master_sink()
-        written = 0
+        written = unsent = 0
         for _, row in iter_shard(r.opts.trace_file, k, self.count):
             if row["request_id"] in seen:
                 continue
@@ -396,11 +420,15 @@ class Coordinator:
             if due <= lost_at:
                 rec.status, rec.error_kind = "error", "worker_lost"
                 rec.error = f"worker {worker} lost after this request was due; its outcome is unknown"
+            else:
+                unsent += 1
             sink.add(rec.as_row())
             written += 1
         sink.flush()
         self.done[client_id] = ("worker_lost" if why == "lost" else "failed", len(seen) + written)
-        self.progress[client_id] = len(seen) + written
+        last = self.progress.get(client_id, {"sent": 0, "not_sent": 0})
+        self.progress[client_id] = {"recorded": len(seen) + written, "sent": last["sent"],
+                                    "not_sent": last["not_sent"] + unsent}
 
 
 REPLAY: Replay | None = None
@@ -429,7 +457,7 @@ def _on_init(environment, **_kw) -> None:
             REPLAY.on_progress = lambda: runner.send_message("loadtest_progress", _report())
 
         def _report() -> dict:
-            return {"recorded": REPLAY.recorded, "stats": REPLAY.stats.take(REPLAY.cpu_share())}
+            return {**REPLAY.counts(), "stats": REPLAY.stats.take(REPLAY.cpu_share())}
 
         def on_abandon(msg, **_kw) -> None:
             # The master declared this worker lost and recorded its rows: write nothing more, exit.
@@ -443,8 +471,11 @@ def _on_init(environment, **_kw) -> None:
         REPLAY.assign(k, n, opts.worker_id)
     else:  # the web UI (`loadtest ui`): the replay starts when someone presses Start
         REPLAY.ui = True
+        environment.shape_class = webui.replay_shape(REPLAY._finished.is_set)
+        environment.shape_class.runner = runner
         if environment.web_ui is not None:
-            install_tab(environment.web_ui, lambda: tab_rows(REPLAY.stats, opts.mode))
+            webui.install_tab(environment.web_ui, lambda: webui.tab_rows(REPLAY.stats, opts.mode))
+            webui.install_replay_page(environment.web_ui, opts.about or opts.trace_file, REPLAY.assigned.is_set)
     gevent.spawn(_trim_history, environment)
 
 
@@ -463,9 +494,8 @@ def _on_test_start(environment, **_kw) -> None:
     if COORDINATOR is not None:
         COORDINATOR.start()
     elif REPLAY is not None and REPLAY.ui:
-        if REPLAY.assigned.is_set():
-            log.error("this trace has been replayed once already; its records are written. Quit (Ctrl-C) and "
-                      "start `loadtest ui` again for another run")
+        if REPLAY.assigned.is_set():  # the web UI refuses a second Start; this is any other way in
+            log.error(webui.ALREADY_REPLAYED)
             gevent.spawn(environment.runner.stop)
             return
         k, n = (int(x) for x in REPLAY.opts.shard.split("/"))
@@ -493,7 +523,8 @@ def _on_quitting(environment, **_kw) -> None:
             if COORDINATOR.sink is not None:
                 COORDINATOR.sink.close()
             if len(COORDINATOR.done) < len(COORDINATOR.shards):  # stopped before every shard finished
-                print(f"@@finished interrupted {sum(COORDINATOR.progress.values())}", flush=True)
+                say(COORDINATOR.total_progress())
+                say(protocol.Finished("interrupted", COORDINATOR.recorded()))
         if environment.process_exit_code is None:
             environment.process_exit_code = 0
     except Exception:
@@ -529,7 +560,7 @@ class TraceReplayUser(FastHttpUser):
                 REPLAY.finish("failed")
                 self.environment.process_exit_code = 3
         if isinstance(runner, WorkerRunner):
-            runner.send_message("loadtest_done", {"reason": REPLAY.end_reason or "failed", "recorded": REPLAY.recorded,
+            runner.send_message("loadtest_done", {"reason": REPLAY.end_reason or "failed", **REPLAY.counts(),
                                                   "stats": REPLAY.stats.take(REPLAY.cpu_share())})
             while True:  # the master quits every worker once all shards are done
                 gevent.sleep(3600)

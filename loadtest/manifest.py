@@ -46,6 +46,7 @@ class ModeRun:
     ended_at: str | None = None
     end: str | None = None                                 # completed, deadline, interrupted, failed
     records: int | None = None
+    server_metrics: str | None = None                      # "scraped", or why the replicas' /metrics was not
 
 
 @dataclass
@@ -61,6 +62,8 @@ class Manifest:
     started_at: str = field(default_factory=utc_now)
     ended_at: str | None = None
     mode_order: str = "sequential"
+    gate: str | None = None                # passed or failed (set when the run completed)
+    checks: list[dict] = field(default_factory=list)  # per mode: the error gate (analysis.gate.ErrorCheck)
     versions: dict = field(default_factory=versions)
     host: dict = field(default_factory=host_info)
     mode_runs: dict[str, ModeRun] = field(default_factory=dict)

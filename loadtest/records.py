@@ -18,8 +18,8 @@ import pyarrow as pa
 
 STATUSES = ("ok", "error", "timeout", "not_sent")
 # Error kinds for status "error".
-ERROR_KINDS = ("http", "connection", "malformed_stream", "server_error", "incomplete_stream", "interrupted",
-               "worker_lost")
+ERROR_KINDS = ("http", "connection", "not_sse", "malformed_stream", "server_error", "incomplete_stream",
+               "interrupted", "worker_lost")
 
 REQUEST_SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),

@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -25,30 +24,35 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
 import pyarrow as pa
 import ray
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 import loadtest
+from analysis.gate import ErrorCheck, error_checks
 from analysis.server import load_server_metrics
-from analysis.summary import load_requests, summarize, tenant_speedups, write_summary
-from analysis.table import mode_table, tenant_table
+from analysis.summary import load_requests, summarize, tenant_speedups, write_summary, write_tenant_speedups
+from analysis.table import mode_table, steady_state_note, tenant_table
 from cluster import FleetError, StartupCancelled
 from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
 from cluster.process import die_with_parent
 from cluster.provision import Fleet, Replica, init_ray, ray_address
 from cluster.scrape import Scraper
 from cluster.state import ClusterState, ExistingFleet, ReplicaState, check_health, load_endpoints
+from common import exits
+from common.exits import print_error
+from loadtest import protocol
+from loadtest.locust_process import start_reader
 from loadtest.manifest import Manifest, ModeRun, utc_now
 from loadtest.ray_workers import RayWorkers, driver_ip
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
-from scenarios.trace import build_trace, closed_concurrency, load_trace_file, scenario_hash, write_trace
+from scenarios.trace import build_trace, closed_concurrency, load_trace_file, scale_rate, scenario_hash, write_trace
 
 log = logging.getLogger("loadtest")
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = (
+    exits.OK, exits.GATE_FAILED, exits.BAD_INPUT, exits.INCOMPLETE, exits.INTERRUPTED)
 LOCUSTFILE = Path(loadtest.__file__).with_name("locustfile.py")
 DEFAULT_FLEET = "local-sim"
 # How long a Locust master waits for its workers to connect before giving up (its rows are then
@@ -110,7 +114,7 @@ def locust_argv(trace_path: Path, mode: str, endpoints: list[str], served_model:
                 workers: int = 1, master_port: int = 0, worker_index: int = 0, deadline: float | None = None,
                 master_host: str = "127.0.0.1",
                 api_key_env: str = "LOADTEST_API_KEY", lateness_limit: float = 10.0,
-                web: tuple[str, int] | None = None) -> list[str]:
+                web: tuple[str, int] | None = None, about: str | None = None) -> list[str]:
     """The command line of one Locust process replaying `trace_path` against `endpoints`: the only
     process (`local`; with `web` = (host, port), Locust's web UI instead of headless), or the
     `master` or a `worker` of a distributed replay."""
@@ -123,6 +127,8 @@ def locust_argv(trace_path: Path, mode: str, endpoints: list[str], served_model:
     ]
     if deadline:
         replay += ["--deadline", str(deadline)]
+    if about:
+        replay += ["--about", about]
     head = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
     if role == "worker":
         log_file = run_dir / "logs" / f"locust-{mode}-worker{worker_index}.log"
@@ -202,26 +208,18 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[Replica
         mode_run.locust_pids = [p.pid for p in mine]
         plan.manifest.write(plan.run_dir)
 
-        def pump() -> None:
+        def on_message(msg: protocol.Message) -> None:
             nonlocal end, recorded
-            for line in proc.stdout:
-                if line.startswith("@@progress "):
-                    done, total = (int(x) for x in line.split()[1:3])
-                    progress.update(task_id, completed=done, total=total)
-                elif line.startswith("@@live "):
-                    ttft50, ttft99, tpot50, late99 = line.split()[1:5]
-                    progress.update(task_id, live=f"TTFT p50 {ttft50} p99 {ttft99}  TPOT p50 {tpot50}  "
-                                    f"late p99 {late99} ms")
-                elif line.startswith("@@client "):
-                    mode_run.client = orjson.loads(line.split(" ", 1)[1])
-                elif line.startswith("@@finished "):
-                    _, end, n = line.split()
-                    recorded = int(n)
-                else:
-                    stats_out.write(line)
+            if isinstance(msg, protocol.Progress):
+                progress.update(task_id, completed=msg.done, total=msg.total, counts=progress_counts(msg))
+            elif isinstance(msg, protocol.Live):
+                progress.update(task_id, live=live_text(msg))
+            elif isinstance(msg, protocol.ClientVerdict):
+                mode_run.client = msg.verdict
+            elif isinstance(msg, protocol.Finished):
+                end, recorded = msg.reason, msg.recorded
 
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
+        reader = start_reader(proc, stats_out, on_message)
         while proc.poll() is None:
             time.sleep(0.1)
         reader.join(5)
@@ -239,6 +237,26 @@ def replay_mode(plan: RunPlan, mode: str, replicas: list[Replica] | list[Replica
         raise RuntimeError(f"the Locust replay of {mode} exited with code {proc.returncode}; "
                            f"see {logs / f'locust-{mode}.log'}")
     return end, recorded
+
+
+def progress_counts(p: protocol.Progress) -> str:
+    """`80/300 done · 88 sent · 212 not sent` (the bar is the done share)."""
+    text = f"{p.done:,}/{p.total:,} done · {p.sent:,} sent"
+    return text + (f" · {p.not_sent:,} not sent" if p.not_sent else "")
+
+
+def live_text(live: protocol.Live) -> str:
+    def f(v: float | None) -> str:
+        return "-" if v is None else f"{v:.1f}"
+
+    return (f"TTFT p50 {f(live.ttft_p50)} p99 {f(live.ttft_p99)}  TPOT p50 {f(live.tpot_p50)}  "
+            f"late p99 {f(live.late_p99)} ms")
+
+
+def mode_progress(console: Console) -> Progress:
+    """One bar per mode: what was done, sent and never sent, and the mode's own replay time."""
+    return Progress(TextColumn("{task.description:>10}"), BarColumn(), TextColumn("{task.fields[counts]}"),
+                    TimeElapsedColumn(), TextColumn("{task.fields[live]}"), console=console)
 
 
 def new_run_dir(out: str, run_id: str | None, name: str) -> Path:
@@ -263,22 +281,45 @@ def replica_entry(rep: Replica | ReplicaState) -> dict:
     return {"label": rep.label, "url": rep.url, "pid": rep.pid, "log": str(rep.log_path)}
 
 
-def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: Manifest) -> None:
-    """Summarise the run's records (summary.parquet) and print the tables and client warnings."""
+def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: Manifest,
+                  max_error_share: float | None = None) -> list[ErrorCheck]:
+    """Summarise the run's records (summary.parquet, tenant_speedups.parquet), print the tables
+    and the client's warnings, and return the error gate of each mode (when `max_error_share`)."""
     table = load_requests(run_dir) if (run_dir / "requests").exists() else None
     if table is None or not table.num_rows:
-        return
+        return []
     summaries = summarize(table, [m for m in modes if m in set(table["mode"].to_pylist())],
                           server_metrics=load_server_metrics(run_dir))
     write_summary(summaries, run_dir / "summary.parquet")
     console.print(mode_table(summaries, title=f"{manifest.run_id} ({manifest.status})"))
     by_tenant = tenant_speedups(table, modes)
-    if by_tenant and len(by_tenant) > 1:
-        console.print(tenant_table(by_tenant, modes))
+    if by_tenant:
+        write_tenant_speedups(by_tenant, run_dir / "tenant_speedups.parquet")
+        if len(by_tenant) > 1:
+            console.print(tenant_table(by_tenant, modes))
+    note = steady_state_note(summaries)
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
     for mode, mr in manifest.mode_runs.items():
         if mr.client and mr.client.get("client_limited"):
             console.print(f"[yellow]{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies "
                           "include the client's own delay; add workers (--workers) or client machines[/yellow]")
+    checks = error_checks(table, [s.mode for s in summaries], max_error_share) if max_error_share is not None else []
+    for c in checks:
+        if c.kinds:
+            colour = "green" if c.passed else "red"
+            console.print(f"[{colour}]{c.mode}: {c.failed:,} of {c.sent:,} sent failed: {c.kinds_text()}[/{colour}]")
+    return checks
+
+
+def record_gate(manifest: Manifest, checks: list[ErrorCheck], console: Console) -> bool:
+    """Put the error gate in the manifest and say why it failed; whether it passed."""
+    manifest.checks = [c.as_dict() for c in checks]
+    failed = [c for c in checks if not c.passed]
+    manifest.gate = "failed" if failed else "passed"
+    for c in failed:
+        console.print(f"[red bold]gate failed: {c.reason()}[/red bold]", soft_wrap=True)
+    return not failed
 
 
 def default_workers(fleet: FleetSpec | None, n_modes: int) -> int:
@@ -292,11 +333,16 @@ def default_workers(fleet: FleetSpec | None, n_modes: int) -> int:
 def _prepare_trace(args: argparse.Namespace) -> tuple[pa.Table, dict, int | None]:
     """The trace to replay: built from --scenario, or read from --trace; with what describes it."""
     if args.trace:
+        if args.seed is not None:
+            raise ScenarioError("--seed: a trace file is replayed exactly as it was built; give --scenario to build "
+                                "one with a seed, or rebuild the file (`loadtest trace build --seed N`)")
         trace, meta = load_trace_file(Path(args.trace))
         if args.requests:
             trace = trace.slice(0, args.requests)
+        if args.rate_scale:
+            trace = scale_rate(trace, args.rate_scale)
         info = {"name": meta.get("name", Path(args.trace).stem), "source": str(args.trace),
-                "sha256": meta.get("sha256", "")}
+                "sha256": meta.get("sha256", ""), "rate_scale": args.rate_scale or 1.0}
         return trace, info, None
     scenario, raw = load_scenario(args.scenario)
     seed = scenario.seed if args.seed is None else args.seed
@@ -312,8 +358,8 @@ def main(args: argparse.Namespace) -> int:
     # Wide enough for the table when stdout is a file or a pipe (rich assumes 80 columns there).
     console = Console(width=None if sys.stdout.isatty() else 160)
 
-    def fail(message: str) -> None:  # one line, never wrapped
-        print(f"loadtest run: error: {message}", file=sys.stderr, flush=True)
+    def fail(message: str) -> None:  # one line per problem, never wrapped
+        print_error("loadtest run", message)
     # -- everything that can be wrong with the input is found before anything starts ------------
     existing: ClusterState | None = None
     try:
@@ -364,12 +410,13 @@ def main(args: argparse.Namespace) -> int:
                   f"(trace ready in {time.monotonic() - t_build:.1f} s), modes {', '.join(modes)}, "
                   f"fleet {fleet_info['name']}")
 
-    status, reason, code = "failed", None, EXIT_FAILED
+    status, reason, code = "failed", None, EXIT_INCOMPLETE
     with _Signals() as signals, ExitStack() as stack:
         try:
             if existing is not None:
                 fleet_cm = ExistingFleet(existing, modes)
-                if args.ray_workers and init_ray(ray_address(args.address) or existing.ray_address):
+                if args.ray_workers and init_ray(ray_address(args.address) or existing.ray_address,
+                                                 log_file=run_dir / "logs" / "ray.log"):
                     signals.rearm()  # ray.init installs its own SIGTERM handler
                     stack.callback(ray.shutdown)
             else:
@@ -381,9 +428,9 @@ def main(args: argparse.Namespace) -> int:
                 for rep in fleet.replicas:
                     manifest.mode_runs.setdefault(rep.mode, ModeRun()).replicas.append(replica_entry(rep))
                 manifest.write(run_dir)
-                progress = Progress(TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(),
-                                    TimeElapsedColumn(), TextColumn("{task.fields[live]}"), console=console)
-                tasks = {m: progress.add_task(m, total=trace.num_rows, live="") for m in modes}
+                progress = mode_progress(console)
+                tasks = {m: progress.add_task(m, total=trace.num_rows, start=False, counts="waiting", live="")
+                         for m in modes}
                 with progress, Scraper(run_dir) as scraper:
 
                     def one_mode(mode: str) -> None:
@@ -392,11 +439,22 @@ def main(args: argparse.Namespace) -> int:
                         manifest.write(run_dir)
                         replicas = fleet.endpoints(mode)
                         scraper.watch(mode, [(r.label, r.url) for r in replicas])
+                        progress.start_task(tasks[mode])
+                        progress.update(tasks[mode], counts="starting")
                         try:
                             mr.end, mr.records = replay_mode(plan, mode, replicas, trace_path, args, signals,
                                                              progress, tasks[mode], mr)
                         finally:
+                            progress.stop_task(tasks[mode])
                             scraper.unwatch(mode)
+                        if mr.end not in (None, "completed"):
+                            counts = progress.tasks[tasks[mode]].fields.get("counts", "")
+                            progress.update(tasks[mode], counts=f"[yellow]{mr.end}[/yellow]: {counts}")
+                        mr.server_metrics = scraper.problems.get(mode, "scraped")
+                        if mode in scraper.problems:
+                            console.print(f"[yellow]{mode}: no server-side metrics ({scraper.problems[mode]}); "
+                                          "the replay is unaffected, the acceptance column stays empty[/yellow]",
+                                          soft_wrap=True)
                         for rep, entry in zip(replicas, mr.replicas, strict=False):
                             code = fleet.exit_code(rep)
                             if code is None:
@@ -442,7 +500,11 @@ def main(args: argparse.Namespace) -> int:
             manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
             manifest.write(run_dir)
 
-    print_summary(console, run_dir, modes, manifest)
+    checks = print_summary(console, run_dir, modes, manifest, args.max_errors)
+    if code == EXIT_OK:
+        if not record_gate(manifest, checks, console):
+            code = EXIT_GATE
+        manifest.write(run_dir)
     console.print(f"results: {run_dir}/")
     return code
 

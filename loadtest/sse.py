@@ -31,6 +31,8 @@ class StreamMeasurement:
     completion_tokens: int | None = None
     finish_reason: str | None = None
     done: bool = False
+    saw_data: bool = False                        # a `data:` line came (else the body was not SSE)
+    first_line: bytes = b""                       # the body's first line, to show when it was not SSE
     _tokens_so_far: int = 0
 
     def feed(self, line: bytes, now: float) -> None:
@@ -38,7 +40,10 @@ class StreamMeasurement:
         if not line.startswith(b"data:"):
             line = line.strip()
             if not line.startswith(b"data:"):
+                if not self.saw_data and not self.first_line:
+                    self.first_line = line[:120]
                 return  # blank separators, comments (":"), event names
+        self.saw_data = True
         data = line[5:]  # JSON allows the surrounding whitespace (" ", "\r") orjson then skips
         if len(data) < 16 and data.strip() == b"[DONE]":
             self.done = True

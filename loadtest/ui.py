@@ -14,7 +14,6 @@ import errno
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 from rich.console import Console
@@ -23,8 +22,13 @@ from cluster import FleetError
 from cluster.process import die_with_parent
 from cluster.scrape import Scraper
 from cluster.state import check_health, load_endpoints
+from common.exits import print_error
+from loadtest import protocol
+from loadtest.locust_process import start_reader
 from loadtest.manifest import Manifest, ModeRun, utc_now
 from loadtest.run import (
+    EXIT_GATE,
+    EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
@@ -34,6 +38,7 @@ from loadtest.run import (
     locust_argv,
     new_run_dir,
     print_summary,
+    record_gate,
     replica_entry,
 )
 from scenarios import ScenarioError
@@ -56,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
     console = Console(width=None if sys.stdout.isatty() else 160)
 
     def fail(message: str) -> int:
-        print(f"loadtest ui: error: {message}", file=sys.stderr, flush=True)
+        print_error("loadtest ui", message)
         return EXIT_USAGE
 
     try:
@@ -87,7 +92,9 @@ def main(args: argparse.Namespace) -> int:
     write_trace(trace, trace_path, info["name"], info["sha256"])
     argv = locust_argv(trace_path, mode, [r.url for r in replicas], replicas[0].served_model, run_id, run_dir,
                        args.max_inflight, args.timeout, api_key_env=args.api_key_env,
-                       web=(args.web_host, args.web_port))
+                       lateness_limit=args.lateness_limit, web=(args.web_host, args.web_port),
+                       about=f"{trace.num_rows:,} requests of {info['name']} against {mode} "
+                       f"({len(replicas)} replica(s) of fleet {state.fleet}); run {run_id}")
     url = f"http://{args.web_host}:{args.web_port}"
     console.print(f"[bold]{run_id}[/bold]: {trace.num_rows} requests of {info['name']} against {mode} "
                   f"({len(replicas)} replica(s) of fleet {state.fleet})")
@@ -101,32 +108,30 @@ def main(args: argparse.Namespace) -> int:
         mr.locust_pids = [proc.pid]
         manifest.write(run_dir)
 
-        def pump() -> None:
-            last = 0.0
-            for line in proc.stdout:
-                if line.startswith("@@progress "):
-                    done, total = line.split()[1:3]
-                    if time.monotonic() - last > 5 and done != "0":
-                        last = time.monotonic()
-                        console.print(f"{mode}: {done}/{total} recorded")
-                elif line.startswith("@@finished "):
-                    _, status["end"], n = line.split()
-                    status["recorded"] = int(n)
-                    console.print(f"{mode}: replay {status['end']}: {n} records in {run_dir}/requests/; "
-                                  "the UI stays up for its charts: Ctrl-C to quit")
-                elif line.startswith("@@"):
-                    continue
-                else:
-                    stats_out.write(line)
+        last = [0.0]
 
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
+        def on_message(msg: protocol.Message) -> None:
+            if isinstance(msg, protocol.Progress):
+                if time.monotonic() - last[0] > 5 and msg.sent:
+                    last[0] = time.monotonic()
+                    console.print(f"{mode}: {msg.done:,}/{msg.total:,} done, {msg.sent:,} sent")
+            elif isinstance(msg, protocol.ClientVerdict):
+                mr.client = msg.verdict
+            elif isinstance(msg, protocol.Finished):
+                status["end"], status["recorded"] = msg.reason, msg.recorded
+                console.print(f"{mode}: replay {msg.reason}: {msg.recorded} records in {run_dir}/requests/; "
+                              "the UI stays up for its charts: Ctrl-C to quit")
+
+        reader = start_reader(proc, stats_out, on_message)
         with Scraper(run_dir) as scraper:
             scraper.watch(mode, [(r.label, r.url) for r in replicas])
             mr.started_at = utc_now()
             while proc.poll() is None:
                 time.sleep(0.2)
             scraper.unwatch(mode)
+        mr.server_metrics = scraper.problems.get(mode, "scraped")
+        if mode in scraper.problems:
+            console.print(f"[yellow]{mode}: no server-side metrics ({scraper.problems[mode]})[/yellow]", soft_wrap=True)
         reader.join(5)
         signals.children.remove(proc)
     mr.ended_at, mr.end, mr.records = utc_now(), status["end"] or "never started", status["recorded"]
@@ -137,10 +142,14 @@ def main(args: argparse.Namespace) -> int:
     manifest.write(run_dir)
     if not (run_dir / "requests").exists():
         console.print("no request was sent (Start was never pressed)")
-    print_summary(console, run_dir, [mode], manifest)
+    checks = print_summary(console, run_dir, [mode], manifest, args.max_errors)
+    gate_passed = record_gate(manifest, checks, console) if completed else True
+    manifest.write(run_dir)
     console.print(f"results: {run_dir}/")
     if proc.returncode not in (0, None) and not signals.stop:
-        print(f"loadtest ui: error: Locust exited with code {proc.returncode}; see {run_dir}/logs/", file=sys.stderr)
-        return 1
+        print_error("loadtest ui", f"Locust exited with code {proc.returncode}; see {run_dir}/logs/")
+        return EXIT_INCOMPLETE
+    if not gate_passed:
+        return EXIT_GATE
     return EXIT_OK if completed or status["end"] is None else EXIT_INTERRUPTED
 

@@ -66,10 +66,30 @@ def trace_build(console: Console, scenario: str, out: str, requests: int | None,
 
 def trace_import(console: Console, file: str, fmt: str, out: str, opts: ImportOptions) -> int:
     path = Path(file)
-    table = import_trace(path, fmt, opts)
-    write_trace(table, Path(out), f"import:{fmt}:{path.name}", scenario_hash(path.read_bytes()))
-    console.print(f"wrote {table.num_rows:,} requests imported from {file} ({fmt}) to {out}", highlight=False)
+    imported = import_trace(path, fmt, opts)
+    write_trace(imported.table, Path(out), f"import:{fmt}:{path.name}", scenario_hash(path.read_bytes()))
+    for line in imported.describe():
+        console.print(f"{file}: {line}", highlight=False, soft_wrap=True)
+    console.print(f"wrote {imported.table.num_rows:,} requests imported from {file} ({fmt}) to {out}",
+                  highlight=False)
     return 0
+
+
+def format_rate(per_s: float) -> str:
+    """A rate in the unit that shows it with three significant figures: 12.5/s, 1.80/min, 3.00/h."""
+    if not np.isfinite(per_s):
+        return "-"
+    for unit, scale in (("/s", 1.0), ("/min", 60.0), ("/h", 3600.0)):
+        if per_s * scale >= 1 or unit == "/h":
+            return f"{per_s * scale:,.3g}{unit}" if per_s * scale < 1000 else f"{per_s * scale:,.0f}{unit}"
+    return "-"  # pragma: no cover - the loop always returns
+
+
+def format_span(seconds: float) -> str:
+    """A duration as 45.2 s, 12.0 min or 4.00 h."""
+    if seconds < 120:
+        return f"{seconds:,.1f} s"
+    return f"{seconds / 60:,.1f} min" if seconds < 7200 else f"{seconds / 3600:,.2f} h"
 
 
 def sparkline(values: np.ndarray) -> str:
@@ -85,8 +105,8 @@ def trace_show(console: Console, file: str) -> int:
     gaps = np.diff(offsets)
     cv = float(gaps.std() / gaps.mean()) if len(gaps) > 1 and gaps.mean() > 0 else float("nan")
     closed = closed_concurrency(table)
-    console.print(f"{file}: {table.num_rows:,} requests over {span:,.1f} s "
-                  f"({table.num_rows / span if span else float('nan'):.2f}/s), inter-arrival CV {cv:.2f}"
+    console.print(f"{file}: {table.num_rows:,} requests over {format_span(span)} "
+                  f"({format_rate(table.num_rows / span if span else float('nan'))}), inter-arrival CV {cv:.2f}"
                   + (f", closed loop at concurrency {closed}" if closed else "")
                   + f"; scenario {meta.get(META_NAME, b'?').decode()} {meta.get(META_HASH, b'?').decode()[:16]}",
                   highlight=False)
@@ -102,7 +122,7 @@ def trace_show(console: Console, file: str) -> int:
         bins = min(60, max(1, table.num_rows // 5))
         counts, edges = np.histogram(offsets, bins=bins)
         width = edges[1] - edges[0]
-        console.print(f"requests/s over time ({width:,.1f} s per bar, peak {counts.max() / width:.1f}/s):",
+        console.print(f"requests over time ({format_span(width)} per bar, peak {format_rate(counts.max() / width)}):",
                       highlight=False)
         console.print(sparkline(counts), highlight=False)
     return 0

@@ -5,13 +5,21 @@ Formats: ShareGPT-style JSON conversations; JSONL (`prompt`, `max_tokens`, optio
 ContextTokens, GeneratedTokens`); the BurstGPT CSV (`Timestamp, Model, Request tokens, Response
 tokens, ...`). Where a trace has only lengths, prompts are generated to those lengths; where it
 has no times, arrivals are Poisson at `rate`. Every problem is one line naming the file and the
-row or line.
+row or line. Nothing is dropped silently: rows that cannot be replayed (a conversation with no
+answer, a request that generated nothing) are counted by reason in the result.
+
+ShareGPT conversations become one request each, as `vllm bench serve` reads them: the first user
+turn (after any system turns, which are kept as system messages) is the prompt, and the length of
+the answer that follows it sets `max_tokens`; later turns of a multi-turn conversation are not
+replayed (counted in `notes`).
 """
 
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+import io
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -21,6 +29,7 @@ import pyarrow as pa
 
 from scenarios import ScenarioError
 from scenarios.prompts import estimate_tokens, make_prompt
+from scenarios.textfile import read_utf8
 from scenarios.trace import TRACE_SCHEMA
 
 FORMATS = ("sharegpt", "jsonl", "azure", "burstgpt")
@@ -44,11 +53,32 @@ class _Rows:
     max_tokens: list[int]
     times: list[float] | None                   # seconds, any origin; None: untimed
     ignore_eos: bool
+    dropped: Counter[str] = field(default_factory=Counter)  # reason -> rows of the file not replayed
+    notes: Counter[str] = field(default_factory=Counter)    # reason -> rows replayed in part
+
+
+@dataclass(frozen=True)
+class Imported:
+    """An imported trace and what became of the file's rows."""
+
+    table: pa.Table
+    read: int                       # requests (rows, lines, conversations) in the file
+    dropped: dict[str, int]         # reason -> rows not replayed
+    notes: dict[str, int]           # reason -> rows replayed in part
+
+    def describe(self) -> list[str]:
+        """One line per reason a row was dropped or shortened, for the console."""
+        out = [f"dropped {n:,} of {self.read:,}: {why}" for why, n in self.dropped.items()]
+        return out + [f"{n:,} of {self.read:,}: {why}" for why, n in self.notes.items()]
+
+
+ROLES = {"human": "user", "user": "user", "gpt": "assistant", "chatgpt": "assistant", "bard": "assistant",
+         "bing": "assistant", "assistant": "assistant", "model": "assistant", "system": "system"}
 
 
 def _sharegpt(path: Path) -> _Rows:
     try:
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(read_utf8(path))
     except orjson.JSONDecodeError as exc:
         raise ScenarioError(f"{path}: not valid JSON: {exc}") from None
     if not isinstance(data, list):
@@ -56,24 +86,38 @@ def _sharegpt(path: Path) -> _Rows:
     rows = _Rows([], [], [], [], [], None, ignore_eos=False)
     for i, conv in enumerate(data):
         turns = conv.get("conversations") if isinstance(conv, dict) else None
-        if not isinstance(turns, list):
-            raise ScenarioError(f"{path}: conversation {i}: missing 'conversations' list")
-        human = next((k for k, t in enumerate(turns) if t.get("from") in ("human", "user")), None)
-        if human is None or human + 1 >= len(turns):
-            continue  # no question with an answer: nothing to replay
-        answer = turns[human + 1].get("value", "")
+        if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+            raise ScenarioError(f"{path}: conversation {i}: missing 'conversations' list of turns")
+        roles = [ROLES.get(str(t.get("from", "")).lower()) for t in turns]
+        first = next((k for k, r in enumerate(roles) if r != "system"), None)
+        if first is None:
+            rows.dropped["no user turn"] += 1
+            continue
+        if roles[first] != "user":
+            rows.dropped[f"the conversation starts with a {turns[first].get('from')!r} turn, not a user turn"] += 1
+            continue
+        text = turns[first].get("value")
+        if not isinstance(text, str) or not text.strip():
+            rows.dropped["the first user turn is empty"] += 1
+            continue
+        if first + 1 >= len(turns) or roles[first + 1] != "assistant":
+            rows.dropped["the first user turn has no answer after it"] += 1
+            continue
+        if any(r == "user" for r in roles[first + 1:]):
+            rows.notes["multi-turn: only the first user turn and its answer are replayed"] += 1
+        history = [{"role": "system", "content": str(t.get("value", ""))} for t in turns[:first]]
         rows.tenant.append("sharegpt")
-        rows.messages.append(orjson.dumps([{"role": "user", "content": turns[human].get("value", "")}]).decode())
+        rows.messages.append(orjson.dumps([*history, {"role": "user", "content": text}]).decode())
         rows.prompt.append(None)
         rows.api.append("chat")
-        rows.max_tokens.append(max(1, estimate_tokens(answer)))
+        rows.max_tokens.append(max(1, estimate_tokens(str(turns[first + 1].get("value", "")))))
     return rows
 
 
 def _jsonl(path: Path) -> _Rows:
     rows = _Rows([], [], [], [], [], [], ignore_eos=False)
     timed = True
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(read_utf8(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -102,7 +146,7 @@ def _jsonl(path: Path) -> _Rows:
 
 
 def _csv_rows(path: Path, required: list[str]) -> list[dict[str, str]]:
-    with open(path, newline="") as f:
+    with io.StringIO(read_utf8(path), newline="") as f:
         reader = csv.DictReader(f)
         header = [h.strip() for h in (reader.fieldnames or [])]
         missing = [c for c in required if c not in header]
@@ -126,8 +170,9 @@ def _lengths_only(path: Path, rows_in, tenant_of, time_of, prompt_col: str, outp
     rows = _Rows([], [], [], [], [], [], ignore_eos=True)
     for i, r in enumerate(rows_in, 2):
         out = _int(path, i, output_col, r[output_col])
-        if out < 1:
-            continue  # a failed request in the source: nothing was generated
+        if out < 1:  # a failed request in the source: nothing was generated, nothing to replay
+            rows.dropped[f"{output_col} is 0 (the request generated nothing in the source)"] += 1
+            continue
         rows.tenant.append(tenant_of(r))
         rows.prompt.append(f"{_int(path, i, prompt_col, r[prompt_col])}")  # a length, made a prompt below
         rows.messages.append(None)
@@ -158,15 +203,17 @@ def _burstgpt(path: Path) -> _Rows:
                          lambda i, r: _float(path, i, "Timestamp", r["Timestamp"]), "Request tokens", "Response tokens")
 
 
-def import_trace(path: Path, fmt: str, opts: ImportOptions = ImportOptions()) -> pa.Table:
+def import_trace(path: Path, fmt: str, opts: ImportOptions = ImportOptions()) -> Imported:
     if fmt not in FORMATS:
         raise ScenarioError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if not path.is_file():
         raise ScenarioError(f"trace file {str(path)!r} does not exist")
     rows = {"sharegpt": _sharegpt, "jsonl": _jsonl, "azure": _azure, "burstgpt": _burstgpt}[fmt](path)
     n = len(rows.max_tokens)
+    read = n + sum(rows.dropped.values())
     if n == 0:
-        raise ScenarioError(f"{path}: no requests found")
+        why = "; ".join(f"{k}: {v}" for k, v in rows.dropped.items())
+        raise ScenarioError(f"{path}: no requests found" + (f" (of {read} rows, {why})" if why else ""))
     rng = np.random.default_rng(opts.seed)
     if rows.times is None:
         gaps = rng.exponential(1.0 / opts.rate, size=n)
@@ -178,9 +225,13 @@ def import_trace(path: Path, fmt: str, opts: ImportOptions = ImportOptions()) ->
     keep = np.ones(n, dtype=bool)
     if opts.window is not None:
         keep &= (times >= opts.window[0]) & (times < opts.window[1])
+        if (~keep).sum():
+            rows.dropped[f"outside --window {opts.window[0]:g}:{opts.window[1]:g}"] += int((~keep).sum())
     idx = np.flatnonzero(keep)
     if opts.sample is not None and len(idx):
         k = int(opts.sample) if opts.sample >= 1 else max(1, round(opts.sample * len(idx)))
+        if k < len(idx):
+            rows.dropped[f"not in the --sample of {k:,}"] += len(idx) - k
         idx = np.sort(rng.choice(idx, size=min(k, len(idx)), replace=False))
     if len(idx) == 0:
         raise ScenarioError(f"{path}: no requests left after --window/--sample")
@@ -215,4 +266,4 @@ def import_trace(path: Path, fmt: str, opts: ImportOptions = ImportOptions()) ->
         "slo_tpot_p99_ms": [None] * len(idx),
         "slo_e2e_p99_ms": [None] * len(idx),
     }, schema=TRACE_SCHEMA)
-    return table
+    return Imported(table, read, dict(rows.dropped), dict(rows.notes))

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 import orjson
+
+from scenarios import ScenarioError
+from scenarios.textfile import read_utf8
 
 # Byte-level BPE tokenizers of Llama 3 and Qwen 2.5 average about 4 characters of English or code
 # per token. This is the one estimate the project uses for prompt length targets; the server's
@@ -66,7 +68,7 @@ def _corpus(name: str) -> tuple[str, np.ndarray]:
     if name in _FILES:
         text = (resources.files("scenarios") / "content" / _FILES[name]).read_text()
     else:
-        text = Path(name).read_text(errors="replace")
+        text = read_utf8(name)
     if not text.endswith("\n"):
         text += "\n"
     text = text * max(1, -(-65536 // len(text)) + 1)
@@ -90,12 +92,21 @@ def _slice(name: str, start_pick: int, chars: int) -> str:
 @cache
 def custom_prompts(path: str) -> tuple[str, ...]:
     """Prompts of a `custom` tenant: JSONL lines with a "prompt" key, or else one prompt per line."""
-    lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
+    lines = [(n, ln) for n, ln in enumerate(read_utf8(path).splitlines(), 1) if ln.strip()]
     if not lines:
-        raise ValueError(f"{path}: no prompts in the file")
-    if lines[0].lstrip().startswith("{"):
-        return tuple(str(orjson.loads(ln)["prompt"]) for ln in lines)
-    return tuple(lines)
+        raise ScenarioError(f"{path}: no prompts in the file")
+    if not lines[0][1].lstrip().startswith("{"):
+        return tuple(ln for _, ln in lines)
+    out = []
+    for n, ln in lines:
+        try:
+            obj = orjson.loads(ln)
+        except orjson.JSONDecodeError as exc:
+            raise ScenarioError(f"{path}: line {n}: not valid JSON ({exc})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
+            raise ScenarioError(f'{path}: line {n}: expected a JSON object with a "prompt" string')
+        out.append(obj["prompt"])
+    return tuple(out)
 
 
 def make_prompt(domain: str, language: str | None, target_tokens: int, uid: int, pick: int,

@@ -19,7 +19,10 @@ from pydantic import (
     model_validator,
 )
 
+from common.validation import problems
 from scenarios import ScenarioError
+from scenarios.prompts import custom_prompts
+from scenarios.textfile import read_lengths, read_utf8
 
 SHARE_TOLERANCE = 1e-6
 
@@ -82,7 +85,11 @@ class Empirical(_Bounded):
     @field_validator("file")
     @classmethod
     def _file(cls, v: str | None, info: ValidationInfo) -> str | None:
-        return None if v is None else _resolve(v, info)
+        if v is None:
+            return None
+        path = _resolve(v, info)
+        read_lengths(path)  # every line a positive integer
+        return path
 
     @model_validator(mode="after")
     def _source(self):
@@ -93,12 +100,7 @@ class Empirical(_Bounded):
         return self
 
     def observed(self) -> list[int]:
-        if self.values is not None:
-            return self.values
-        out = [int(line) for line in Path(self.file).read_text().split() if line.strip()]
-        if not out or min(out) < 1:
-            raise ValueError(f"{self.file}: needs positive integers, one per line")
-        return out
+        return self.values if self.values is not None else read_lengths(self.file)
 
 
 Distribution = Annotated[Fixed | Uniform | Normal | LogNormal | Empirical, Field(discriminator="dist")]
@@ -216,7 +218,14 @@ class Tenant(_Strict):
     @field_validator("document", "prompts_file")
     @classmethod
     def _file(cls, v: str | None, info: ValidationInfo) -> str | None:
-        return None if v is None else _resolve(v, info)
+        if v is None:
+            return None
+        path = _resolve(v, info)
+        if info.field_name == "prompts_file":
+            custom_prompts(path)  # UTF-8, and a prompt on every line
+        elif not read_utf8(path).strip():
+            raise ValueError(f"{path}: the document is empty")
+        return path
 
     @model_validator(mode="after")
     def _shape(self):
@@ -290,19 +299,10 @@ def builtin_names() -> list[str]:
     return sorted(p.name.removesuffix(".toml") for p in BUILTIN.iterdir() if p.name.endswith(".toml"))
 
 
-def _format(err: dict, where: str) -> str:
-    loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-after", "tagged-union")))
-    msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key (a typo?)"
-    elif err["type"] == "missing":
-        msg = "required key is missing"
-    return f"{where}: {loc or '(top level)'}: {msg}"
-
-
 def load_scenario(name_or_path: str | Path) -> tuple[Scenario, bytes]:
     """Load a built-in scenario by name or a TOML file by path; return it with its raw bytes
-    (whose hash identifies it in results). Raise ScenarioError with one line on any problem."""
+    (whose hash identifies it in results). Raise ScenarioError with one line per problem, each
+    naming the key as the file spells it."""
     text = str(name_or_path)
     path = Path(text)
     if path.suffix == ".toml" or path.exists() or "/" in text:
@@ -324,4 +324,4 @@ def load_scenario(name_or_path: str | Path) -> tuple[Scenario, bytes]:
     try:
         return Scenario.model_validate(data, context={"base": base}), raw
     except ValidationError as exc:
-        raise ScenarioError(_format(exc.errors()[0], where)) from None
+        raise ScenarioError("\n".join(problems(exc, data, where))) from None

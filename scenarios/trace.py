@@ -250,6 +250,17 @@ def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
     return table, {k: meta[v].decode() for k, v in (("name", META_NAME), ("sha256", META_HASH)) if v in meta}
 
 
+def scale_rate(table: pa.Table, factor: float) -> pa.Table:
+    """The same requests arriving `factor` times as fast (every offset divided by it), as
+    `--rate-scale` does for a trace file. A closed-loop trace has no rate to scale."""
+    if closed_concurrency(table):
+        raise ScenarioError("--rate-scale: this trace is closed loop (a fixed concurrency, no arrival rate); "
+                            "rebuild it from an open-loop scenario to scale its rate")
+    i = table.schema.get_field_index("offset_s")
+    scaled = pa.array(table["offset_s"].to_numpy() / factor, type=pa.float64())
+    return table.set_column(i, table.schema.field(i), scaled).replace_schema_metadata(table.schema.metadata)
+
+
 def closed_concurrency(table_or_schema) -> int | None:
     meta = (table_or_schema.schema if hasattr(table_or_schema, "schema") else table_or_schema).metadata or {}
     return int(meta[META_CLOSED]) if META_CLOSED in meta else None

@@ -63,8 +63,8 @@ output_tokens = { dist = "fixed", value = 10 }
 
 @pytest.mark.parametrize("edit, needle", [
     (lambda s: s.replace('name = "x"', 'name = "x"\nrequets = 5'), "requets: unknown key"),
-    (lambda s: s.replace("rate = 5", "rate = -1"), "arrival.poisson.rate: Input should be greater than 0"),
-    (lambda s: s.replace("rate = 5", 'rate = "fast"'), "arrival.poisson.rate"),
+    (lambda s: s.replace("rate = 5", "rate = -1"), "arrival.rate: must be greater than 0, got -1"),
+    (lambda s: s.replace("rate = 5", 'rate = "fast"'), "arrival.rate: expected a number, got 'fast'"),
     (lambda s: s.replace("share = 1.0", "share = 0.7"), "tenant shares must sum to 1, they sum to 0.7"),
     (lambda s: s.replace('{ dist = "fixed", value = 10 }\noutput',
                          '{ dist = "uniform", min = 50, max = 10 }\noutput'), "min (50) is greater than max (10)"),
@@ -79,10 +79,18 @@ output_tokens = { dist = "fixed", value = 10 }
     (lambda s: s.replace('process = "poisson"\nrate = 5', 'process = "ramp"\nfrom = 0\nto = 0\nover = 10'),
      "ramp needs from or to above 0"),
     (lambda s: s.replace('process = "poisson"\nrate = 5', 'process = "closed"\nconcurrency = 0'),
-     "arrival.closed.concurrency: Input should be greater than or equal to 1"),
+     "arrival.concurrency: must be at least 1, got 0"),
     (lambda s: s.replace('{ dist = "fixed", value = 10 }\noutput', '{ dist = "empirical" }\noutput'),
      "empirical needs exactly one of values"),
-    (lambda s: s.replace('share = 1.0', 'share = 1.0\ntemperature = "hot"'), "tenants.a.temperature"),
+    (lambda s: s.replace('share = 1.0', 'share = 1.0\ntemperature = "hot"'),
+     "tenants.a.temperature: expected a number, got 'hot'"),
+    (lambda s: s.replace('process = "poisson"\nrate = 5', 'process = "steps"\nsteps = [{ rate = 1, duration = 5 }, '
+                         '{ rate = -2, duration = 5 }]'), "arrival.steps[1].rate: must be at least 0, got -2"),
+    (lambda s: s.replace('process = "poisson"', 'process = "poison"'),
+     "arrival.process: unknown process 'poison' (expected one of 'poisson', "),
+    (lambda s: s.replace('{ dist = "fixed", value = 10 }\noutput', '{ dist = "lognormal", mean = 10 }\noutput'),
+     "tenants.a.prompt_tokens.sigma: required key is missing"),
+    (lambda s: s.split("[tenants.a]")[0] + "[tenants]\n", "tenants: needs at least 1 entry, the file gives 0"),
 ])
 def test_bad_scenarios_get_one_line_naming_the_key(tmp_path, edit, needle):
     path = tmp_path / "bad.toml"
@@ -159,5 +167,5 @@ output_tokens = { dist = "empirical", values = [50, 60] }
 def test_empty_tenants_is_an_error(tmp_path):
     path = tmp_path / "e.toml"
     path.write_text('name = "e"\nrequests = 5\n[arrival]\nprocess = "poisson"\nrate = 1\n[tenants]\n')
-    with pytest.raises(ScenarioError, match="tenants: Dictionary should have at least 1 item"):
+    with pytest.raises(ScenarioError, match="tenants: needs at least 1 entry, the file gives 0"):
         load_scenario(path)

@@ -36,19 +36,19 @@ def test_each_format_imports_its_fixture(fmt, tmp_path):
 
 
 def test_timestamps_speedup_window_and_lengths():
-    t = import_trace(IMPORTS / "requests.jsonl", "jsonl")
+    t = import_trace(IMPORTS / "requests.jsonl", "jsonl").table
     assert t["offset_s"].to_pylist() == pytest.approx([0.0, 0.5, 1.25, 2.0, 2.2])
     assert t["tenant"].to_pylist()[:3] == ["translate", "math", "jsonl"]
-    fast = import_trace(IMPORTS / "requests.jsonl", "jsonl", ImportOptions(speedup=2.0))
+    fast = import_trace(IMPORTS / "requests.jsonl", "jsonl", ImportOptions(speedup=2.0)).table
     assert fast["offset_s"].to_pylist() == pytest.approx([0.0, 0.25, 0.625, 1.0, 1.1])
-    win = import_trace(IMPORTS / "burstgpt.csv", "burstgpt", ImportOptions(window=(100, 200)))
+    win = import_trace(IMPORTS / "burstgpt.csv", "burstgpt", ImportOptions(window=(100, 200))).table
     assert win.num_rows == 3 and win["tenant"].to_pylist() == ["GPT-4", "GPT-4", "ChatGPT"]
-    azure = import_trace(IMPORTS / "azure.csv", "azure")
+    azure = import_trace(IMPORTS / "azure.csv", "azure").table
     assert azure["max_tokens"].to_pylist() == [44, 109, 15, 7, 32]
     est = azure["prompt_tokens_est"].to_pylist()
     assert est == pytest.approx([374, 396, 879, 91, 1210], rel=0.05)  # prompts generated to length
     assert azure["offset_s"].to_pylist()[1] == pytest.approx(4.3145790)
-    share = import_trace(IMPORTS / "sharegpt.json", "sharegpt", ImportOptions(rate=2.0, sample=2, seed=1))
+    share = import_trace(IMPORTS / "sharegpt.json", "sharegpt", ImportOptions(rate=2.0, sample=2, seed=1)).table
     assert share.num_rows == 2 and json.loads(share["messages"][0].as_py())[0]["role"] == "user"
 
 
@@ -66,6 +66,52 @@ def test_bad_trace_files_get_one_line(tmp_path, content, fmt, needle):
         import_trace(path, fmt)
     res = loadtest("trace", "import", str(path), "--format", fmt, "--out", str(tmp_path / "o.parquet"))
     assert res.returncode == 2 and needle.split(": ")[-1] in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("fmt, text", [
+    ("jsonl", b'{"prompt": "caf\xe9", "max_tokens": 3}\n'),
+    ("azure", b"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,3,4\n2023-11-16 18:15:47,caf\xe9,4\n"),
+    ("burstgpt", b"Timestamp,Model,Request tokens,Response tokens\n5,caf\xe9,3,4\n"),
+    ("sharegpt", b'[{"conversations": [{"from": "human", "value": "caf\xe9"}]}]'),
+])
+def test_a_byte_that_is_not_utf8_is_one_line_naming_its_place(tmp_path, fmt, text):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(text)
+    res = loadtest("trace", "import", str(path), "--format", fmt, "--out", str(tmp_path / "o.parquet"))
+    bad = text.index(b"\xe9")
+    line, column = text[:bad].count(b"\n") + 1, bad - text.rfind(b"\n", 0, bad)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.strip().splitlines() == [f"loadtest trace import: error: {path}: line {line}, column {column}: "
+                                               "byte 0xe9 is not UTF-8 text (save the file as UTF-8)"]
+
+
+def test_dropped_rows_are_counted_and_said(tmp_path):
+    share = import_trace(IMPORTS / "sharegpt.json", "sharegpt")
+    assert share.read == 4 and share.table.num_rows == 3
+    assert share.dropped == {"the first user turn has no answer after it": 1}
+    assert share.notes == {"multi-turn: only the first user turn and its answer are replayed": 1}
+    # a system turn before the question is kept as the system message
+    first = {json.loads(m)[0]["role"] for m in share.table["messages"].to_pylist()}
+    assert first == {"user", "system"}
+    res = loadtest("trace", "import", str(IMPORTS / "sharegpt.json"), "--format", "sharegpt", "--out",
+                   str(tmp_path / "s.parquet"))
+    assert "dropped 1 of 4: the first user turn has no answer after it" in res.stdout
+    assert "1 of 4: multi-turn: only the first user turn and its answer are replayed" in res.stdout
+
+    model_first = tmp_path / "model-first.json"
+    model_first.write_text(json.dumps([
+        {"conversations": [{"from": "gpt", "value": "Hello! How can I help?"}, {"from": "human", "value": "Hi"},
+                           {"from": "gpt", "value": "Hi there"}]},
+        {"conversations": [{"from": "human", "value": "Q"}, {"from": "gpt", "value": "A"}]}]))
+    assert import_trace(model_first, "sharegpt").dropped == {
+        "the conversation starts with a 'gpt' turn, not a user turn": 1}
+
+    burst = loadtest("trace", "import", str(IMPORTS / "burstgpt.csv"), "--format", "burstgpt", "--out",
+                     str(tmp_path / "b.parquet"), "--window", "0:150")
+    assert "dropped 1 of 6: Response tokens is 0 (the request generated nothing in the source)" in burst.stdout
+    assert "outside --window 0:150" in burst.stdout
+    azure = import_trace(IMPORTS / "azure.csv", "azure")
+    assert azure.dropped == {"GeneratedTokens is 0 (the request generated nothing in the source)": 1}
 
 
 @pytest.mark.e2e

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import signal
+import socket
 import sys
 
 from cluster.sim import perf_model
 from cluster.sim.engine import Engine
 from cluster.sim.faults import FAULT_HELP, parse_faults
 from cluster.sim.profiles import HARDWARE, model_profile
-from cluster.sim.server import ServerConfig, SimServer, serve
+from cluster.sim.server import ServerConfig, SimServer, listen, serve
 from cluster.speculation import SpeculativeConfigError, parse_speculative_config
 
 # Llama 3.x and Qwen 2.5 instruct models ship max_position_embeddings of 131072 and 32768; vLLM
@@ -54,9 +56,15 @@ def build(args: argparse.Namespace) -> tuple[SimServer, str, int]:
         raise SimArgsError("the following arguments are required: MODEL (positional or --model)")
     if args.tensor_parallel_size < 1:
         raise SimArgsError(f"--tensor-parallel-size must be >= 1, got {args.tensor_parallel_size}")
+    if not 1 <= args.port <= 65535:
+        raise SimArgsError(f"--port must be a TCP port (1-65535), got {args.port}")
+    if args.max_num_seqs < 1:
+        raise SimArgsError(f"--max-num-seqs must be >= 1, got {args.max_num_seqs}")
+    if args.max_model_len is not None and args.max_model_len < 1:
+        raise SimArgsError(f"--max-model-len must be >= 1, got {args.max_model_len}")
     if not 0 < args.gpu_memory_utilization <= 1:
         raise SimArgsError(f"--gpu-memory-utilization must be in (0, 1], got {args.gpu_memory_utilization}")
-    if args.time_scale <= 0:
+    if not 0 < args.time_scale < float("inf"):
         raise SimArgsError(f"--time-scale must be > 0, got {args.time_scale}")
     try:
         target = model_profile(model)
@@ -90,24 +98,27 @@ def run(args: argparse.Namespace) -> int:
     except SimArgsError as exc:
         print(f"loadtest sim: error: {exc}", file=sys.stderr)
         return 2
+    try:
+        sock = listen(host, port)
+    except OSError as exc:
+        why = "the port is in use; pick another --port" if exc.errno == errno.EADDRINUSE else exc.strerror or exc
+        print(f"loadtest sim: error: cannot listen on {host}:{port}: {why}", file=sys.stderr)
+        return 2
     dep = server.engine.dep
     logging.info("serving %s as %s on http://%s:%d (%s, TP%d, speculation=%s, KV capacity %d tokens, time scale %g)",
                  server.cfg.model, ",".join(server.cfg.served_model_names), host, port, dep.hardware.name,
                  dep.tp, dep.spec.to_json() if dep.spec else "none", server.engine.kv_capacity,
                  server.engine.time_scale)
-    return asyncio.run(_main(server, host, port))
+    return asyncio.run(_main(server, sock))
 
 
-async def _main(server: SimServer, host: str, port: int) -> int:
+async def _main(server: SimServer, sock: socket.socket) -> int:
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)
     try:
-        await serve(server, host, port)
+        await serve(server, sock)
     except asyncio.CancelledError:
         logging.info("shutting down")
-    except OSError as exc:
-        print(f"loadtest sim: error: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
-        return 1
     return 0

@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import logging
 import os
+import socket
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -405,11 +406,18 @@ def _crash(fault: str) -> None:
     os._exit(1)
 
 
-async def serve(server: SimServer, host: str, port: int) -> None:
-    """Run until cancelled (SIGINT/SIGTERM)."""
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (OSError if it is taken or the address is not ours), made
+    before anything says "serving", so a busy port is the only thing reported."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=1024)
+
+
+async def serve(server: SimServer, sock: socket.socket) -> None:
+    """Serve on the listening `sock` until cancelled (SIGINT/SIGTERM)."""
     runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
+    site = web.SockSite(runner, sock)
     await site.start()
     try:
         await asyncio.Event().wait()

@@ -1,0 +1,72 @@
+"""The error gate of a run: a mode whose requests failed is not a result.
+
+A mode fails the gate when none of its requests succeeded, or when its errors and timeouts pass
+a share of the requests it sent (`--max-errors`, 10% by default). Requests never sent (a
+deadline, an interrupt) are not errors of the server and do not count. The gate turns into exit
+code 1 (DESIGN.md, "Exit codes").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+# The default share of a mode's sent requests that may fail before the run fails (--max-errors).
+DEFAULT_MAX_ERROR_SHARE = 0.10
+
+
+@dataclass(frozen=True)
+class ErrorCheck:
+    mode: str
+    sent: int                   # requests sent (ok + error + timeout)
+    ok: int
+    failed: int                 # error + timeout
+    kinds: dict[str, int]       # "error/not_sse", "timeout", ... -> requests, most first
+    max_share: float
+
+    @property
+    def error_share(self) -> float:
+        return self.failed / self.sent if self.sent else 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.ok > 0 and self.error_share <= self.max_share
+
+    def kinds_text(self) -> str:
+        return ", ".join(f"{k} {n:,}" for k, n in self.kinds.items())
+
+    def reason(self) -> str | None:
+        """Why the mode failed the gate (None when it passed)."""
+        if self.passed:
+            return None
+        if self.sent == 0:
+            return f"{self.mode}: no request was sent"
+        head = (f"{self.mode}: no request succeeded ({self.failed:,} of {self.sent:,} sent failed" if self.ok == 0
+                else f"{self.mode}: {self.failed:,} of {self.sent:,} sent requests failed ({self.error_share:.0%}, "
+                f"more than --max-errors {self.max_share:.0%}")
+        return f"{head}: {self.kinds_text()})"
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "error_share": round(self.error_share, 4), "passed": self.passed,
+                "reason": self.reason()}
+
+
+def error_checks(records: pa.Table, modes: list[str], max_share: float = DEFAULT_MAX_ERROR_SHARE) -> list[ErrorCheck]:
+    """One check per mode of `modes` over the run's request records."""
+    kind = pc.if_else(pc.equal(records["status"], "error"),
+                      pc.binary_join_element_wise("error/", pc.fill_null(records["error_kind"], "unknown"), ""),
+                      records["status"])
+    counts = pa.table({"mode": records["mode"], "kind": kind}).group_by(["mode", "kind"]).aggregate([([], "count_all")])
+    by_mode: dict[str, dict[str, int]] = {}
+    for row in counts.to_pylist():
+        by_mode.setdefault(row["mode"], {})[row["kind"]] = row["count_all"]
+    out = []
+    for mode in modes:
+        c = by_mode.get(mode, {})
+        failures = {k: n for k, n in c.items() if k not in ("ok", "not_sent")}
+        failed = sum(failures.values())
+        out.append(ErrorCheck(mode=mode, sent=c.get("ok", 0) + failed, ok=c.get("ok", 0), failed=failed,
+                              kinds=dict(sorted(failures.items(), key=lambda kv: -kv[1])), max_share=max_share))
+    return out

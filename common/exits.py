@@ -1,0 +1,18 @@
+"""The one exit-code table of every command (DESIGN.md, "Exit codes"), and one-line errors."""
+
+from __future__ import annotations
+
+import sys
+
+OK = 0            # passed
+GATE_FAILED = 1   # a check failed: a mode's errors, an SLO, a regression, drift, an unhealthy fleet
+BAD_INPUT = 2     # a file, a flag or a server's reply we were given: one line naming it
+INCOMPLETE = 3    # the run could not complete (a crash, a fleet that would not start)
+INTERRUPTED = 130 # SIGINT or SIGTERM
+
+
+def print_error(prog: str, message: str) -> None:
+    """`prog: error: ...` on stderr, one line per line of `message` (a file with three problems
+    gets three lines, each naming its key)."""
+    for line in str(message).splitlines() or [""]:
+        print(f"{prog}: error: {line}", file=sys.stderr, flush=True)

@@ -1,0 +1,40 @@
+"""Reading a user's text files (trace imports, prompts, documents, length lists) as UTF-8, with
+one line naming the place of a byte that is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scenarios import ScenarioError
+
+
+def read_utf8(path: str | Path) -> str:
+    """The file as UTF-8 text (a leading BOM, as spreadsheet exports write, is dropped). A byte
+    that is not UTF-8 raises ScenarioError naming the file, line and column."""
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ScenarioError(f"{path}: line {line}, column {col}: byte 0x{raw[exc.start]:02x} is not UTF-8 text "
+                            "(save the file as UTF-8)") from None
+
+
+def read_lengths(path: str | Path) -> list[int]:
+    """Token counts, one positive integer per line (blank lines skipped)."""
+    out = []
+    for n, line in enumerate(read_utf8(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = int(line.strip())
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ScenarioError(f"{path}: line {n}: expected a positive integer (a length in tokens), "
+                                f"got {line.strip()!r}")
+        out.append(value)
+    if not out:
+        raise ScenarioError(f"{path}: no lengths in the file (one positive integer per line)")
+    return out
