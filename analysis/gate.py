@@ -1,9 +1,11 @@
 """The error gate of a run: a mode whose requests failed is not a result.
 
 A mode fails the gate when none of its requests succeeded, or when its errors and timeouts pass
-a share of the requests it sent (`--max-errors`, 10% by default). Requests never sent (a
-deadline, an interrupt) are not errors of the server and do not count. The gate turns into exit
-code 1 (DESIGN.md, "Exit codes").
+a share of the requests it sent (`--max-errors`, 10% by default). What the client did to itself
+does not count: requests never sent (a deadline, an interrupt), in flight when the run was
+stopped (`interrupted`) or its --deadline came (`timeout/deadline`), or on a worker that was lost
+(`worker_lost`, reported as the mode's end).
+The gate turns into exit code 1 (DESIGN.md, "Exit codes").
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import pyarrow.compute as pc
 
 # The default share of a mode's sent requests that may fail before the run fails (--max-errors).
 DEFAULT_MAX_ERROR_SHARE = 0.10
+# Error kinds the client caused (loadtest.records.ERROR_KINDS): outside the gate.
+CLIENT_KINDS = ("error/interrupted", "error/worker_lost", "timeout/deadline")
 
 
 @dataclass(frozen=True)
@@ -55,9 +59,8 @@ class ErrorCheck:
 
 def error_checks(records: pa.Table, modes: list[str], max_share: float = DEFAULT_MAX_ERROR_SHARE) -> list[ErrorCheck]:
     """One check per mode of `modes` over the run's request records."""
-    kind = pc.if_else(pc.equal(records["status"], "error"),
-                      pc.binary_join_element_wise("error/", pc.fill_null(records["error_kind"], "unknown"), ""),
-                      records["status"])
+    with_kind = pc.binary_join_element_wise(records["status"], records["error_kind"], "/")  # null without a kind
+    kind = pc.coalesce(with_kind, records["status"])
     counts = pa.table({"mode": records["mode"], "kind": kind}).group_by(["mode", "kind"]).aggregate([([], "count_all")])
     by_mode: dict[str, dict[str, int]] = {}
     for row in counts.to_pylist():
@@ -65,7 +68,7 @@ def error_checks(records: pa.Table, modes: list[str], max_share: float = DEFAULT
     out = []
     for mode in modes:
         c = by_mode.get(mode, {})
-        failures = {k: n for k, n in c.items() if k not in ("ok", "not_sent")}
+        failures = {k: n for k, n in c.items() if k not in ("ok", "not_sent", *CLIENT_KINDS)}
         failed = sum(failures.values())
         out.append(ErrorCheck(mode=mode, sent=c.get("ok", 0) + failed, ok=c.get("ok", 0), failed=failed,
                               kinds=dict(sorted(failures.items(), key=lambda kv: -kv[1])), max_share=max_share))

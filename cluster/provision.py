@@ -114,15 +114,12 @@ def ray_address(given: str | None) -> str | None:
 
 def ray_logs_to(log_file: Path) -> None:
     """Send what Ray's own loggers say in this process (its token-authentication notice, its
-    warnings) to `log_file`, not the console: the console is the run's. Idempotent."""
+    warnings) to `log_file` instead of the console, which is the run's. Ray's import puts a stderr
+    handler on the "ray" logger; it is replaced (and ray.init must then keep the handlers:
+    configure_logging=True, which only sets their level and format)."""
     ray_log = logging.getLogger("ray")
-    target = str(log_file.resolve())
-    if any(getattr(h, "baseFilename", None) == target for h in ray_log.handlers):
-        return
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(target)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    ray_log.addHandler(handler)
+    ray_log.handlers = [logging.FileHandler(str(log_file.resolve()))]
     ray_log.propagate = False
 
 
@@ -130,13 +127,13 @@ def init_ray(address: str | None, num_gpus: int | None = 0, log_file: Path | Non
     """Join the Ray cluster at `address`, or start a local Ray instance of our own (never a
     `ray start` cluster found on the machine), unless this process is connected already; whether
     this call connected (and so should disconnect). Ray's own log lines go to `log_file`."""
-    if log_file is not None:
-        ray_logs_to(log_file)
     if ray.is_initialized():
         return False
+    if log_file is not None:
+        ray_logs_to(log_file)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
-                  configure_logging=False)
+                  configure_logging=log_file is not None)
     if address:
         try:
             ray.init(address=address, **kwargs)

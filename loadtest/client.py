@@ -44,9 +44,11 @@ def _drop_connection(resp) -> None:
 
 
 def execute(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str], timeout_s: float,
-            rec: RequestRecord, scheduled: float, clock: Clock) -> None:
+            rec: RequestRecord, scheduled: float, clock: Clock, cut_by_deadline: bool = False) -> None:
     """Send the request now and fill `rec` with what happened. `scheduled` is the monotonic time
-    it was due. Never raises, except GreenletExit (after recording the request as interrupted)."""
+    it was due; `cut_by_deadline`: `timeout_s` is what is left of the run's --deadline (a timeout
+    is then the client's doing, error kind `deadline`). Never raises, except GreenletExit (after
+    recording the request as interrupted)."""
     sent = time.perf_counter()
     rec.sent_ns = clock.to_ns(sent)
     rec.lateness_ms = (sent - scheduled) * 1e3
@@ -72,7 +74,11 @@ def execute(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str]
             complete = True
             rec.status = "ok"
     except gevent.Timeout:
-        rec.status, rec.error = "timeout", f"no complete response within {timeout_s:g} s"
+        if cut_by_deadline:
+            rec.status, rec.error_kind = "timeout", "deadline"
+            rec.error = "in flight when the run's --deadline was reached"
+        else:
+            rec.status, rec.error = "timeout", f"no complete response within {timeout_s:g} s"
     except StreamError as exc:
         rec.status, rec.error_kind, rec.error = "error", exc.kind, str(exc)
     except gevent.GreenletExit:

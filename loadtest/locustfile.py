@@ -149,11 +149,12 @@ class Replay:
         rec.replica = self.labels[ep]
         url = self.urls[ep][row["api"]]
         headers = {**self.headers, "X-Request-Id": f"{self.opts.run_id}-{self.opts.mode}-{row['request_id']}"}
-        timeout = self.opts.request_timeout
+        timeout, cut = self.opts.request_timeout, False
         if self.opts.deadline:
-            timeout = max(0.001, min(timeout, self.t0 + self.opts.deadline - time.perf_counter()))
+            left = self.t0 + self.opts.deadline - time.perf_counter()
+            timeout, cut = max(0.001, min(timeout, left)), left < timeout
         try:
-            execute(client_pool, url, self._body(row), headers, timeout, rec, scheduled, self.clock)
+            execute(client_pool, url, self._body(row), headers, timeout, rec, scheduled, self.clock, cut)
         finally:
             row_out = rec.as_row()
             self.sink.add(row_out)

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 STATUSES = ("ok", "error", "timeout", "not_sent")
-# Error kinds for status "error".
+# Error kinds for status "error" (and "deadline" for a timeout the run's --deadline caused).
 ERROR_KINDS = ("http", "connection", "not_sse", "malformed_stream", "server_error", "incomplete_stream",
                "interrupted", "worker_lost")
+TIMEOUT_KINDS = ("deadline",)
 
 REQUEST_SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),

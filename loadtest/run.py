@@ -362,7 +362,9 @@ def main(args: argparse.Namespace) -> int:
         print_error("loadtest run", message)
     # -- everything that can be wrong with the input is found before anything starts ------------
     existing: ClusterState | None = None
-    try:
+    try:  # the files first, then the servers
+        t_build = time.monotonic()
+        trace, scenario_info, seed = _prepare_trace(args)
         if args.endpoints:
             if args.fleet:
                 raise FleetError("give --fleet (provision a fleet) or --endpoints (use a running one), not both")
@@ -379,8 +381,6 @@ def main(args: argparse.Namespace) -> int:
                     print(f"loadtest run: note: modes.{mode}: {fleet_spec.modes[mode].note}", file=sys.stderr)
             fleet_info = {"name": fleet_spec.name, "source": str(args.fleet or DEFAULT_FLEET),
                           "sha256": scenario_hash(fleet_raw), "spec": redacted(fleet_spec)}
-        t_build = time.monotonic()
-        trace, scenario_info, seed = _prepare_trace(args)
     except (ScenarioError, FleetError) as exc:
         fail(str(exc))
         return EXIT_USAGE

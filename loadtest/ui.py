@@ -64,13 +64,13 @@ def main(args: argparse.Namespace) -> int:
         print_error("loadtest ui", message)
         return EXIT_USAGE
 
-    try:
+    try:  # the files first, then the servers
+        trace, info, seed = _prepare_trace(args)
         state, from_file = load_endpoints(args.endpoints, args.api_key_env)
         mode = args.mode or state.modes[0]
         if mode not in state.modes:
             raise FleetError(f"--mode: the fleet has no mode {mode!r} (it has: {', '.join(state.modes)})")
         check_health([r for r in state.replicas if r.mode == mode])
-        trace, info, seed = _prepare_trace(args)
     except (FleetError, ScenarioError) as exc:
         return fail(str(exc))
     problem = _listen_problem(args.web_host, args.web_port)

@@ -36,11 +36,46 @@ def test_every_option_has_help_text(command):
     (["sim", "x-7B", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 0}'],
      "Expected num_speculative_tokens to be greater than zero (0)."),
     (["nonsense"], "invalid choice"),
+    (["run", "--timeout", "0"], "--timeout: expected a positive number, got '0'"),
+    (["ui", "--timeout", "0"], "--timeout: expected a positive number, got '0'"),
+    (["run", "--cooldown", "-1"], "--cooldown: expected a number of seconds (0 or more)"),
+    (["run", "--max-errors", "150"], "--max-errors: expected a percentage from 0 to 100"),
+    (["run", "--rate-scale", "inf"], "--rate-scale: expected a positive number"),
+    (["sim", "x-7B", "--port", "70000"], "--port must be a TCP port (1-65535), got 70000"),
+    (["sim", "x-7B", "--max-num-seqs", "0"], "--max-num-seqs must be >= 1, got 0"),
+    (["sim", "x-7B", "--max-model-len", "0"], "--max-model-len must be >= 1, got 0"),
+    (["sim", "x-7B", "--time-scale", "nan"], "--time-scale must be > 0"),
+    (["sim", "x-7B", "--fault", "metrics=500"], "KIND must be one of html, 404"),
+    (["trace", "import", "x.jsonl", "--format", "jsonl", "--out", "o.parquet", "--window", "60:10"],
+     "--window: expected 0 <= START < END, got '60:10'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle):
+    """Each case failed before: a traceback, a silent default, or a value accepted that no run can use."""
     out = loadtest(*args)
     assert out.returncode == 2, out.stderr
     errors = [line for line in out.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1, out.stderr
     assert needle in errors[0]
     assert "Traceback" not in out.stderr
+
+
+def test_the_cli_defaults_are_the_analysis_defaults():
+    from analysis.gate import DEFAULT_MAX_ERROR_SHARE
+    from cluster.state import DEFAULT_STATE
+    from loadtest.cli import DEFAULT_MAX_ERRORS
+    from loadtest.cli import DEFAULT_STATE as CLI_STATE
+
+    assert DEFAULT_MAX_ERRORS == DEFAULT_MAX_ERROR_SHARE and CLI_STATE == str(DEFAULT_STATE)
+
+
+def test_a_busy_port_is_the_simulators_only_word(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = loadtest("sim", "x-7B", "--port", str(port))
+    assert out.returncode == 2, out.stderr
+    assert "serving" not in out.stderr + out.stdout
+    assert out.stderr.strip().endswith(f"cannot listen on 127.0.0.1:{port}: the port is in use; pick another --port")

@@ -4,10 +4,14 @@ Ray, the simulator replicas and Locust."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -53,6 +57,15 @@ def test_up_status_run_down(tmp_path):
                           "--out", str(tmp_path / "results"), "--run-id", "r2", timeout=240)
         assert by_url.returncode == 0, by_url.stdout + by_url.stderr
         assert load_requests(tmp_path / "results" / "r2").num_rows == 5
+
+        os.kill(servers[1], signal.SIGKILL)  # a replica dies (ours: this test started the fleet)
+        deadline = time.monotonic() + 30
+        while pid_alive(servers[1]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        status = loadtest("cluster", "status", "--state", str(state))
+        assert status.returncode == 1, status.stdout
+        assert "fleet local-sim (degraded: 1 of 2 replicas unhealthy)" in status.stdout, status.stdout
+        assert "(ready)" not in status.stdout and "1/2 replicas healthy" in status.stdout
     finally:
         down = loadtest("cluster", "down", "--state", str(state), timeout=120)
     assert down.returncode == 0 and "is down" in down.stdout, down.stdout + down.stderr
@@ -97,7 +110,18 @@ def test_a_stale_state_file_is_reported_and_cleaned(tmp_path):
 
 
 def test_endpoints_errors_are_one_line(tmp_path):
-    for arg, words in [("baseline=http://127.0.0.1:9", "/v1/models failed"),
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    not_vllm = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # a web server, not vLLM
+    threading.Thread(target=not_vllm.serve_forever, daemon=True).start()
+    web = f"http://127.0.0.1:{not_vllm.server_address[1]}"
+    try:
+        r = loadtest("run", "--endpoints", f"baseline={web}", "--requests", "3", "--out", str(tmp_path))
+    finally:
+        not_vllm.shutdown()
+        not_vllm.server_close()
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"--endpoints: baseline={web}: GET /v1/models answered HTTP 404" in r.stderr
+    for arg, words in [("baseline=http://127.0.0.1:9", "GET /v1/models: connection refused"),
                        ("baseline", "expected a state file or MODE=URL"),
                        ("missing.json", "no state file")]:
         r = loadtest("run", "--endpoints", arg, "--requests", "3", "--out", str(tmp_path))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,20 +45,37 @@ def _server_pids(manifest: dict) -> list[int]:
     return [r["pid"] for mr in manifest["mode_runs"].values() for r in mr["replicas"]]
 
 
+def _elapsed_s(line: str) -> int:
+    h, m, sec = re.search(r" (\d+):(\d\d):(\d\d) ", line).groups()
+    return int(h) * 3600 + int(m) * 60 + int(sec)
+
+
 def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}  # Ray's default: it says so
     out = loadtest("run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "fast-sim.toml"),
-                   "--out", str(tmp_path), "--run-id", "e2e", "--cooldown", "0", timeout=300)
+                   "--out", str(tmp_path), "--run-id", "e2e", "--cooldown", "0", timeout=300, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     run_dir = tmp_path / "e2e"
     assert f"results: {run_dir}/" in out.stdout
+    # Ray's own chatter is in the logs, not on the console
+    assert "Token authentication" not in out.stdout + out.stderr
+    assert "Token authentication is enabled" in (run_dir / "logs" / "ray.log").read_text()
     for mode in MODES:
         assert mode in out.stdout
-    assert "speedup" in out.stdout and "TTFT p99" in out.stdout
+    assert "speedup" in out.stdout and "p50 / p99" in out.stdout
 
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["status"] == "completed" and manifest["modes"] == MODES
+    assert manifest["status"] == "completed" and manifest["modes"] == MODES and manifest["gate"] == "passed"
     assert len(manifest["scenario"]["sha256"]) == 64 and manifest["versions"]["locust"]
     assert manifest["started_at"] < manifest["ended_at"]
+    # each mode's bar shows its own replay time and what was done and sent, not the run's clock
+    for mode in MODES:
+        bar = next(line for line in out.stdout.splitlines() if line.strip().startswith(f"{mode} ━"))
+        assert "16/16 done · 16 sent" in bar and "not sent" not in bar, bar
+        mr = manifest["mode_runs"][mode]
+        own = (datetime.fromisoformat(mr["ended_at"]) - datetime.fromisoformat(mr["started_at"])).total_seconds()
+        assert _elapsed_s(bar) <= own + 1, (bar, own)
+    assert (run_dir / "tenant_speedups.parquet").exists()
 
     trace = pq.read_table(run_dir / "trace.parquet")
     records = load_requests(run_dir)
@@ -104,7 +123,12 @@ def test_a_signal_stops_gracefully_and_keeps_every_record(tmp_path, sig):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
     assert manifest["mode_runs"]["baseline"]["end"] == "interrupted"
+    bars = {line.split()[0]: line for line in output.splitlines() if "━" in line}
+    unsent = re.search(r"· ([\d,]+) not sent", bars["baseline"])
+    assert "interrupted:" in bars["baseline"] and unsent, bars
+    assert "waiting" in bars["draft"] and "-:--:--" in bars["draft"], bars  # never started: no time
     records = load_requests(run_dir)
+    assert records.filter(pc.equal(records["status"], "not_sent")).num_rows == int(unsent.group(1).replace(",", ""))
     assert set(records["mode"].to_pylist()) == {"baseline"}  # the second mode never started
     assert records.num_rows == 150 and len(set(records["request_id"].to_pylist())) == 150
     statuses = set(records["status"].to_pylist())
@@ -159,9 +183,12 @@ def test_a_replica_that_crashes_mid_run_is_reported_and_the_run_goes_on(tmp_path
     out = loadtest("run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "crashing-sim.toml"),
                    "--requests", "120", "--workers", "1", "--timeout", "20", "--out", str(tmp_path),
                    "--run-id", "crash", timeout=300)
-    assert out.returncode == 0, out.stdout + out.stderr
+    # the run completes, and its error gate fails: most of the mode's requests failed
+    assert out.returncode == 1, out.stdout + out.stderr
     assert "replica baseline-0 exited with code 1 during the run" in out.stdout
+    assert "gate failed: baseline:" in out.stdout
     manifest = json.loads((tmp_path / "crash" / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and manifest["gate"] == "failed"
     replica = manifest["mode_runs"]["baseline"]["replicas"][0]
     assert replica["exit_code"] == 1 and not pid_alive(replica["pid"])
     records = load_requests(tmp_path / "crash")

@@ -169,3 +169,45 @@ def test_empty_tenants_is_an_error(tmp_path):
     path.write_text('name = "e"\nrequests = 5\n[arrival]\nprocess = "poisson"\nrate = 1\n[tenants]\n')
     with pytest.raises(ScenarioError, match="tenants: needs at least 1 entry, the file gives 0"):
         load_scenario(path)
+
+
+def test_validate_prints_every_problem_in_the_files_own_words(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "bad"\nrequests = 0\n[arrival]\nprocess = "poisson"\nrate = -1\n[tenants]\n')
+    out = loadtest("scenario", "validate", str(path))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.splitlines() == [
+        f"loadtest scenario validate: error: {path}: requests: must be at least 1, got 0",
+        f"loadtest scenario validate: error: {path}: arrival.rate: must be greater than 0, got -1",
+        f"loadtest scenario validate: error: {path}: tenants: needs at least 1 entry, the file gives 0",
+    ]
+
+
+def test_files_a_scenario_names_are_checked_when_it_loads(tmp_path):
+    (tmp_path / "lengths.txt").write_text("12\nabc\n")
+    (tmp_path / "prompts.jsonl").write_text('{"prompt": "a"}\n{"text": "b"}\n')
+    (tmp_path / "doc.txt").write_bytes(b"caf\xe9 au lait\n")
+    path = tmp_path / "files.toml"
+    path.write_text(BASE.replace("[tenants.a]", "[tenants.b]\nshare = 0.5\ndomain = \"custom\"\n"
+                                 "prompts_file = \"prompts.jsonl\"\noutput_tokens = { dist = \"empirical\", "
+                                 "file = \"lengths.txt\" }\n[tenants.c]\nshare = 0.5\ndomain = \"summarize\"\n"
+                                 "document = \"doc.txt\"\nprompt_tokens = { dist = \"fixed\", value = 10 }\n"
+                                 "output_tokens = { dist = \"fixed\", value = 10 }\n[tenants.a]")
+                    .replace("share = 1.0", "share = 0.0001"))
+    out = loadtest("trace", "build", "--scenario", str(path), "--out", str(tmp_path / "t.parquet"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert f"tenants.b.prompts_file: {tmp_path}/prompts.jsonl: line 2: expected a JSON object with a \"prompt\" " \
+        "string" in out.stderr
+    assert f"tenants.b.output_tokens.file: {tmp_path}/lengths.txt: line 2: expected a positive integer" in out.stderr
+    assert f"tenants.c.document: {tmp_path}/doc.txt: line 1, column 4: byte 0xe9 is not UTF-8 text" in out.stderr
+
+
+def test_trace_show_uses_units_that_show_a_slow_rate(tmp_path):
+    trace = tmp_path / "slow.jsonl"
+    trace.write_text("".join(json.dumps({"prompt": "hi", "max_tokens": 5, "timestamp": i * 33.0}) + "\n"
+                             for i in range(12)))
+    assert loadtest("trace", "import", str(trace), "--format", "jsonl", "--out", str(tmp_path / "s.parquet")
+                    ).returncode == 0
+    shown = loadtest("trace", "show", str(tmp_path / "s.parquet")).stdout
+    assert "12 requests over 6.0 min (1.98/min)" in shown, shown
+    assert "peak 1.98/min" in shown and "0.0/s" not in shown

@@ -10,7 +10,7 @@ import pytest
 from analysis.summary import load_requests
 from scenarios import ScenarioError
 from scenarios.importers import ImportOptions, import_trace
-from tests.conftest import DATA, loadtest
+from tests.conftest import DATA, loadtest, sim_server
 
 IMPORTS = DATA / "import"
 CASES = {
@@ -128,3 +128,23 @@ def test_imported_trace_replays_with_loadtest_run(fmt, tmp_path):
     assert records.num_rows == rows and set(records["status"].to_pylist()) == {"ok"}
     manifest = json.loads((tmp_path / "results" / "r" / "manifest.json").read_text())
     assert manifest["scenario"]["name"] == f"import:{fmt}:{name}"
+
+
+def test_run_applies_rate_scale_to_a_trace_file_and_refuses_seed(tmp_path):
+    trace = tmp_path / "trace.parquet"
+    assert loadtest("trace", "import", str(IMPORTS / "requests.jsonl"), "--format", "jsonl", "--out",
+                    str(trace)).returncode == 0
+    seeded = loadtest("run", "--trace", str(trace), "--seed", "3", "--endpoints", "baseline=http://127.0.0.1:9")
+    assert seeded.returncode == 2 and seeded.stderr.count("error:") == 1, seeded.stderr
+    assert "--seed: a trace file is replayed exactly as it was built" in seeded.stderr
+    for command in ("run", "ui"):
+        res = loadtest(command, "--trace", str(trace), "--seed", "3", "--endpoints", "baseline=http://127.0.0.1:9")
+        assert res.returncode == 2 and "--seed" in res.stderr, res.stderr
+    with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m", "--time-scale", "0.2") as url:
+        res = loadtest("run", "--trace", str(trace), "--rate-scale", "4", "--endpoints", f"baseline={url}",
+                       "--out", str(tmp_path / "results"), "--run-id", "fast", timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    replayed = pq.read_table(tmp_path / "results" / "fast" / "trace.parquet")["offset_s"].to_pylist()
+    assert replayed == pytest.approx([t / 4 for t in pq.read_table(trace)["offset_s"].to_pylist()])
+    manifest = json.loads((tmp_path / "results" / "fast" / "manifest.json").read_text())
+    assert manifest["scenario"]["rate_scale"] == 4.0

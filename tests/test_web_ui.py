@@ -40,6 +40,10 @@ def test_ui_replays_on_start_shows_the_tab_and_keeps_every_record(tmp_path):
             _wait(lambda: requests.get(web, timeout=2).status_code == 200, 60, proc, "the web UI")
             page = requests.get(web, timeout=5).text
             assert "Speculation" in page  # the tab is announced to the UI
+            # the start form says what Start replays; users and ramp-up are disabled (a shape sets the load)
+            assert "Start replays <b>15 requests of chat against ngram (1 replica(s) of fleet endpoints)" in page
+            args = json.loads(page.split("window.templateArgs = ", 1)[1].split("\n", 1)[0])
+            assert args["hide_common_options"] is True
             r = requests.post(f"{web}/swarm", data={"user_count": 1, "spawn_rate": 1}, timeout=10)
             assert r.status_code == 200 and r.json()["success"], r.text
 
@@ -50,6 +54,10 @@ def test_ui_replays_on_start_shows_the_tab_and_keeps_every_record(tmp_path):
 
             rows = _wait(finished, 90, proc, "the replay to finish")
             assert float(rows["ngram: TPOT (ms)"]["p50"]) > 0
+            stopped = requests.get(f"{web}/stats/requests", timeout=5).json()
+            assert stopped["current_rps"] == 0 and stopped["current_fail_per_sec"] == 0  # not the last rate
+            again = requests.post(f"{web}/swarm", data={"user_count": 1, "spawn_rate": 1}, timeout=10).json()
+            assert not again["success"] and "replayed once already" in again["message"]  # shown in the form
             per_chunk = rows["ngram: tokens per chunk, mean (usage / text chunks)"]["p50"]
             assert float(per_chunk) > 1.0  # ngram: several tokens per chunk
             proc.send_signal(signal.SIGINT)
@@ -60,6 +68,9 @@ def test_ui_replays_on_start_shows_the_tab_and_keeps_every_record(tmp_path):
     assert records.num_rows == 15 and set(records["status"].to_pylist()) == {"ok"}
     manifest = json.loads((tmp_path / "ui1" / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["mode_runs"]["ngram"]["records"] == 15
+    client = manifest["mode_runs"]["ngram"]["client"]  # the client's verdict on itself, as `run` records it
+    assert client["lateness_ms"]["count"] == 15 and client["client_limited"] in (True, False)
+    assert manifest["gate"] == "passed" and manifest["mode_runs"]["ngram"]["server_metrics"] == "scraped"
 
 
 def test_stop_in_the_ui_records_the_rest_as_not_sent(tmp_path):
@@ -90,7 +101,8 @@ def test_ui_errors_are_one_line(tmp_path):
     from tests.conftest import loadtest
 
     r = loadtest("ui", "--endpoints", "baseline=http://127.0.0.1:9", "--out", str(tmp_path))
-    assert r.returncode == 2 and "/v1/models failed" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.returncode == 2 and "GET /v1/models: connection refused" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
     r = loadtest("ui", "--endpoints", str(tmp_path / "none.json"))
     assert r.returncode == 2 and "no fleet is up" in r.stderr
 

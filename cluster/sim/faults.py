@@ -14,8 +14,11 @@ FAULT_HELP = (
     "comma-separated faults: crash-after=N (exit mid-stream once N requests have been served), "
     "crash-at=S (exit S seconds after start), stall=P:S (with probability P a stream pauses S seconds), "
     "http-error=P:CODE (with probability P answer CODE: 429, 500 or 503), malformed=P (a broken JSON "
-    "chunk), slow-start=S (/health fails for the first S seconds), drop=P (connection reset mid-stream)"
+    "chunk), slow-start=S (/health fails for the first S seconds), drop=P (connection reset mid-stream), "
+    "html=P (with probability P answer 200 with an HTML page, as a login page or a proxy in front of the "
+    "server would), metrics=KIND (/metrics answers html: 200 with an HTML page, or 404)"
 )
+METRICS_FAULTS = ("html", "404")
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,8 @@ class Faults:
     malformed: float | None = None
     slow_start: float | None = None
     drop: float | None = None
+    html: float | None = None
+    metrics: str | None = None
 
 
 def _prob(name: str, text: str) -> float:
@@ -52,8 +57,12 @@ def parse_faults(text: str | None) -> Faults:
                 out["crash_at"] = float(value)
             elif name == "slow-start":
                 out["slow_start"] = float(value)
-            elif name in ("malformed", "drop"):
+            elif name in ("malformed", "drop", "html"):
                 out[name] = _prob(name, value)
+            elif name == "metrics":
+                if value not in METRICS_FAULTS:
+                    raise ValueError(f"KIND must be one of {', '.join(METRICS_FAULTS)}")
+                out["metrics"] = value
             elif name == "stall":
                 p, _, s = value.partition(":")
                 out["stall"] = (_prob(name, p), float(s))
@@ -75,6 +84,7 @@ class RequestFaults:
     """What happens to one request."""
 
     http_error: int | None = None
+    html: bool = False                       # answer 200 with an HTML page instead of the completion
     crash_after_chunks: int | None = None   # exit the process after this many chunks
     stall_at_chunk: int | None = None
     malformed_at_chunk: int | None = None
@@ -95,6 +105,8 @@ class FaultPlan:
         self.served += 1
         if f.http_error and draws[0] < f.http_error[0]:
             return RequestFaults(http_error=f.http_error[1])
+        if f.html and rng.random() < f.html:  # drawn only when configured: the other faults' draws stay put
+            return RequestFaults(html=True)
         return RequestFaults(
             crash_after_chunks=at if f.crash_after is not None and index >= f.crash_after else None,
             stall_at_chunk=at if f.stall and draws[1] < f.stall[0] else None,

@@ -164,6 +164,10 @@ class SimServer:
         return web.json_response({"object": "list", "data": data}, dumps=lambda o: orjson.dumps(o).decode())
 
     async def prometheus(self, request: web.Request) -> web.Response:
+        if self.cfg.faults.metrics == "html":
+            return web.Response(text=HTML_PAGE, content_type="text/html")
+        if self.cfg.faults.metrics == "404":
+            return web.Response(status=404, text="404: Not Found")
         return web.Response(body=self.metrics.render(), content_type="text/plain", charset="utf-8")
 
     async def info(self, request: web.Request) -> web.Response:
@@ -295,6 +299,8 @@ class SimServer:
         if faults.http_error:
             return error_response(RequestError(f"injected fault: HTTP {faults.http_error}", faults.http_error,
                                                HTTP_ERROR_TYPES[faults.http_error]))
+        if faults.html:
+            return web.Response(text=HTML_PAGE, content_type="text/html")
         self.engine.add(seq)
         try:
             if body.get("stream"):
@@ -398,6 +404,10 @@ def _percentiles(values) -> dict[str, float | int]:
     arr = np.fromiter(values, dtype=np.float64) * 1e3
     return {"steps": len(arr), "p50": float(np.percentile(arr, 50)), "p99": float(np.percentile(arr, 99)),
             "max": float(arr.max())}
+
+
+# What a login page or a misrouted proxy answers (faults html and metrics=html).
+HTML_PAGE = "<html><head><title>Sign in</title></head><body>nope</body></html>\n"
 
 
 def _crash(fault: str) -> None:

@@ -1,0 +1,78 @@
+"""What `loadtest run` concludes from a run against servers that misbehave: the error gate and its
+exit code, a body that is not SSE named as such, a broken /metrics that costs only the server-side
+view. Each replays against `loadtest sim` processes with injected faults, through --endpoints."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.summary import load_requests
+from tests.conftest import DATA, loadtest, sim_server
+
+pytestmark = pytest.mark.e2e
+TP4 = ("--tensor-parallel-size", "4", "--served-model-name", "m")
+
+
+def _run(url: str, tmp_path, run_id: str, *extra: str):
+    return loadtest("run", "--endpoints", f"baseline={url}", "--scenario", str(DATA / "tiny-mix.toml"),
+                    "--requests", "40", "--out", str(tmp_path), "--run-id", run_id, *extra, timeout=180)
+
+
+def test_a_run_whose_every_request_failed_exits_1_and_says_why(tmp_path):
+    with sim_server(*TP4, "--fault", "html=1") as url:  # 200 with an HTML page, as a login page would
+        out = _run(url, tmp_path, "html")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "gate failed: baseline: no request succeeded (40 of 40 sent failed: error/not_sse 40)" in out.stdout
+    records = load_requests(tmp_path / "html")
+    assert records.num_rows == 40 and set(records["error_kind"].to_pylist()) == {"not_sse"}
+    assert "not an SSE stream" in records["error"][0].as_py() and "text/html" in records["error"][0].as_py()
+    manifest = json.loads((tmp_path / "html" / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and manifest["gate"] == "failed"
+    assert manifest["checks"][0]["kinds"] == {"error/not_sse": 40} and not manifest["checks"][0]["passed"]
+
+
+def test_errors_past_max_errors_fail_the_run_and_below_it_pass(tmp_path):
+    with sim_server(*TP4, "--fault", "http-error=0.3:500", "--seed", "3") as url:
+        failing = _run(url, tmp_path, "strict")
+        lenient = _run(url, tmp_path, "lenient", "--max-errors", "60%")
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "more than --max-errors 10%: error/http" in failing.stdout
+    assert lenient.returncode == 0, lenient.stdout + lenient.stderr
+    check = json.loads((tmp_path / "lenient" / "manifest.json").read_text())["checks"][0]
+    records = load_requests(tmp_path / "lenient")
+    errors = records.filter(pc.equal(records["status"], "error")).num_rows
+    assert check["passed"] and check["failed"] == errors > 0 and check["sent"] == 40
+    assert f"baseline: {errors} of 40 sent failed: error/http {errors}" in lenient.stdout
+
+
+def test_a_metrics_page_that_is_not_prometheus_costs_only_the_server_view(tmp_path):
+    with sim_server(*TP4, "--fault", "metrics=html") as url:
+        out = _run(url, tmp_path, "nometrics")
+    assert out.returncode == 0, out.stdout + out.stderr
+    notes = [line for line in out.stdout.splitlines() if "no server-side metrics" in line]
+    assert len(notes) == 1 and "/metrics is not Prometheus text" in notes[0], out.stdout
+    manifest = json.loads((tmp_path / "nometrics" / "manifest.json").read_text())
+    assert manifest["status"] == "completed"
+    assert "not Prometheus text" in manifest["mode_runs"]["baseline"]["server_metrics"]
+    records = load_requests(tmp_path / "nometrics")
+    assert set(records["status"].to_pylist()) == {"ok"} and records.num_rows == 40
+    with sim_server(*TP4, "--fault", "metrics=404") as url:
+        missing = _run(url, tmp_path, "missing")
+    assert missing.returncode == 0 and "GET /metrics answered HTTP 404" in missing.stdout, missing.stdout
+
+
+def test_errors_and_not_sent_are_counted_apart(tmp_path):
+    with sim_server(*TP4) as url:
+        out = _run(url, tmp_path, "deadline", "--deadline", "1.5")
+    assert out.returncode == 0, out.stdout + out.stderr
+    summary = pq.read_table(tmp_path / "deadline" / "summary.parquet").to_pylist()[0]
+    records = load_requests(tmp_path / "deadline")
+    not_sent = records.filter(pc.equal(records["status"], "not_sent")).num_rows
+    assert not_sent > 0 and summary["not_sent"] == not_sent
+    row = next(line for line in out.stdout.splitlines() if line.startswith("│ baseline"))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells[-2:] == [str(summary["errors"]), str(not_sent)], row  # errors, then not sent
