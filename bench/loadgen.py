@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from helpers import free_port, pin, start_server  # noqa: E402
 
 from analysis.summary import load_requests  # noqa: E402
+from loadtest import protocol  # noqa: E402
 from loadtest.run import locust_argv  # noqa: E402
 from scenarios.trace import META_CLOSED, TRACE_SCHEMA, write_trace  # noqa: E402
 
@@ -82,8 +83,8 @@ def ours(url: str, table: pa.Table, workers: int = 1,
         if workers == 1:
             out = subprocess.run(locust_argv(*common), check=True, capture_output=True, text=True,
                                  preexec_fn=pin(cpu)).stdout
-            client = next((json.loads(line.split(" ", 1)[1]) for line in out.splitlines()
-                           if line.startswith("@@client ")), {})
+            client = next((m.verdict for m in map(protocol.parse, out.splitlines())
+                           if isinstance(m, protocol.ClientVerdict)), {})
         else:
             port = free_port()
             procs = [subprocess.Popen(locust_argv(*common, role="worker", master_port=port, worker_index=i),

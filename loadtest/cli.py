@@ -33,7 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="loadtest",
         description="Measure what speculative decoding buys on an LLM fleet: provision one fleet per "
         "speculation mode on Ray, replay the same multi-tenant trace against each with Locust, and "
-        "compare latency, throughput and goodput from per-request Parquet records.",
+        "compare latency (TTFT, TPOT, ITL, E2E), throughput and acceptance from per-request Parquet records. "
+        "Exit codes: 0 passed, 1 a check failed (a mode's errors, an unhealthy fleet), 2 bad input, 3 the run "
+        "could not complete, 130 interrupted.",
     )
     top.add_argument("--version", action="version", version=_version())
     sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -65,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
     run.add_argument("--run-id", default=None, metavar="ID",
                      help="name of this run's folder under --out (default: UTC time and scenario)")
-    run.add_argument("--seed", type=int, default=None, metavar="N", help="trace seed (default: the scenario's)")
+    run.add_argument("--seed", type=int, default=None, metavar="N",
+                     help="trace seed (default: the scenario's; a --trace file keeps the seed it was built with)")
     run.add_argument("--max-inflight", type=_positive_int, default=1024, metavar="N",
                      help="most requests in flight per mode; past it a request waits and its lateness is "
                      "recorded (default 1024)")
@@ -99,9 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "(the master stays here); --out must then be on storage every node mounts")
     run.add_argument("--trace", default=None, metavar="FILE",
                      help="replay this trace.parquet (from `loadtest trace build` or `trace import`) instead of "
-                     "building one from --scenario")
+                     "building one from --scenario; --requests keeps its first N rows, --rate-scale speeds it up")
     run.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
-                     help="multiply the scenario's arrival rates by X (default: the scenario's rate_scale)")
+                     help="multiply the arrival rates by X: the scenario's (default: its rate_scale), or a --trace "
+                     "file's (its times divided by X; not for a closed-loop trace)")
 
     ui = sub.add_parser("ui", help="replay against a running fleet from Locust's web UI",
                         description="Open Locust's web UI for one mode of a running fleet (`loadtest cluster up`, "
@@ -113,12 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--mode", default=None, metavar="MODE", help="the mode to replay against (default: the first)")
     ui.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
                     help="built-in scenario name or a scenario TOML file (default: saas-mix)")
-    ui.add_argument("--trace", default=None, metavar="FILE", help="replay this trace.parquet instead of --scenario")
+    ui.add_argument("--trace", default=None, metavar="FILE",
+                    help="replay this trace.parquet instead of --scenario (--requests and --rate-scale apply)")
     ui.add_argument("--requests", type=_positive_int, default=None, metavar="N",
                     help="requests in the trace (default: the scenario's demo size)")
-    ui.add_argument("--seed", type=int, default=None, metavar="N", help="trace seed (default: the scenario's)")
+    ui.add_argument("--seed", type=int, default=None, metavar="N",
+                    help="trace seed (default: the scenario's; not with --trace)")
     ui.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
-                    help="multiply the scenario's arrival rates by X")
+                    help="multiply the arrival rates (of the scenario or the --trace file) by X")
     ui.add_argument("--web-host", default="127.0.0.1", metavar="HOST",
                     help="address the web UI listens on (default 127.0.0.1, this machine only)")
     ui.add_argument("--web-port", type=_port, default=8089, metavar="PORT", help="web UI port (default 8089)")

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from scenarios import ScenarioError
 from scenarios.prompts import estimate_tokens, make_prompt
-from scenarios.textfile import read_utf8
+from scenarios.textfile import jsonl_objects, read_utf8
 from scenarios.trace import TRACE_SCHEMA
 
 FORMATS = ("sharegpt", "jsonl", "azure", "burstgpt")
@@ -117,14 +117,8 @@ def _sharegpt(path: Path) -> _Rows:
 def _jsonl(path: Path) -> _Rows:
     rows = _Rows([], [], [], [], [], [], ignore_eos=False)
     timed = True
-    for n, line in enumerate(read_utf8(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise ScenarioError(f"{path}:{n}: not valid JSON: {exc}") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
+    for n, obj in jsonl_objects(path):
+        if not isinstance(obj.get("prompt"), str):
             raise ScenarioError(f"{path}:{n}: prompt: required string is missing")
         mt = obj.get("max_tokens")
         if not isinstance(mt, int) or mt < 1:

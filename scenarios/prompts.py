@@ -12,10 +12,9 @@ from functools import cache
 from importlib import resources
 
 import numpy as np
-import orjson
 
 from scenarios import ScenarioError
-from scenarios.textfile import read_utf8
+from scenarios.textfile import jsonl_objects, read_utf8
 
 # Byte-level BPE tokenizers of Llama 3 and Qwen 2.5 average about 4 characters of English or code
 # per token. This is the one estimate the project uses for prompt length targets; the server's
@@ -98,13 +97,9 @@ def custom_prompts(path: str) -> tuple[str, ...]:
     if not lines[0][1].lstrip().startswith("{"):
         return tuple(ln for _, ln in lines)
     out = []
-    for n, ln in lines:
-        try:
-            obj = orjson.loads(ln)
-        except orjson.JSONDecodeError as exc:
-            raise ScenarioError(f"{path}: line {n}: not valid JSON ({exc})") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
-            raise ScenarioError(f'{path}: line {n}: expected a JSON object with a "prompt" string')
+    for n, obj in jsonl_objects(path):
+        if not isinstance(obj.get("prompt"), str):
+            raise ScenarioError(f'{path}:{n}: prompt: required string is missing')
         out.append(obj["prompt"])
     return tuple(out)
 

@@ -3,7 +3,10 @@ one line naming the place of a byte that is not."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+
+import orjson
 
 from scenarios import ScenarioError
 
@@ -38,3 +41,18 @@ def read_lengths(path: str | Path) -> list[int]:
     if not out:
         raise ScenarioError(f"{path}: no lengths in the file (one positive integer per line)")
     return out
+
+
+def jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every non-blank line of a JSONL file; a line that is not a JSON
+    object raises ScenarioError naming it (`file:line: ...`)."""
+    for n, line in enumerate(read_utf8(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise ScenarioError(f"{path}:{n}: not valid JSON: {exc}") from None
+        if not isinstance(obj, dict):
+            raise ScenarioError(f"{path}:{n}: expected a JSON object, got {line.strip()[:60]!r}")
+        yield n, obj

@@ -79,3 +79,17 @@ def test_a_busy_port_is_the_simulators_only_word(tmp_path):
     assert out.returncode == 2, out.stderr
     assert "serving" not in out.stderr + out.stdout
     assert out.stderr.strip().endswith(f"cannot listen on 127.0.0.1:{port}: the port is in use; pick another --port")
+
+
+def test_a_fleet_file_gets_every_problem_in_its_own_key_names(tmp_path):
+    fleet = tmp_path / "f.toml"
+    fleet.write_text('name = "f"\nengine = "sim"\nmodel = "m-7B"\ntensor_parallel_size = 0\nreplica = 2\n'
+                     '[modes.baseline]\nmethod = "none"\n[modes.ngram]\nmethod = "ngram"\n'
+                     'num_speculative_tokens = "five"\n')
+    out = loadtest("run", "--fleet", str(fleet))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert sorted(out.stderr.splitlines()) == sorted([
+        f"loadtest run: error: {fleet}: tensor_parallel_size: must be at least 1, got 0",
+        f"loadtest run: error: {fleet}: replica: unknown key (a typo?)",
+        f"loadtest run: error: {fleet}: modes.ngram.num_speculative_tokens: expected an integer, got 'five'",
+    ])

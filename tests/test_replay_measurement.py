@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from analysis.summary import load_requests
+from loadtest import protocol
 from loadtest.run import locust_argv
 from scenarios.trace import TRACE_SCHEMA, write_trace
 from tests import five_token_server as srv
@@ -47,7 +48,7 @@ def _replay(tmp_path, *server_flags: str, n: int = 4, finished: str = "completed
         argv = locust_argv(trace, "five", [f"http://127.0.0.1:{port}"], "m", "run1", tmp_path, **argv_extra)
         res = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert res.returncode == 0, res.stdout + res.stderr
-        assert f"@@finished {finished} {n}" in res.stdout
+        assert protocol.encode(protocol.Finished(finished, n)) in res.stdout.splitlines()
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(5)

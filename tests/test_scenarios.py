@@ -196,8 +196,7 @@ def test_files_a_scenario_names_are_checked_when_it_loads(tmp_path):
                     .replace("share = 1.0", "share = 0.0001"))
     out = loadtest("trace", "build", "--scenario", str(path), "--out", str(tmp_path / "t.parquet"))
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
-    assert f"tenants.b.prompts_file: {tmp_path}/prompts.jsonl: line 2: expected a JSON object with a \"prompt\" " \
-        "string" in out.stderr
+    assert f"tenants.b.prompts_file: {tmp_path}/prompts.jsonl:2: prompt: required string is missing" in out.stderr
     assert f"tenants.b.output_tokens.file: {tmp_path}/lengths.txt: line 2: expected a positive integer" in out.stderr
     assert f"tenants.c.document: {tmp_path}/doc.txt: line 1, column 4: byte 0xe9 is not UTF-8 text" in out.stderr
 

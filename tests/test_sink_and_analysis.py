@@ -5,11 +5,14 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.summary import paired_speedup, summarize, tenant_speedups
+from analysis.gate import error_checks
+from analysis.summary import paired_speedup, peak_in_flight, summarize, tenant_speedups
+from analysis.table import steady_state_note
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.sink import ParquetSink
 
@@ -79,3 +82,44 @@ def test_speedup_by_tenant_pairs_requests_within_each_tenant():
     table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
     assert tenant_speedups(table, ["baseline", "draft"]) == {"chat": {"draft": pytest.approx(2.0)},
                                                               "code": {"draft": pytest.approx(0.8)}}
+
+
+def test_offered_and_done_rates_peak_in_flight_and_the_steady_state():
+    # 10 arrivals 0.1 s apart (0.9 s of arrivals); each lasts 200 ms: two in flight at most
+    short = pa.Table.from_pylist([_rec("baseline", i, 200.0) for i in range(10)], schema=REQUEST_SCHEMA)
+    (s,) = summarize(short, ["baseline"])
+    assert s.offered_req_per_s == pytest.approx(10 / 0.9) and s.arrival_span_s == pytest.approx(0.9)
+    assert s.req_per_s == pytest.approx(10 / 1.1)  # first scheduled send to last token
+    assert s.peak_in_flight == 2 and s.steady  # 0.9 s >= 2 x 200 ms
+    slow = pa.Table.from_pylist([_rec("baseline", i, 600.0) for i in range(10)], schema=REQUEST_SCHEMA)
+    (s,) = summarize(slow, ["baseline"])
+    assert s.peak_in_flight == 6 and not s.steady  # 0.9 s < 2 x 600 ms: a burst being drained
+    note = steady_state_note([s])
+    assert note.startswith("too short for a steady state (baseline): arrivals lasted 0.9 s, less than 2 x the "
+                           "E2E p99 (0.6 s in baseline)")
+    assert steady_state_note(summarize(short, ["baseline"])) is None
+
+
+def test_peak_in_flight_against_a_brute_force_count():
+    rng = np.random.default_rng(4)
+    sent = rng.integers(0, 10_000, size=300)
+    end = sent + rng.integers(1, 2_000, size=300)
+    brute = max(int(((sent <= t) & (end > t)).sum()) for t in np.unique(np.concatenate([sent, end])))
+    assert peak_in_flight(sent, end) == brute
+
+
+def test_the_error_gate_counts_what_the_server_did_by_kind():
+    rows = [_rec("baseline", i, 100.0) for i in range(17)]
+    for i, (status, kind) in enumerate([("error", "http"), ("error", "http"), ("timeout", None),
+                                        ("error", "interrupted"), ("timeout", "deadline"), ("not_sent", None)]):
+        r = _rec("baseline", 100 + i, 0, status=status)
+        r["error_kind"], r["sent_ns"] = kind, (None if status == "not_sent" else 1)
+        rows.append(r)
+    rows += [_rec("draft", 200 + i, 0, status="error") | {"error_kind": "not_sse", "sent_ns": 1} for i in range(3)]
+    table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
+    base, draft = error_checks(table, ["baseline", "draft"], max_share=0.15)
+    # the client's own doing (interrupted, cut by the deadline, never sent) is not the server's error
+    assert (base.sent, base.ok, base.failed) == (20, 17, 3) and base.kinds == {"error/http": 2, "timeout": 1}
+    assert base.passed and base.reason() is None
+    assert not error_checks(table, ["baseline"], max_share=0.1)[0].passed
+    assert not draft.passed and draft.reason() == "draft: no request succeeded (3 of 3 sent failed: error/not_sse 3)"

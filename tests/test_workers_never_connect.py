@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 
 from analysis.summary import load_requests
+from loadtest import protocol
 from loadtest.run import locust_argv
 from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, write_trace
@@ -19,7 +20,8 @@ def test_master_without_workers_records_every_row_as_not_sent(tmp_path):
                        workers=2, master_port=0)
     argv[argv.index("--connect-wait") + 1] = "2"
     run = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 1 and "@@finished failed 7" in run.stdout, run.stdout + run.stderr
+    finished = protocol.encode(protocol.Finished("failed", 7))
+    assert run.returncode == 1 and finished in run.stdout.splitlines(), run.stdout + run.stderr
     records = load_requests(tmp_path)
     assert records.num_rows == 7 and set(records["status"].to_pylist()) == {"not_sent"}
     assert "never started" in records["error"][0].as_py()
