@@ -15,10 +15,12 @@ from dataclasses import asdict, dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from loadtest.records import ERROR, NOT_SENT, OK, TIMEOUT
+
 # The default share of a mode's sent requests that may fail before the run fails (--max-errors).
 DEFAULT_MAX_ERROR_SHARE = 0.10
 # Error kinds the client caused (loadtest.records.ERROR_KINDS): outside the gate.
-CLIENT_KINDS = ("error/interrupted", "error/worker_lost", "timeout/deadline")
+CLIENT_KINDS = (f"{ERROR}/interrupted", f"{ERROR}/worker_lost", f"{TIMEOUT}/deadline")
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,8 @@ def error_checks(records: pa.Table, modes: list[str], max_share: float = DEFAULT
     out = []
     for mode in modes:
         c = by_mode.get(mode, {})
-        failures = {k: n for k, n in c.items() if k not in ("ok", "not_sent", *CLIENT_KINDS)}
+        failures = {k: n for k, n in c.items() if k not in (OK, NOT_SENT, *CLIENT_KINDS)}
         failed = sum(failures.values())
-        out.append(ErrorCheck(mode=mode, sent=c.get("ok", 0) + failed, ok=c.get("ok", 0), failed=failed,
+        out.append(ErrorCheck(mode=mode, sent=c.get(OK, 0) + failed, ok=c.get(OK, 0), failed=failed,
                               kinds=dict(sorted(failures.items(), key=lambda kv: -kv[1])), max_share=max_share))
     return out

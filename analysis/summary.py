@@ -9,21 +9,16 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from analysis.server import spec_decode_stats
+from loadtest.records import ERROR, NOT_SENT, OK, TIMEOUT
 
 # A run shows a steady state only when its arrivals last well past the time the in-flight count
 # takes to fill (about the longest request's life, E2E p99): with arrivals shorter than twice that,
 # at least half the run is warm-up and drain, and "done req/s" is the rate a burst was drained at,
 # not a throughput the fleet sustains.
 STEADY_SPAN_OVER_E2E_P99 = 2.0
-
-
-def load_requests(run_dir: Path) -> pa.Table:
-    """Every request record of a run (all modes, all workers), from the hive-partitioned folder."""
-    return ds.dataset(run_dir / "requests", format="parquet", partitioning="hive").to_table()
 
 
 @dataclass(frozen=True)
@@ -87,12 +82,12 @@ def paired_speedup(mode_ok: pa.Table, base_ok: pa.Table) -> float | None:
 def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "baseline",
               server_metrics: pa.Table | None = None) -> list[ModeSummary]:
     modes = modes or sorted(set(table["mode"].to_pylist()))
-    status_ok = pc.equal(table["status"], "ok")
+    status_ok = pc.equal(table["status"], OK)
     base_ok = table.filter(pc.and_(status_ok, pc.equal(table["mode"], baseline)))
     out = []
     for mode in modes:
         t = table.filter(pc.equal(table["mode"], mode))
-        ok = t.filter(pc.equal(t["status"], "ok"))
+        ok = t.filter(pc.equal(t["status"], OK))
         counts = dict(zip(*(c.to_pylist() for c in pc.value_counts(t["status"]).flatten()), strict=True))
         if ok.num_rows:
             start = pc.min(t["scheduled_ns"]).as_py()
@@ -108,9 +103,9 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
         out.append(ModeSummary(
             mode=mode,
             requests=t.num_rows,
-            ok=counts.get("ok", 0),
-            errors=counts.get("error", 0) + counts.get("timeout", 0),
-            not_sent=counts.get("not_sent", 0),
+            ok=counts.get(OK, 0),
+            errors=counts.get(ERROR, 0) + counts.get(TIMEOUT, 0),
+            not_sent=counts.get(NOT_SENT, 0),
             duration_s=duration,
             req_per_s=ok.num_rows / duration if ok.num_rows else 0.0,
             out_tok_per_s=tokens / duration if ok.num_rows else 0.0,
@@ -136,7 +131,7 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
 
 def tenant_speedups(table: pa.Table, modes: list[str], baseline: str = "baseline") -> dict[str, dict[str, float]]:
     """Paired E2E speedup over the baseline per tenant and mode: {tenant: {mode: speedup}}."""
-    ok = table.filter(pc.equal(table["status"], "ok"))
+    ok = table.filter(pc.equal(table["status"], OK))
     out: dict[str, dict[str, float]] = {}
     for tenant in sorted(set(ok["tenant"].to_pylist())):
         mine = ok.filter(pc.equal(ok["tenant"], tenant))

@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 from helpers import free_port, pin, start_server  # noqa: E402
 
-from analysis.summary import load_requests  # noqa: E402
-from loadtest import protocol  # noqa: E402
-from loadtest.run import locust_argv  # noqa: E402
+from analysis.reader import read_requests  # noqa: E402
+from loadtest.replay import protocol  # noqa: E402
+from loadtest.replay.options import ReplayConfig  # noqa: E402
 from scenarios.trace import META_CLOSED, TRACE_SCHEMA, write_trace  # noqa: E402
 
 
@@ -77,24 +77,23 @@ def ours(url: str, table: pa.Table, workers: int = 1,
         (run_dir / "logs").mkdir()
         path = run_dir / "trace.parquet"
         write_trace(table, path, "bench", "0" * 64)
-        common = (path, "bench", [url], "bench", "b", run_dir)
+        config = ReplayConfig(path, "bench", (url,), "bench", "b", run_dir, workers=workers)
         cpu0, t0 = children_cpu(), time.perf_counter()
         client: dict = {}
-        if workers == 1:
-            out = subprocess.run(locust_argv(*common), check=True, capture_output=True, text=True,
+        if workers == 1:  # the Locust process pinned to its own core: run here, not by LocustProcess
+            out = subprocess.run(config.main_argv(), check=True, capture_output=True, text=True,
                                  preexec_fn=pin(cpu)).stdout
-            client = next((m.verdict for m in map(protocol.parse, out.splitlines())
+            client = next((m.verdict for m in map(protocol.parse_line, out.splitlines())
                            if isinstance(m, protocol.ClientVerdict)), {})
         else:
             port = free_port()
-            procs = [subprocess.Popen(locust_argv(*common, role="worker", master_port=port, worker_index=i),
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(workers)]
-            subprocess.run(locust_argv(*common, role="master", workers=workers, master_port=port), check=True,
-                           capture_output=True)
+            procs = [subprocess.Popen(config.worker_argv(i, "127.0.0.1", port), stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL) for i in range(workers)]
+            subprocess.run(config.main_argv("127.0.0.1", port), check=True, capture_output=True)
             for p in procs:
                 p.wait(30)
         wall, cpu_s = time.perf_counter() - t0, children_cpu() - cpu0
-        return load_requests(run_dir), wall, cpu_s, client.get("cpu_mean")
+        return read_requests(run_dir), wall, cpu_s, client.get("cpu_mean")
 
 
 def reference(url: str, *args: str) -> tuple[dict, float]:

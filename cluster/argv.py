@@ -9,13 +9,14 @@ from cluster.fleet import FleetSpec
 
 def serve_argv(fleet: FleetSpec, mode: str, port: int, python: str = sys.executable) -> list[str]:
     """argv for one replica of `mode`: `vllm serve MODEL --host ... --speculative-config '{...}'`;
-    for engine "sim", `loadtest sim` with exactly the same flags plus the simulator's own."""
+    for engine "sim", the simulator (`python -m cluster.sim`, the same as `loadtest sim`) with
+    exactly the same flags plus the simulator's own."""
     if fleet.engine == "vllm" and fleet.vllm_python:
         head = [fleet.vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", fleet.model]
     elif fleet.engine == "vllm":
         head = ["vllm", "serve", fleet.model]
     else:
-        head = [python, "-m", "loadtest", "sim", fleet.model]
+        head = [python, "-m", "cluster.sim", fleet.model]
     argv = [
         *head,
         "--host", fleet.bind_host,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -72,8 +71,10 @@ def endpoints_table(state: ClusterState, health: dict[str, str | None] | None = 
 
 
 def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Path, logs_dir: Path,
-       address: str | None, detach: bool) -> int:
-    """Input problems raise FleetError (exit 2); a fleet that fails to start returns 1."""
+       address: str | None, detach: bool, relaunch: list[str]) -> int:
+    """Input problems raise FleetError (exit 2); a fleet that fails to start returns 3. With
+    `detach`, the supervisor is this command again without --detach: `relaunch` + `cluster up ...`
+    (the caller's own command line, e.g. [python, -m, loadtest])."""
     spec, _raw = load_fleet(fleet_name)
     modes = resolve_modes(spec.name, list(spec.modes), modes_text)
     _check_not_up(state_path)
@@ -81,7 +82,7 @@ def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Pa
     if detach:
         child = ["cluster", "up", "--fleet", fleet_name, "--modes", ",".join(modes), "--state", str(state_path),
                  "--logs", str(logs_dir), *(["--address", address] if address else [])]
-        return _detach(console, spec.startup_timeout_s, state_path, logs_dir, child)
+        return _detach(console, spec.startup_timeout_s, state_path, logs_dir, [*relaunch, *child])
 
     state = ClusterState(fleet=spec.name, modes=modes, supervisor_pid=os.getpid(), fleet_spec=redacted(spec),
                          ray_address=ray_address(address), logs_dir=str(logs_dir.resolve()), started_at=_utc_now())
@@ -143,15 +144,14 @@ def _watch(console: Console, fleet: Fleet, state: ClusterState, state_path: Path
             state.write(state_path)
 
 
-def _detach(console: Console, startup_timeout_s: float, state_path: Path, logs_dir: Path,
-            child_args: list[str]) -> int:
-    """Start `loadtest <child_args>` (the same `cluster up`, without --detach) as a background
-    supervisor in its own session, and return once its state file says ready (or it has failed).
-    Ctrl-C while waiting stops the supervisor, which tears down whatever it had started."""
+def _detach(console: Console, startup_timeout_s: float, state_path: Path, logs_dir: Path, argv: list[str]) -> int:
+    """Start `argv` (the same `cluster up`, without --detach) as a background supervisor in its own
+    session, and return once its state file says ready (or it has failed). Ctrl-C while waiting
+    stops the supervisor, which tears down whatever it had started."""
     logs_dir.mkdir(parents=True, exist_ok=True)
     log_path = logs_dir / "supervisor.log"
     with open(log_path, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "loadtest", *child_args], stdout=out,
+        proc = subprocess.Popen(argv, stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + startup_timeout_s + 60
     try:

@@ -1,3 +1,3 @@
-from loadtest.cli import main
+from loadtest.commands.cli import main
 
 raise SystemExit(main())

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 STATUSES = ("ok", "error", "timeout", "not_sent")
+OK, ERROR, TIMEOUT, NOT_SENT = STATUSES
 # Error kinds for status "error" (and "deadline" for a timeout the run's --deadline caused).
 ERROR_KINDS = ("http", "connection", "not_sse", "malformed_stream", "server_error", "incomplete_stream",
                "interrupted", "worker_lost")
@@ -65,7 +66,7 @@ class RequestRecord:
     scheduled_ns: int
     offset_s: float
     replica: str | None = None
-    status: str = "not_sent"
+    status: str = NOT_SENT
     sent_ns: int | None = None
     first_token_ns: int | None = None
     last_token_ns: int | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest.cli import _subparsers, build_parser
+from loadtest.commands.cli import _subparsers, build_parser
 from tests.conftest import DATA, loadtest
 
 
@@ -62,8 +62,8 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
 def test_the_cli_defaults_are_the_analysis_defaults():
     from analysis.gate import DEFAULT_MAX_ERROR_SHARE
     from cluster.state import DEFAULT_STATE
-    from loadtest.cli import DEFAULT_MAX_ERRORS
-    from loadtest.cli import DEFAULT_STATE as CLI_STATE
+    from loadtest.commands.cli import DEFAULT_MAX_ERRORS
+    from loadtest.commands.cli import DEFAULT_STATE as CLI_STATE
 
     assert DEFAULT_MAX_ERRORS == DEFAULT_MAX_ERROR_SHARE and CLI_STATE == str(DEFAULT_STATE)
 

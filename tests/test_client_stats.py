@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from loadtest.client_stats import ClientStats
-from loadtest.histogram import LogHistogram
+from loadtest.request.client_stats import ClientStats
+from loadtest.request.histogram import LogHistogram
 
 
 def test_quantiles_within_one_percent_and_merge_is_exact():

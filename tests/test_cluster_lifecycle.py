@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from analysis.summary import load_requests
+from analysis.reader import read_requests
 from cluster import FleetError
 from cluster.state import parse_endpoint_list
 from tests.conftest import loadtest, loadtest_process, pid_alive
@@ -44,7 +44,7 @@ def test_up_status_run_down(tmp_path):
         run = loadtest("run", "--endpoints", str(state), "--scenario", "chat", "--requests", "12",
                        "--out", str(tmp_path / "results"), "--run-id", "r1", timeout=240)
         assert run.returncode == 0, run.stdout + run.stderr
-        rows = load_requests(tmp_path / "results" / "r1")
+        rows = read_requests(tmp_path / "results" / "r1")
         assert rows.num_rows == 24 and set(rows["status"].to_pylist()) == {"ok"}
         assert len(set(zip(rows["mode"].to_pylist(), rows["request_id"].to_pylist(), strict=True))) == 24
         manifest = json.loads((tmp_path / "results" / "r1" / "manifest.json").read_text())
@@ -56,7 +56,7 @@ def test_up_status_run_down(tmp_path):
         by_url = loadtest("run", "--endpoints", f"baseline={url}", "--scenario", "chat", "--requests", "5",
                           "--out", str(tmp_path / "results"), "--run-id", "r2", timeout=240)
         assert by_url.returncode == 0, by_url.stdout + by_url.stderr
-        assert load_requests(tmp_path / "results" / "r2").num_rows == 5
+        assert read_requests(tmp_path / "results" / "r2").num_rows == 5
 
         os.kill(servers[1], signal.SIGKILL)  # a replica dies (ours: this test started the fleet)
         deadline = time.monotonic() + 30

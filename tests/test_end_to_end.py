@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.summary import load_requests
+from analysis.reader import read_requests
 from loadtest.records import STATUSES
 from tests.conftest import DATA, ROOT, loadtest, pid_alive
 
@@ -78,7 +78,7 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
     assert (run_dir / "tenant_speedups.parquet").exists()
 
     trace = pq.read_table(run_dir / "trace.parquet")
-    records = load_requests(run_dir)
+    records = read_requests(run_dir)
     ids = set(trace["request_id"].to_pylist())
     for mode in MODES:
         rows = records.filter(pc.equal(records["mode"], mode))
@@ -127,7 +127,7 @@ def test_a_signal_stops_gracefully_and_keeps_every_record(tmp_path, sig):
     unsent = re.search(r"· ([\d,]+) not sent", bars["baseline"])
     assert "interrupted:" in bars["baseline"] and unsent, bars
     assert "waiting" in bars["draft"] and "-:--:--" in bars["draft"], bars  # never started: no time
-    records = load_requests(run_dir)
+    records = read_requests(run_dir)
     assert records.filter(pc.equal(records["status"], "not_sent")).num_rows == int(unsent.group(1).replace(",", ""))
     assert set(records["mode"].to_pylist()) == {"baseline"}  # the second mode never started
     assert records.num_rows == 150 and len(set(records["request_id"].to_pylist())) == 150
@@ -153,7 +153,7 @@ def test_a_lost_worker_is_noticed_and_its_share_recorded(tmp_path):
     assert proc.returncode == 0, output
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["mode_runs"]["baseline"]["end"] == "worker_lost"
-    records = load_requests(run_dir)
+    records = read_requests(run_dir)
     assert records.num_rows == 180 and len(set(records["request_id"].to_pylist())) == 180
     lost = records.filter(pc.is_in(records["status"], pa.array(["not_sent", "error"])))
     assert lost.num_rows > 0
@@ -174,7 +174,7 @@ def test_parallel_modes_replay_every_mode_at_once(tmp_path):
     runs = manifest["mode_runs"]
     assert runs["baseline"]["started_at"] < runs["ngram"]["ended_at"]
     assert runs["ngram"]["started_at"] < runs["baseline"]["ended_at"]  # they overlapped
-    records = load_requests(tmp_path / "par")
+    records = read_requests(tmp_path / "par")
     for mode in ("baseline", "ngram"):
         assert records.filter(pc.equal(records["mode"], mode)).num_rows == 16
 
@@ -191,7 +191,7 @@ def test_a_replica_that_crashes_mid_run_is_reported_and_the_run_goes_on(tmp_path
     assert manifest["status"] == "completed" and manifest["gate"] == "failed"
     replica = manifest["mode_runs"]["baseline"]["replicas"][0]
     assert replica["exit_code"] == 1 and not pid_alive(replica["pid"])
-    records = load_requests(tmp_path / "crash")
+    records = read_requests(tmp_path / "crash")
     statuses = records["status"].to_pylist()
     assert records.num_rows == 120 and "ok" in statuses and "error" in statuses
     assert {k for k, s in zip(records["error_kind"].to_pylist(), statuses, strict=True) if s == "error"} <= {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from analysis.summary import load_requests
+from analysis.reader import read_requests
 from tests.conftest import ROOT, loadtest, pid_alive, sim_server
 
 
@@ -19,7 +19,7 @@ def test_workers_on_ray_replay_every_row_and_leave_nothing(tmp_path):
                        "--api-key-env", "BENCH_KEY", "--scenario", "chat", "--requests", "40", "--out", "res",
                        "--run-id", "rw", timeout=300, cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
-    records = load_requests(tmp_path / "res" / "rw")
+    records = read_requests(tmp_path / "res" / "rw")
     assert records.num_rows == 40 and set(records["status"].to_pylist()) == {"ok"}
     assert len(set(records["request_id"].to_pylist())) == 40
     for path in (tmp_path / "res" / "rw").rglob("*"):

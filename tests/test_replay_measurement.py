@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 import requests
 
-from analysis.summary import load_requests
-from loadtest import protocol
-from loadtest.run import locust_argv
+from analysis.reader import read_requests
+from loadtest.replay import protocol
+from loadtest.replay.options import ReplayConfig
 from scenarios.trace import TRACE_SCHEMA, write_trace
 from tests import five_token_server as srv
 from tests.conftest import ROOT, free_port
@@ -45,14 +45,15 @@ def _replay(tmp_path, *server_flags: str, n: int = 4, finished: str = "completed
         trace = tmp_path / "trace.parquet"
         write_trace(_trace(n, 40), trace, "five", "0" * 64)
         (tmp_path / "logs").mkdir()
-        argv = locust_argv(trace, "five", [f"http://127.0.0.1:{port}"], "m", "run1", tmp_path, **argv_extra)
+        argv = ReplayConfig(trace, "five", (f"http://127.0.0.1:{port}",), "m", "run1", tmp_path,
+                            **argv_extra).main_argv()
         res = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert res.returncode == 0, res.stdout + res.stderr
-        assert protocol.encode(protocol.Finished(finished, n)) in res.stdout.splitlines()
+        assert protocol.encode_line(protocol.Finished(finished, n)) in res.stdout.splitlines()
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(5)
-    return load_requests(tmp_path)
+    return read_requests(tmp_path)
 
 
 def test_five_tokens_per_chunk_are_measured_exactly(tmp_path):
@@ -82,7 +83,7 @@ def test_without_running_usage_chunk_tokens_stay_empty(tmp_path):
 
 def test_deadline_times_out_in_flight_and_keeps_unsent_rows(tmp_path):
     # 20 requests 0.2 s apart, each taking ~0.45 s; stop sending after 1.0 s.
-    rows = _replay(tmp_path, n=20, finished="deadline", deadline=1.0).to_pylist()
+    rows = _replay(tmp_path, n=20, finished="deadline", deadline_s=1.0).to_pylist()
     assert len(rows) == 20
     statuses = [r["status"] for r in rows]
     assert statuses.count("ok") >= 3 and "timeout" in statuses and statuses.count("not_sent") >= 10

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.summary import load_requests
+from analysis.reader import read_requests
 from tests.conftest import DATA, loadtest, sim_server
 
 pytestmark = pytest.mark.e2e
@@ -27,7 +27,7 @@ def test_a_run_whose_every_request_failed_exits_1_and_says_why(tmp_path):
         out = _run(url, tmp_path, "html")
     assert out.returncode == 1, out.stdout + out.stderr
     assert "gate failed: baseline: no request succeeded (40 of 40 sent failed: error/not_sse 40)" in out.stdout
-    records = load_requests(tmp_path / "html")
+    records = read_requests(tmp_path / "html")
     assert records.num_rows == 40 and set(records["error_kind"].to_pylist()) == {"not_sse"}
     assert "not an SSE stream" in records["error"][0].as_py() and "text/html" in records["error"][0].as_py()
     manifest = json.loads((tmp_path / "html" / "manifest.json").read_text())
@@ -43,7 +43,7 @@ def test_errors_past_max_errors_fail_the_run_and_below_it_pass(tmp_path):
     assert "more than --max-errors 10%: error/http" in failing.stdout
     assert lenient.returncode == 0, lenient.stdout + lenient.stderr
     check = json.loads((tmp_path / "lenient" / "manifest.json").read_text())["checks"][0]
-    records = load_requests(tmp_path / "lenient")
+    records = read_requests(tmp_path / "lenient")
     errors = records.filter(pc.equal(records["status"], "error")).num_rows
     assert check["passed"] and check["failed"] == errors > 0 and check["sent"] == 40
     assert f"baseline: {errors} of 40 sent failed: error/http {errors}" in lenient.stdout
@@ -58,7 +58,7 @@ def test_a_metrics_page_that_is_not_prometheus_costs_only_the_server_view(tmp_pa
     manifest = json.loads((tmp_path / "nometrics" / "manifest.json").read_text())
     assert manifest["status"] == "completed"
     assert "not Prometheus text" in manifest["mode_runs"]["baseline"]["server_metrics"]
-    records = load_requests(tmp_path / "nometrics")
+    records = read_requests(tmp_path / "nometrics")
     assert set(records["status"].to_pylist()) == {"ok"} and records.num_rows == 40
     with sim_server(*TP4, "--fault", "metrics=404") as url:
         missing = _run(url, tmp_path, "missing")
@@ -70,7 +70,7 @@ def test_errors_and_not_sent_are_counted_apart(tmp_path):
         out = _run(url, tmp_path, "deadline", "--deadline", "1.5")
     assert out.returncode == 0, out.stdout + out.stderr
     summary = pq.read_table(tmp_path / "deadline" / "summary.parquet").to_pylist()[0]
-    records = load_requests(tmp_path / "deadline")
+    records = read_requests(tmp_path / "deadline")
     not_sent = records.filter(pc.equal(records["status"], "not_sent")).num_rows
     assert not_sent > 0 and summary["not_sent"] == not_sent
     row = next(line for line in out.stdout.splitlines() if line.startswith("│ baseline"))

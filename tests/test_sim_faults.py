@@ -12,7 +12,7 @@ import time
 import pytest
 import requests
 
-from loadtest.sse import StreamError, StreamMeasurement
+from loadtest.request.sse import StreamError, StreamMeasurement
 from tests.conftest import MODEL, free_port, loadtest, sim_server
 
 FAST = ("-tp", "4", "--time-scale", "0.1")

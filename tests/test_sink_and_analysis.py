@@ -14,7 +14,7 @@ from analysis.gate import error_checks
 from analysis.summary import paired_speedup, peak_in_flight, summarize, tenant_speedups
 from analysis.table import steady_state_note
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
-from loadtest.sink import ParquetSink
+from loadtest.request.sink import ParquetSink
 
 
 def _rec(mode: str, i: int, e2e: float, status: str = "ok") -> dict:

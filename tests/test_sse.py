@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from loadtest.sse import StreamError, StreamMeasurement
+from loadtest.request.sse import StreamError, StreamMeasurement
 
 
 def _line(obj) -> bytes:

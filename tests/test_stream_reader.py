@@ -11,8 +11,8 @@ import time
 from geventhttpclient.client import HTTPClientPool
 from geventhttpclient.url import URL
 
-from loadtest.client import Clock, execute
 from loadtest.records import RequestRecord
+from loadtest.request.client import Clock, execute
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 END = b"0\r\n\r\n"

@@ -7,7 +7,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.summary import load_requests
+from analysis.reader import read_requests
 from scenarios import ScenarioError
 from scenarios.importers import ImportOptions, import_trace
 from tests.conftest import DATA, loadtest, sim_server
@@ -124,7 +124,7 @@ def test_imported_trace_replays_with_loadtest_run(fmt, tmp_path):
     res = loadtest("run", "--trace", str(trace), "--fleet", str(DATA / "fast-sim.toml"), "--modes", "baseline",
                    "--out", str(tmp_path / "results"), "--run-id", "r", timeout=180)
     assert res.returncode == 0, res.stdout + res.stderr
-    records = load_requests(tmp_path / "results" / "r")
+    records = read_requests(tmp_path / "results" / "r")
     assert records.num_rows == rows and set(records["status"].to_pylist()) == {"ok"}
     manifest = json.loads((tmp_path / "results" / "r" / "manifest.json").read_text())
     assert manifest["scenario"]["name"] == f"import:{fmt}:{name}"

@@ -10,7 +10,7 @@ import json
 import pyarrow.compute as pc
 import pytest
 
-from analysis.summary import load_requests
+from analysis.reader import read_requests
 from tests.conftest import DATA, ROOT, loadtest, pid_alive
 
 pytestmark = [pytest.mark.vllm, pytest.mark.e2e]
@@ -25,7 +25,7 @@ def test_real_vllm_baseline_ngram_draft(tmp_path):
                    str(DATA / "tiny-mix.toml"), "--out", str(tmp_path), "--run-id", "v", timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr
     run_dir = tmp_path / "v"
-    records = load_requests(run_dir)
+    records = read_requests(run_dir)
     summary = {r["mode"]: r for r in __import__("pyarrow.parquet").parquet.read_table(
         run_dir / "summary.parquet").to_pylist()}
     for mode in ("baseline", "ngram", "draft"):

@@ -10,9 +10,9 @@ import time
 
 import requests
 
-from analysis.summary import load_requests
-from loadtest.client_stats import ClientStats
-from loadtest.webui import tab_rows
+from analysis.reader import read_requests
+from loadtest.replay.webui import tab_rows
+from loadtest.request.client_stats import ClientStats
 from tests.conftest import free_port, loadtest_process, sim_server
 
 
@@ -64,7 +64,7 @@ def test_ui_replays_on_start_shows_the_tab_and_keeps_every_record(tmp_path):
             out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
     assert "replay completed: 15 records" in out
-    records = load_requests(tmp_path / "ui1")
+    records = read_requests(tmp_path / "ui1")
     assert records.num_rows == 15 and set(records["status"].to_pylist()) == {"ok"}
     manifest = json.loads((tmp_path / "ui1" / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["mode_runs"]["ngram"]["records"] == 15
@@ -90,7 +90,7 @@ def test_stop_in_the_ui_records_the_rest_as_not_sent(tmp_path):
             proc.send_signal(signal.SIGINT)
             out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out
-    records = load_requests(tmp_path / "ui2")
+    records = read_requests(tmp_path / "ui2")
     statuses = records["status"].to_pylist()
     assert records.num_rows == 200 and "not_sent" in statuses and "ok" in statuses
     manifest = json.loads((tmp_path / "ui2" / "manifest.json").read_text())

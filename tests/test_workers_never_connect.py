@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import subprocess
 
-from analysis.summary import load_requests
-from loadtest import protocol
-from loadtest.run import locust_argv
+from analysis.reader import read_requests
+from loadtest.replay import protocol
+from loadtest.replay.options import ReplayConfig
 from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, write_trace
 
@@ -16,12 +16,11 @@ def test_master_without_workers_records_every_row_as_not_sent(tmp_path):
     (tmp_path / "logs").mkdir()
     scenario, _ = load_scenario("chat")
     write_trace(build_trace(scenario, requests=7, seed=1), tmp_path / "trace.parquet", "chat", "0" * 64)
-    argv = locust_argv(tmp_path / "trace.parquet", "m", ["http://127.0.0.1:9"], "m", "r", tmp_path, role="master",
-                       workers=2, master_port=0)
-    argv[argv.index("--connect-wait") + 1] = "2"
+    argv = ReplayConfig(tmp_path / "trace.parquet", "m", ("http://127.0.0.1:9",), "m", "r", tmp_path, workers=2,
+                        connect_wait_s=2).main_argv()
     run = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    finished = protocol.encode(protocol.Finished("failed", 7))
+    finished = protocol.encode_line(protocol.Finished("failed", 7))
     assert run.returncode == 1 and finished in run.stdout.splitlines(), run.stdout + run.stderr
-    records = load_requests(tmp_path)
+    records = read_requests(tmp_path)
     assert records.num_rows == 7 and set(records["status"].to_pylist()) == {"not_sent"}
     assert "never started" in records["error"][0].as_py()

@@ -4,7 +4,7 @@ GPUs Ray handed the replica, then serves the simulator with the very flags vLLM 
 import os
 import sys
 
-from loadtest.cli import main
+from loadtest.commands.cli import main
 
 print(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')}", flush=True)
 sys.exit(main(["sim", *sys.argv[1:]]))

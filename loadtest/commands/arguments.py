@@ -1,20 +1,17 @@
-"""The `loadtest` command line. Imports of heavy parts (Ray, pyarrow) happen inside commands,
-so `loadtest --help` and `loadtest sim` start fast; Locust is never imported here (it
-monkey-patches the process with gevent, which hangs `ray.init()`): it runs as a child process."""
+"""The command line's grammar: every command's options, their types and their help. Only argparse
+and the simulator's own option list are imported here, so `loadtest --help` starts fast."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
-from common.exits import BAD_INPUT as EXIT_USAGE
-from common.exits import print_error
+from common.exits import BAD_INPUT
 
 DEFAULT_STATE = ".loadtest/cluster.json"  # cluster.state.DEFAULT_STATE, without importing requests here
 DEFAULT_MAX_ERRORS = 0.10  # analysis.gate.DEFAULT_MAX_ERROR_SHARE, without importing pyarrow here
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit code 2), not a usage dump."""
 
     def __init__(self, *args, **kwargs) -> None:
@@ -23,13 +20,13 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from cluster.sim.cli import add_arguments as add_sim_arguments
 
-    top = _Parser(
+    top = Parser(
         prog="loadtest",
         description="Measure what speculative decoding buys on an LLM fleet: provision one fleet per "
         "speculation mode on Ray, replay the same multi-tenant trace against each with Locust, and "
@@ -38,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         "could not complete, 130 interrupted.",
     )
     top.add_argument("--version", action="version", version=_version())
-    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     run = sub.add_parser(
         "run",
@@ -47,8 +44,6 @@ def build_parser() -> argparse.ArgumentParser:
         "same trace against each mode in turn (open loop, streaming) with Locust, write "
         "results/<run_id>/ and print a per-mode comparison. The fleet is torn down on every exit path.",
     )
-    run.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
-                     help="built-in scenario name or a scenario TOML file (default: saas-mix)")
     run.add_argument("--fleet", default=None, metavar="NAME|PATH",
                      help="built-in fleet name or a fleet TOML file (default: local-sim, the simulator on a local Ray)")
     run.add_argument("--endpoints", default=None, metavar="STATE|MODE=URL,...",
@@ -61,35 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--modes", default=None, metavar="A,B,...",
                      help="comma-separated modes of the fleet to test (default: all the fleet's modes; "
                      "local-sim has baseline,draft,medusa,eagle,ngram)")
-    run.add_argument("--requests", type=_positive_int, default=None, metavar="N",
-                     help="requests in the trace (default: the scenario's demo size; --requests 50000 "
-                     "runs saas-mix in full)")
-    run.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
-    run.add_argument("--run-id", default=None, metavar="ID",
-                     help="name of this run's folder under --out (default: UTC time and scenario)")
-    run.add_argument("--seed", type=int, default=None, metavar="N",
-                     help="trace seed (default: the scenario's; a --trace file keeps the seed it was built with)")
-    run.add_argument("--max-inflight", type=_positive_int, default=1024, metavar="N",
-                     help="most requests in flight per mode; past it a request waits and its lateness is "
-                     "recorded (default 1024)")
-    run.add_argument("--timeout", type=_positive_float, default=600.0, metavar="S",
-                     help="per-request timeout in seconds (default 600)")
+    _replay_options(run, "per mode")
     run.add_argument("--cooldown", type=_non_negative_float, default=2.0, metavar="S",
                      help="pause between modes after the previous one drains, in seconds (default 2)")
-
     run.add_argument("--deadline", type=_positive_float, default=None, metavar="S",
                      help="per mode, stop sending S seconds after the start: in-flight requests time out at "
                      "the deadline and unsent ones are recorded as not_sent (default: none)")
-    run.add_argument("--api-key-env", default="LOADTEST_API_KEY", metavar="NAME",
-                     help="environment variable holding the servers' API key, sent as a Bearer token; the key "
-                     "is never taken on the command line nor written anywhere (default LOADTEST_API_KEY)")
-    run.add_argument("--lateness-limit", type=_positive_float, default=10.0, metavar="MS",
-                     help="mark a mode client_limited when its send lateness p99 exceeds MS (default 10) or a "
-                     "worker ran above 90%% of a core")
-    run.add_argument("--max-errors", type=_percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
-                     help="fail the run (exit 1) when a mode's errors and timeouts pass PCT percent of the requests "
-                     "it sent, or when a mode has no successful request (default 10; not-sent requests do not "
-                     "count)")
     run.add_argument("--parallel-modes", action="store_true",
                      help="replay all modes at once, each with its own Locust process(es), instead of one after "
                      "the other (faster; the modes share the client machine, and the manifest says so)")
@@ -100,12 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ray-workers", action="store_true",
                      help="start the --workers Locust workers as Ray actors spread over the Ray cluster's nodes "
                      "(the master stays here); --out must then be on storage every node mounts")
-    run.add_argument("--trace", default=None, metavar="FILE",
-                     help="replay this trace.parquet (from `loadtest trace build` or `trace import`) instead of "
-                     "building one from --scenario; --requests keeps its first N rows, --rate-scale speeds it up")
-    run.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
-                     help="multiply the arrival rates by X: the scenario's (default: its rate_scale), or a --trace "
-                     "file's (its times divided by X; not for a closed-loop trace)")
 
     ui = sub.add_parser("ui", help="replay against a running fleet from Locust's web UI",
                         description="Open Locust's web UI for one mode of a running fleet (`loadtest cluster up`, "
@@ -115,40 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--endpoints", default=str(DEFAULT_STATE), metavar="STATE|MODE=URL,...",
                     help=f"the running fleet: a `cluster up` state file or MODE=URL pairs (default: {DEFAULT_STATE})")
     ui.add_argument("--mode", default=None, metavar="MODE", help="the mode to replay against (default: the first)")
-    ui.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
-                    help="built-in scenario name or a scenario TOML file (default: saas-mix)")
-    ui.add_argument("--trace", default=None, metavar="FILE",
-                    help="replay this trace.parquet instead of --scenario (--requests and --rate-scale apply)")
-    ui.add_argument("--requests", type=_positive_int, default=None, metavar="N",
-                    help="requests in the trace (default: the scenario's demo size)")
-    ui.add_argument("--seed", type=int, default=None, metavar="N",
-                    help="trace seed (default: the scenario's; not with --trace)")
-    ui.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
-                    help="multiply the arrival rates (of the scenario or the --trace file) by X")
     ui.add_argument("--web-host", default="127.0.0.1", metavar="HOST",
                     help="address the web UI listens on (default 127.0.0.1, this machine only)")
     ui.add_argument("--web-port", type=_port, default=8089, metavar="PORT", help="web UI port (default 8089)")
-    ui.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
-    ui.add_argument("--run-id", default=None, metavar="ID", help="name of this session's folder under --out")
-    ui.add_argument("--max-inflight", type=_positive_int, default=1024, metavar="N",
-                    help="most requests in flight (default 1024)")
-    ui.add_argument("--timeout", type=_positive_float, default=600.0, metavar="S",
-                    help="per-request timeout in seconds (default 600)")
-    ui.add_argument("--api-key-env", default="LOADTEST_API_KEY", metavar="NAME",
-                    help="environment variable holding the servers' API key (default LOADTEST_API_KEY)")
-    ui.add_argument("--max-errors", type=_percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
-                    help="exit 1 when the replay's errors and timeouts pass PCT percent of the requests sent, or "
-                    "none succeeded (default 10)")
-    ui.add_argument("--lateness-limit", type=_positive_float, default=10.0, metavar="MS",
-                    help="mark the replay client_limited when its send lateness p99 exceeds MS (default 10) or "
-                    "the Locust process ran above 90%% of a core")
+    _replay_options(ui, "in the replay")
 
     clus = sub.add_parser("cluster", help="hold a fleet up across runs: up, status, down",
                           description="A long-lived fleet for the web UI and soak tests. `up` provisions it "
                           "(the same provisioner as `loadtest run`), writes a state file of endpoints once every "
                           "replica is ready, and holds the fleet until `down` or Ctrl-C; `run --endpoints` and "
                           "`ui --endpoints` read the state file.")
-    csub = clus.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser, required=True)
+    csub = clus.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser, required=True)
     cup = csub.add_parser("up", help="start a fleet and hold it (in the foreground, or with --detach)",
                           description="Start the fleet's replicas on Ray, write the state file when all are ready, "
                           "and hold them until SIGINT/SIGTERM (`loadtest cluster down`), then tear down.")
@@ -164,13 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     for name, p in (("status", "print each replica's URL and health; exit 0 if all are healthy"),
                     ("down", "stop the fleet (SIGTERM to its supervisor) and wait until it is torn down")):
         csub.add_parser(name, help=p, description=p[0].upper() + p[1:] + ".")
-    for p in _subparsers(clus).values():
+    for p in subparsers(clus).values():
         p.add_argument("--state", default=str(DEFAULT_STATE), metavar="FILE",
                        help=f"the fleet's state file (default: {DEFAULT_STATE})")
 
     scen = sub.add_parser("scenario", help="list, show or validate scenarios",
                           description="Built-in scenarios live beside the code as TOML; your own are TOML files.")
-    ssub = scen.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser, required=True)
+    ssub = scen.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser, required=True)
     ssub.add_parser("list", help="the built-in scenarios, one line each", description="List built-in scenarios.")
     show = ssub.add_parser("show", help="print a scenario's TOML and hash", description="Print a scenario file.")
     show.add_argument("name", metavar="NAME|PATH", help="built-in scenario name or a scenario TOML file")
@@ -180,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     trace = sub.add_parser("trace", help="build, import or inspect traces (trace.parquet)",
                            description="Traces are the replayable schedule: one row per request.")
-    tsub = trace.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser, required=True)
+    tsub = trace.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser, required=True)
     tb = tsub.add_parser("build", help="compile a scenario into a trace file",
                          description="Compile a scenario into trace.parquet, deterministic per seed.")
     tb.add_argument("--scenario", required=True, metavar="NAME|PATH", help="built-in scenario name or TOML file")
@@ -223,68 +166,41 @@ def build_parser() -> argparse.ArgumentParser:
     return top
 
 
-def _traffic(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from rich.console import Console
-
-    from scenarios import ScenarioError
-    from scenarios import commands as c
-    from scenarios.importers import ImportOptions
-
-    console = Console(width=None if sys.stdout.isatty() else 160)
-    prog = f"loadtest {args.command} {args.action}"
-    try:
-        if args.command == "scenario":
-            if args.action == "list":
-                return c.scenario_list(console)
-            if args.action == "show":
-                return c.scenario_show(console, args.name)
-            return c.scenario_validate(console, args.path)
-        if args.action == "build":
-            return c.trace_build(console, args.scenario, args.out, args.requests, args.seed, args.duration,
-                                 args.rate_scale)
-        if args.action == "import":
-            window = None
-            if args.window:
-                try:
-                    start, end = (float(x) for x in args.window.split(":"))
-                except ValueError:
-                    raise ScenarioError(f"--window: expected START:END in seconds, got {args.window!r}") from None
-                if not 0 <= start < end:
-                    raise ScenarioError(f"--window: expected 0 <= START < END, got {args.window!r}")
-                window = (start, end)
-            opts = ImportOptions(args.speedup, window, args.sample, args.rate, args.seed)
-            return c.trace_import(console, args.file, args.format, args.out, opts)
-        return c.trace_show(console, args.file)
-    except ScenarioError as exc:
-        print_error(prog, str(exc))
-        return EXIT_USAGE
+def _replay_options(p: argparse.ArgumentParser, scope: str) -> None:
+    """What `run` and `ui` share: the trace, the results folder, the client's limits and the gate."""
+    p.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
+                   help="built-in scenario name or a scenario TOML file (default: saas-mix)")
+    p.add_argument("--trace", default=None, metavar="FILE",
+                   help="replay this trace.parquet (from `loadtest trace build` or `trace import`) instead of "
+                   "building one from --scenario; --requests keeps its first N rows, --rate-scale speeds it up")
+    p.add_argument("--requests", type=_positive_int, default=None, metavar="N",
+                   help="requests in the trace (default: the scenario's demo size; --requests 50000 "
+                   "runs saas-mix in full)")
+    p.add_argument("--seed", type=int, default=None, metavar="N",
+                   help="trace seed (default: the scenario's; a --trace file keeps the seed it was built with)")
+    p.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
+                   help="multiply the arrival rates by X: the scenario's (default: its rate_scale), or a --trace "
+                   "file's (its times divided by X; not for a closed-loop trace)")
+    p.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
+    p.add_argument("--run-id", default=None, metavar="ID",
+                   help="name of this run's folder under --out (default: UTC time and scenario)")
+    p.add_argument("--max-inflight", type=_positive_int, default=1024, metavar="N",
+                   help=f"most requests in flight {scope}; past it a request waits and its lateness is "
+                   "recorded (default 1024)")
+    p.add_argument("--timeout", type=_positive_float, default=600.0, metavar="S",
+                   help="per-request timeout in seconds (default 600)")
+    p.add_argument("--api-key-env", default="LOADTEST_API_KEY", metavar="NAME",
+                   help="environment variable holding the servers' API key, sent as a Bearer token; the key "
+                   "is never taken on the command line nor written anywhere (default LOADTEST_API_KEY)")
+    p.add_argument("--lateness-limit", type=_positive_float, default=10.0, metavar="MS",
+                   help="mark a replay client_limited when its send lateness p99 exceeds MS (default 10) or a "
+                   "Locust process ran above 90%% of a core")
+    p.add_argument("--max-errors", type=_percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
+                   help=f"fail (exit 1) when the errors and timeouts {scope} pass PCT percent of the requests "
+                   "sent, or when none succeeded (default 10; not-sent requests do not count)")
 
 
-def _cluster(args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
-    from pathlib import Path
-
-    from rich.console import Console
-
-    from cluster import FleetError
-    from cluster import commands as c
-
-    console = Console(width=None if sys.stdout.isatty() else 160)
-    state = Path(args.state)
-    try:
-        if args.action == "up":
-            stamp = f"cluster-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-            logs = Path(args.logs) if args.logs else Path("results") / stamp / "logs"
-            return c.up(console, args.fleet, args.modes, state, logs, args.address, args.detach)
-        if args.action == "status":
-            return c.status(console, state)
-        return c.down(console, state, c.DOWN_TIMEOUT_S)
-    except FleetError as exc:
-        print_error(f"loadtest cluster {args.action}", str(exc))
-        return EXIT_USAGE
-
-
-def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
@@ -345,35 +261,3 @@ def _version() -> str:
     return f"loadtest {__version__}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra:
-        # Report an unknown option against the subcommand it was given to.
-        sub = _subparsers(parser).get(args.command or "", parser)
-        sub.error(f"unrecognized arguments: {' '.join(extra)}")
-    if args.command is None:
-        parser.print_help()
-        return EXIT_USAGE
-    if args.command == "sim":
-        from cluster.sim.cli import run as run_sim
-
-        return run_sim(args)
-    if args.command == "run":
-        from loadtest.run import main as run_main
-
-        return run_main(args)
-    if args.command == "ui":
-        from loadtest.ui import main as ui_main
-
-        return ui_main(args)
-    if args.command == "cluster":
-        return _cluster(args)
-    if args.command in ("scenario", "trace"):
-        return _traffic(args, _subparsers(parser)[args.command])
-    parser.error(f"unknown command {args.command!r}")
-    return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,7 +18,7 @@ import html
 import json
 from collections.abc import Callable
 
-from loadtest.client_stats import ClientStats
+from loadtest.request.client_stats import ClientStats
 
 TAB_KEY = "speculation"
 COLUMNS = [("metric", "Metric"), ("count", "Count"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99")]

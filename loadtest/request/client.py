@@ -17,7 +17,7 @@ from geventhttpclient.client import HTTPClientPool
 from geventhttpclient.url import URL
 
 from loadtest.records import RequestRecord
-from loadtest.sse import StreamError, StreamMeasurement
+from loadtest.request.sse import StreamError, StreamMeasurement
 
 
 @dataclass(frozen=True)

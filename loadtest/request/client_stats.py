@@ -6,8 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from loadtest.histogram import LogHistogram
-from loadtest.protocol import Live
+from loadtest.request.histogram import LogHistogram
 
 METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "lateness_ms")
 # A run whose send lateness p99 exceeds this is marked client_limited (the issue's default).
@@ -22,6 +21,18 @@ def cpu_seconds() -> float:
     """CPU time of the calling OS thread: under gevent, the event loop that times every request
     (Parquet writes run on another thread and do not count against it)."""
     return time.thread_time()
+
+
+@dataclass(frozen=True)
+class StatsReport:
+    """What one worker observed since its last report: histogram counts (bucket -> count, as
+    LogHistogram.to_dict) per metric, SSE events, tokens, requests, and its CPU share."""
+
+    hists: dict[str, dict[str, int]]
+    events: int
+    tokens: int
+    requests: int
+    cpu: float
 
 
 @dataclass
@@ -51,28 +62,27 @@ class ClientStats:
         self.first = now if self.first is None else self.first
         self.last = now
 
-    def take(self, cpu: float) -> dict:
+    def take(self, cpu: float) -> StatsReport:
         """A report of what was observed since the last one (for the master), then reset."""
-        out = {"hists": {m: h.take() for m, h in self.hists.items()}, "events": self.events,
-               "tokens": self.tokens, "requests": self.requests, "cpu": cpu}
+        out = StatsReport({m: h.take() for m, h in self.hists.items()}, self.events, self.tokens, self.requests, cpu)
         self.events = self.tokens = self.requests = 0
         return out
 
-    def merge(self, report: dict) -> None:
-        for m, counts in report["hists"].items():
+    def merge(self, report: StatsReport) -> None:
+        for m, counts in report.hists.items():
             self.hists[m].merge(counts)
-        self.events += report["events"]
-        self.tokens += report.get("tokens", 0)
-        self.requests += report["requests"]
-        self.cpu_max = max(self.cpu_max, report["cpu"])
+        self.events += report.events
+        self.tokens += report.tokens
+        self.requests += report.requests
+        self.cpu_max = max(self.cpu_max, report.cpu)
         now = time.monotonic()
         self.first = now if self.first is None else self.first
         self.last = now
 
-    def live(self) -> Live:
-        """The percentiles the progress line shows (ms; None while unknown)."""
-        return Live(self.hists["ttft_ms"].quantile(0.5), self.hists["ttft_ms"].quantile(0.99),
-                    self.hists["tpot_ms"].quantile(0.5), self.hists["lateness_ms"].quantile(0.99))
+    def live(self) -> tuple[float | None, float | None, float | None, float | None]:
+        """TTFT p50, TTFT p99, TPOT p50 and send lateness p99 (ms; None while unknown), live."""
+        return (self.hists["ttft_ms"].quantile(0.5), self.hists["ttft_ms"].quantile(0.99),
+                self.hists["tpot_ms"].quantile(0.5), self.hists["lateness_ms"].quantile(0.99))
 
     def start_replay(self) -> None:
         """Mark the start of sending, for the verdict's cpu_mean (start-up excluded)."""

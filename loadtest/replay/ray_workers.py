@@ -17,9 +17,9 @@ from pathlib import Path
 
 import ray
 
-import loadtest
 from cluster import FleetError
 from cluster.process import die_with_parent, stop_group
+from loadtest.replay.options import LOCUSTFILE, ReplayConfig
 
 STOP_GRACE_S = 10.0
 START_TIMEOUT_S = 120.0
@@ -35,16 +35,16 @@ class LocustWorkerActor:
     def node_ip(self) -> str:
         return ray.util.get_node_ip_address()
 
-    def start(self, argv: list[str], run_dir: str, env: dict[str, str], index: int) -> int:
-        """Start the worker; `argv` is the driver's, with this node's Python and locustfile put in;
-        `env` carries what must not be on a command line (the API key)."""
+    def start(self, config: ReplayConfig, index: int, master: tuple[str, int], env: dict[str, str]) -> int:
+        """Start worker `index` with this node's Python and locustfile; `env` carries what must not
+        be on a command line (the API key)."""
+        run_dir = config.run_dir
         if not Path(run_dir, "manifest.json").is_file():
             raise FleetError(f"node {ray.util.get_node_ip_address()} cannot see the run directory {run_dir}: "
                              "with --ray-workers, --out must be on storage every node mounts")
-        local = [sys.executable, "-m", "locust", "-f", str(Path(loadtest.__file__).with_name("locustfile.py")),
-                 *argv[5:]]
+        argv = config.worker_argv(index, *master, python=sys.executable, locustfile=LOCUSTFILE)
         with open(Path(run_dir, "logs", f"ray-worker{index}.stderr.txt"), "wb") as err:
-            self.proc = subprocess.Popen(local, stdout=subprocess.DEVNULL, stderr=err,
+            self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
                                          stdin=subprocess.DEVNULL, env={**os.environ, **env},
                                          start_new_session=True, preexec_fn=die_with_parent)
         return self.proc.pid
@@ -57,27 +57,29 @@ class LocustWorkerActor:
 
 
 class RayWorkers:
-    """N Locust workers as Ray actors, spread over the nodes (`SPREAD`), stopped on every path."""
+    """The config's Locust workers as Ray actors, spread over the nodes (`SPREAD`), connecting back
+    to the master at `master_host`; stopped on every path."""
 
-    def __init__(self, argvs: list[list[str]], run_dir: Path, env: dict[str, str] | None = None) -> None:
-        self.argvs = argvs
-        self.run_dir = run_dir
+    def __init__(self, config: ReplayConfig, master_host: str, env: dict[str, str] | None = None) -> None:
+        self.config = config
+        self.master_host = master_host
         self.env = env or {}
         self.actors: list = []
         self.placements: list[dict] = []   # node and pid of each worker, for the manifest
 
     def check_capacity(self) -> None:
-        free = ray.available_resources().get("CPU", 0.0)
-        if free < len(self.argvs):
-            raise FleetError(f"--ray-workers: Ray has {free:g} CPU(s) free and each of the {len(self.argvs)} "
+        free, n = ray.available_resources().get("CPU", 0.0), self.config.workers
+        if free < n:
+            raise FleetError(f"--ray-workers: Ray has {free:g} CPU(s) free and each of the {n} "
                              "Locust workers takes one; use fewer --workers or a bigger cluster")
 
-    def start(self) -> None:
+    def start(self, master_port: int) -> None:
         self.check_capacity()
-        self.actors = [LocustWorkerActor.options(scheduling_strategy="SPREAD").remote() for _ in self.argvs]
+        self.actors = [LocustWorkerActor.options(scheduling_strategy="SPREAD").remote()
+                       for _ in range(self.config.workers)]
+        master = (self.master_host, master_port)
         try:
-            pids = ray.get([a.start.remote(argv, str(self.run_dir.resolve()), self.env, i)
-                            for i, (a, argv) in enumerate(zip(self.actors, self.argvs, strict=True))],
+            pids = ray.get([a.start.remote(self.config, i, master, self.env) for i, a in enumerate(self.actors)],
                            timeout=START_TIMEOUT_S)
         except ray.exceptions.RayTaskError as exc:
             raise FleetError(str(exc.cause) if exc.cause is not None else str(exc)) from None

@@ -1,0 +1,108 @@
+"""The `loadtest` command line. Imports of heavy parts (Ray, pyarrow) happen inside commands,
+so `loadtest --help` and `loadtest sim` start fast; Locust is never imported here (it
+monkey-patches the process with gevent, which hangs `ray.init()`): it runs as a child process."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from common.exits import BAD_INPUT as EXIT_USAGE
+from common.exits import print_error
+from loadtest.commands.arguments import build_parser, subparsers
+
+
+def _traffic(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from rich.console import Console
+
+    from scenarios import ScenarioError
+    from scenarios import commands as c
+    from scenarios.importers import ImportOptions
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    prog = f"loadtest {args.command} {args.action}"
+    try:
+        if args.command == "scenario":
+            if args.action == "list":
+                return c.scenario_list(console)
+            if args.action == "show":
+                return c.scenario_show(console, args.name)
+            return c.scenario_validate(console, args.path)
+        if args.action == "build":
+            return c.trace_build(console, args.scenario, args.out, args.requests, args.seed, args.duration,
+                                 args.rate_scale)
+        if args.action == "import":
+            window = None
+            if args.window:
+                try:
+                    start, end = (float(x) for x in args.window.split(":"))
+                except ValueError:
+                    raise ScenarioError(f"--window: expected START:END in seconds, got {args.window!r}") from None
+                if not 0 <= start < end:
+                    raise ScenarioError(f"--window: expected 0 <= START < END, got {args.window!r}")
+                window = (start, end)
+            opts = ImportOptions(args.speedup, window, args.sample, args.rate, args.seed)
+            return c.trace_import(console, args.file, args.format, args.out, opts)
+        return c.trace_show(console, args.file)
+    except ScenarioError as exc:
+        print_error(prog, str(exc))
+        return EXIT_USAGE
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from cluster import FleetError
+    from cluster import commands as c
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    state = Path(args.state)
+    try:
+        if args.action == "up":
+            stamp = f"cluster-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+            logs = Path(args.logs) if args.logs else Path("results") / stamp / "logs"
+            relaunch = [sys.executable, "-m", "loadtest"]  # how --detach starts the same command again
+            return c.up(console, args.fleet, args.modes, state, logs, args.address, args.detach, relaunch)
+        if args.action == "status":
+            return c.status(console, state)
+        return c.down(console, state, c.DOWN_TIMEOUT_S)
+    except FleetError as exc:
+        print_error(f"loadtest cluster {args.action}", str(exc))
+        return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # Report an unknown option against the subcommand it was given to.
+        sub = subparsers(parser).get(args.command or "", parser)
+        sub.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    if args.command == "sim":
+        from cluster.sim.cli import run as run_sim
+
+        return run_sim(args)
+    if args.command == "run":
+        from loadtest.commands.run import main as run_main
+
+        return run_main(args)
+    if args.command == "ui":
+        from loadtest.commands.ui import main as ui_main
+
+        return ui_main(args)
+    if args.command == "cluster":
+        return _cluster(args)
+    if args.command in ("scenario", "trace"):
+        return _traffic(args, subparsers(parser)[args.command])
+    parser.error(f"unknown command {args.command!r}")
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""What a replaying command checks and prepares before anything starts: the trace (built from a
+scenario or read from a file), the fleet (a fleet file, or one already running), the run folder,
+and how many Locust workers to use. Bad input raises ScenarioError or FleetError with one line
+per problem; nothing has started yet."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+
+from cluster import FleetError
+from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
+from cluster.provision import Replica
+from cluster.state import ClusterState, ReplicaState, check_health, load_endpoints
+from scenarios import ScenarioError
+from scenarios.spec import load_scenario
+from scenarios.trace import build_trace, load_trace_file, scale_rate, scenario_hash
+
+DEFAULT_FLEET = "local-sim"
+
+
+@dataclass(frozen=True)
+class Trace:
+    table: pa.Table
+    info: dict          # the manifest's `scenario`: name, source, sha256, rate_scale, ...
+    seed: int | None
+
+
+@dataclass(frozen=True)
+class FleetChoice:
+    """The fleet to replay against: one to provision (`spec`), or one already running (`existing`)."""
+
+    spec: FleetSpec | None
+    info: dict          # the manifest's `fleet`
+    modes: list[str]
+    existing: ClusterState | None = None
+
+
+def prepare_trace(args: argparse.Namespace) -> Trace:
+    """The trace to replay: built from --scenario, or read from --trace (with --requests and
+    --rate-scale applied; a trace file keeps its seed, so --seed with it is refused)."""
+    if args.trace:
+        if args.seed is not None:
+            raise ScenarioError("--seed: a trace file is replayed exactly as it was built; give --scenario to build "
+                                "one with a seed, or rebuild the file (`loadtest trace build --seed N`)")
+        table, meta = load_trace_file(Path(args.trace))
+        if args.requests:
+            table = table.slice(0, args.requests)
+        if args.rate_scale:
+            table = scale_rate(table, args.rate_scale)
+        info = {"name": meta.get("name", Path(args.trace).stem), "source": str(args.trace),
+                "sha256": meta.get("sha256", ""), "rate_scale": args.rate_scale or 1.0}
+        return Trace(table, info, None)
+    scenario, raw = load_scenario(args.scenario)
+    seed = scenario.seed if args.seed is None else args.seed
+    table = build_trace(scenario, requests=args.requests or scenario.demo_requests, seed=seed,
+                        rate_scale=args.rate_scale)
+    arrival = scenario.arrival.model_dump(by_alias=True) if scenario.arrival else "per tenant"
+    info = {"name": scenario.name, "source": str(args.scenario), "sha256": scenario_hash(raw),
+            "rate_scale": args.rate_scale or scenario.rate_scale, "arrival": arrival}
+    return Trace(table, info, seed)
+
+
+def choose_fleet(args: argparse.Namespace, modes_text: str | None, first_only: bool = False) -> FleetChoice:
+    """--fleet (a file or built-in name, to provision) or --endpoints (running; its replicas of
+    the chosen modes, default all or with `first_only` the first, must answer /health)."""
+    if args.endpoints:
+        if getattr(args, "fleet", None):
+            raise FleetError("give --fleet (provision a fleet) or --endpoints (use a running one), not both")
+        existing, from_file = load_endpoints(args.endpoints, args.api_key_env)
+        modes = resolve_modes(existing.fleet, existing.modes, modes_text or (existing.modes[0] if first_only else None))
+        check_health([r for r in existing.replicas if r.mode in modes])
+        return FleetChoice(existing.spec(), endpoints_fleet_info(existing, args.endpoints, from_file, modes), modes,
+                           existing)
+    spec, raw = load_fleet(args.fleet or DEFAULT_FLEET)
+    modes = resolve_modes(spec.name, list(spec.modes), modes_text)
+    for mode in modes:
+        if spec.modes[mode].note:
+            print(f"loadtest run: note: modes.{mode}: {spec.modes[mode].note}", file=sys.stderr)
+    info = {"name": spec.name, "source": str(args.fleet or DEFAULT_FLEET), "sha256": scenario_hash(raw),
+            "spec": redacted(spec)}
+    return FleetChoice(spec, info, modes)
+
+
+def endpoints_fleet_info(state: ClusterState, text: str, from_file: bool, modes: list[str]) -> dict:
+    """The manifest's `fleet` for a run against a running fleet (`--endpoints`)."""
+    return {"name": state.fleet, "source": text if from_file else "--endpoints",
+            "endpoints": {m: [r.url for r in state.replicas if r.mode == m] for m in modes},
+            "spec": state.fleet_spec}
+
+
+def new_run_dir(out: str, run_id: str | None, name: str) -> Path:
+    """results/<run_id>/ with its logs/ folder (run_id defaults to the UTC time and `name`);
+    FileExistsError when that folder already holds a run."""
+    run_dir = Path(out) / (run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{name.replace(':', '-')}")
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise FileExistsError(f"{run_dir} already exists; pick another --run-id")
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def replica_entry(rep: Replica | ReplicaState) -> dict:
+    """A replica as the manifest lists it under its mode."""
+    return {"label": rep.label, "url": rep.url, "pid": rep.pid, "log": str(rep.log_path)}
+
+
+def default_workers(fleet: FleetSpec | None, n_modes: int) -> int:
+    """One Locust worker per core, minus the cores local simulator replicas reserve."""
+    reserved = 0.0
+    if fleet is not None and fleet.engine == "sim":
+        reserved = fleet.cpus_per_replica * fleet.replicas * n_modes
+    return max(1, int((os.cpu_count() or 1) - math.ceil(reserved)))

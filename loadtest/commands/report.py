@@ -1,0 +1,78 @@
+"""What a replaying command shows: one progress bar per mode while it runs, then the tables, the
+warnings and the error gate from the run's records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from analysis.gate import ErrorCheck, error_checks
+from analysis.reader import read_requests
+from analysis.server import load_server_metrics
+from analysis.summary import summarize, tenant_speedups, write_summary, write_tenant_speedups
+from analysis.table import mode_table, steady_state_note, tenant_table
+from loadtest.commands.manifest import Manifest
+from loadtest.replay import protocol
+
+
+def mode_progress(console: Console) -> Progress:
+    """One bar per mode: what was done, sent and never sent, and the mode's own replay time."""
+    return Progress(TextColumn("{task.description:>10}"), BarColumn(), TextColumn("{task.fields[counts]}"),
+                    TimeElapsedColumn(), TextColumn("{task.fields[live]}"), console=console)
+
+
+def progress_counts(p: protocol.Progress) -> str:
+    """`80/300 done · 88 sent · 212 not sent` (the bar is the done share)."""
+    text = f"{p.done:,}/{p.total:,} done · {p.sent:,} sent"
+    return text + (f" · {p.not_sent:,} not sent" if p.not_sent else "")
+
+
+def live_text(live: protocol.Live) -> str:
+    def f(v: float | None) -> str:
+        return "-" if v is None else f"{v:.1f}"
+
+    return (f"TTFT p50 {f(live.ttft_p50)} p99 {f(live.ttft_p99)}  TPOT p50 {f(live.tpot_p50)}  "
+            f"late p99 {f(live.late_p99)} ms")
+
+
+def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: Manifest,
+                  max_error_share: float | None = None) -> list[ErrorCheck]:
+    """Summarise the run's records (summary.parquet, tenant_speedups.parquet), print the tables
+    and the client's warnings, and return the error gate of each mode (when `max_error_share`)."""
+    table = read_requests(run_dir) if (run_dir / "requests").exists() else None
+    if table is None or not table.num_rows:
+        return []
+    summaries = summarize(table, [m for m in modes if m in set(table["mode"].to_pylist())],
+                          server_metrics=load_server_metrics(run_dir))
+    write_summary(summaries, run_dir / "summary.parquet")
+    console.print(mode_table(summaries, title=f"{manifest.run_id} ({manifest.status})"))
+    by_tenant = tenant_speedups(table, modes)
+    if by_tenant:
+        write_tenant_speedups(by_tenant, run_dir / "tenant_speedups.parquet")
+        if len(by_tenant) > 1:
+            console.print(tenant_table(by_tenant, modes))
+    note = steady_state_note(summaries)
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
+    for mode, mr in manifest.mode_runs.items():
+        if mr.client and mr.client.get("client_limited"):
+            console.print(f"[yellow]{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies "
+                          "include the client's own delay; add workers (--workers) or client machines[/yellow]")
+    checks = error_checks(table, [s.mode for s in summaries], max_error_share) if max_error_share is not None else []
+    for c in checks:
+        if c.kinds:
+            colour = "green" if c.passed else "red"
+            console.print(f"[{colour}]{c.mode}: {c.failed:,} of {c.sent:,} sent failed: {c.kinds_text()}[/{colour}]")
+    return checks
+
+
+def record_gate(manifest: Manifest, checks: list[ErrorCheck], console: Console) -> bool:
+    """Put the error gate in the manifest and say why it failed; whether it passed."""
+    manifest.checks = [c.as_dict() for c in checks]
+    failed = [c for c in checks if not c.passed]
+    manifest.gate = "failed" if failed else "passed"
+    for c in failed:
+        console.print(f"[red bold]gate failed: {c.reason()}[/red bold]", soft_wrap=True)
+    return not failed

@@ -1,0 +1,228 @@
+"""`loadtest run`: the main job, wiring the four rooms together.
+
+scenario -> trace.parquet -> fleet on Ray -> for each mode: a Locust replay (LocustProcess) of the
+trace against that mode's replicas, writing requests/mode=<mode>/ -> tables and the error gate.
+The fleet is torn down on every exit path; Ctrl-C or SIGTERM stops the replay gracefully (the
+in-flight requests get a grace period, unsent ones are recorded as not_sent) and the manifest
+says `interrupted`; a second Ctrl-C stops the replay at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+
+import ray
+from rich.console import Console
+
+from cluster import FleetError, StartupCancelled
+from cluster.provision import Fleet, init_ray, ray_address
+from cluster.scrape import Scraper
+from cluster.state import ExistingFleet
+from common import exits
+from common.exits import print_error
+from loadtest.commands.inputs import (
+    FleetChoice,
+    Trace,
+    choose_fleet,
+    default_workers,
+    new_run_dir,
+    prepare_trace,
+    replica_entry,
+)
+from loadtest.commands.manifest import Manifest, ModeRun, utc_now
+from loadtest.commands.report import live_text, mode_progress, print_summary, progress_counts, record_gate
+from loadtest.commands.signals import Signals
+from loadtest.replay import protocol
+from loadtest.replay.options import ReplayConfig
+from loadtest.replay.process import LocustProcess, ReplayEnd
+from scenarios import ScenarioError
+from scenarios.trace import closed_concurrency, write_trace
+
+log = logging.getLogger("loadtest")
+
+
+class Interrupted(Exception):
+    pass
+
+
+def main(args: argparse.Namespace) -> int:
+    # Wide enough for the table when stdout is a file or a pipe (rich assumes 80 columns there).
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    try:  # everything that can be wrong with the input, before anything starts: the files, then the servers
+        t_build = time.monotonic()
+        trace = prepare_trace(args)
+        fleet = choose_fleet(args, args.modes)
+        run_dir = new_run_dir(args.out, args.run_id, trace.info["name"])
+    except (ScenarioError, FleetError, FileExistsError) as exc:
+        print_error("loadtest run", str(exc))
+        return exits.BAD_INPUT
+    manifest = Manifest(run_id=run_dir.name, scenario=trace.info, fleet=fleet.info, modes=fleet.modes,
+                        seed=trace.seed, requests=trace.table.num_rows)
+    manifest.write(run_dir)
+    trace_path = run_dir / "trace.parquet"
+    write_trace(trace.table, trace_path, trace.info["name"], trace.info["sha256"])
+    console.print(f"[bold]{manifest.run_id}[/bold]: {trace.table.num_rows} requests of {trace.info['name']} over "
+                  f"{trace.table['offset_s'][-1].as_py():.1f} s (trace ready in {time.monotonic() - t_build:.1f} s), "
+                  f"modes {', '.join(fleet.modes)}, fleet {fleet.info['name']}")
+
+    status, reason, code = "failed", None, exits.INCOMPLETE
+    with Signals() as signals:
+        try:
+            Run(args, console, trace, fleet, run_dir, manifest, signals).replay_all()
+            status, code = "completed", exits.OK
+        except (Interrupted, StartupCancelled, KeyboardInterrupt):
+            status, reason, code = "interrupted", "stopped by signal", exits.INTERRUPTED
+        except FleetError as exc:
+            reason = str(exc)
+            print_error("loadtest run", reason)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            log.debug("run failed", exc_info=True)
+            print_error("loadtest run", reason)
+        finally:
+            manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
+            manifest.write(run_dir)
+
+    checks = print_summary(console, run_dir, fleet.modes, manifest, args.max_errors)
+    if code == exits.OK:
+        if not record_gate(manifest, checks, console):
+            code = exits.GATE_FAILED
+        manifest.write(run_dir)
+    console.print(f"results: {run_dir}/")
+    return code
+
+
+class Run:
+    """One `loadtest run` after its inputs are checked: the fleet up, every mode replayed."""
+
+    def __init__(self, args: argparse.Namespace, console: Console, trace: Trace, fleet: FleetChoice, run_dir: Path,
+                 manifest: Manifest, signals: Signals) -> None:
+        self.args, self.console, self.trace, self.choice = args, console, trace, fleet
+        self.run_dir, self.manifest, self.signals = run_dir, manifest, signals
+        workers = args.workers or default_workers(fleet.spec, len(fleet.modes))
+        closed = closed_concurrency(trace.table)
+        self.workers = min(workers, closed) if closed else workers  # each worker keeps one request in flight
+
+    def replay_all(self) -> None:
+        with ExitStack() as stack:
+            fleet = stack.enter_context(self._fleet(stack))
+            self.fleet = fleet
+            where = "already running" if self.choice.existing is not None else "on Ray"
+            self.console.print(f"fleet ready: {len(fleet.replicas)} replica(s) {where}")
+            for rep in fleet.replicas:
+                self.manifest.mode_runs.setdefault(rep.mode, ModeRun()).replicas.append(replica_entry(rep))
+            self.manifest.write(self.run_dir)
+            self.progress = stack.enter_context(mode_progress(self.console))
+            self.tasks = {m: self.progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting",
+                                                    live="") for m in self.choice.modes}
+            self.scraper = stack.enter_context(Scraper(self.run_dir))
+            modes = self.choice.modes
+            if self.args.parallel_modes:
+                self.manifest.mode_order = "parallel (all modes at once, sharing the client machine)"
+                with ThreadPoolExecutor(len(modes)) as pool:
+                    for fut in [pool.submit(self.one_mode, m) for m in modes]:
+                        fut.result()
+            else:
+                for i, mode in enumerate(modes):
+                    if i and self.args.cooldown and not self.signals.stop:
+                        time.sleep(self.args.cooldown)
+                    if self.signals.stop:  # a signal, maybe during the cooldown
+                        break
+                    self.one_mode(mode)
+        if self.signals.stop:
+            raise Interrupted()
+
+    def _fleet(self, stack: ExitStack):
+        existing = self.choice.existing
+        if existing is None:
+            return Fleet(self.choice.spec, self.choice.modes, self.run_dir / "logs",
+                         address=ray_address(self.args.address), cancelled=lambda: self.signals.stop,
+                         on_ray_ready=self.signals.rearm)
+        if self.args.ray_workers and init_ray(ray_address(self.args.address) or existing.ray_address,
+                                              log_file=self.run_dir / "logs" / "ray.log"):
+            self.signals.rearm()  # ray.init installs its own SIGTERM handler
+            stack.callback(ray.shutdown)
+        return ExistingFleet(existing, self.choice.modes)
+
+    def one_mode(self, mode: str) -> None:
+        mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
+        mr.started_at = utc_now()
+        self.manifest.write(self.run_dir)
+        replicas = self.fleet.endpoints(mode)
+        task = self.tasks[mode]
+        self.scraper.watch(mode, [(r.label, r.url) for r in replicas])
+        self.progress.start_task(task)
+        self.progress.update(task, counts="starting")
+        try:
+            end = self.replay(mode, replicas, mr)
+        finally:
+            self.progress.stop_task(task)
+            self.scraper.unwatch(mode)
+        mr.end, mr.records, mr.client = end.reason, end.recorded, end.client
+        if end.reason not in (None, "completed"):
+            counts = self.progress.tasks[task].fields.get("counts", "")
+            self.progress.update(task, counts=f"[yellow]{end.reason}[/yellow]: {counts}")
+        mr.server_metrics = self.scraper.problems.get(mode, "scraped")
+        if mode in self.scraper.problems:
+            self.console.print(f"[yellow]{mode}: no server-side metrics ({self.scraper.problems[mode]}); the replay "
+                               "is unaffected, the acceptance column stays empty[/yellow]", soft_wrap=True)
+        self._report_dead_replicas(replicas, mr)
+        mr.ended_at = utc_now()
+        self.manifest.write(self.run_dir)
+
+    def replay(self, mode: str, replicas: list, mr: ModeRun) -> ReplayEnd:
+        """Replay `mode` with one Locust process, or a master and --workers worker processes."""
+        a = self.args
+        # Absolute paths: workers on other nodes (--ray-workers) do not share the driver's directory.
+        config = ReplayConfig(trace=(self.run_dir / "trace.parquet").resolve(), mode=mode,
+                              endpoints=tuple(r.url for r in replicas), served_model=replicas[0].served_model,
+                              run_id=self.manifest.run_id, run_dir=self.run_dir.resolve(), max_inflight=a.max_inflight,
+                              timeout_s=a.timeout, deadline_s=a.deadline, api_key_env=a.api_key_env,
+                              lateness_limit_ms=a.lateness_limit, workers=self.workers, ray_workers=a.ray_workers)
+        key = os.environ.get(a.api_key_env)  # Ray workers get it in their environment, never their argv
+        task = self.tasks[mode]
+
+        def show(msg: protocol.Line) -> None:
+            if isinstance(msg, protocol.Progress):
+                self.progress.update(task, completed=msg.done, total=msg.total, counts=progress_counts(msg))
+            elif isinstance(msg, protocol.Live):
+                self.progress.update(task, live=live_text(msg))
+
+        process = LocustProcess(config, show, {a.api_key_env: key} if key else {})
+        self.signals.watch(process)
+        try:
+            process.start()
+            mr.locust_pids, mr.ray_workers = process.pids, process.placements
+            self.manifest.write(self.run_dir)
+            end = process.wait()
+        except BaseException:
+            process.kill()
+            raise
+        finally:
+            self.signals.unwatch(process)
+        if end.crashed:
+            raise RuntimeError(f"the Locust replay of {mode} exited with code {end.returncode}; "
+                               f"see {config.logs_dir / f'locust-{mode}.log'}")
+        return end
+
+    def _report_dead_replicas(self, replicas: list, mr: ModeRun) -> None:
+        existing = self.choice.existing is not None
+        for rep, entry in zip(replicas, mr.replicas, strict=False):
+            code = self.fleet.exit_code(rep)
+            if code is None:
+                continue
+            if existing:  # not ours: all we know is that it stopped answering
+                entry["healthy_after_run"] = False
+                self.console.print(f"[red]replica {rep.label} at {rep.url} stopped answering /health during the run; "
+                                   "requests sent to it failed[/red]")
+            else:  # died mid-run: its requests failed as errors
+                entry["exit_code"] = code
+                self.console.print(f"[red]replica {rep.label} exited with code {code} during the run; requests "
+                                   f"sent to it failed (see {rep.log_path})[/red]")

@@ -1,0 +1,263 @@
+"""The Locust side of a replay: `locust -f loadtest/replay/locustfile.py ...` (ReplayConfig.argv
+builds the command line). Only Locust's hooks and the user class live here; they wire Locust to
+the shard replay (worker.py), the master's coordinator (coordinator.py) and the web UI's pages
+(webui.py). One process's state is one Session, kept on Locust's Environment.
+
+Only ever loaded by Locust, in its own process: Locust monkey-patches the process with gevent,
+and `ray.init()` hangs in a patched process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import gevent
+import pyarrow.parquet as pq
+from gevent.threadpool import ThreadPoolExecutor
+from locust import FastHttpUser, events, task
+from locust.exception import StopUser
+from locust.runners import MasterRunner, WorkerRunner
+
+from loadtest.records import REQUEST_SCHEMA
+from loadtest.replay import protocol, webui
+from loadtest.replay.coordinator import Coordinator, CoordinatorOptions
+from loadtest.replay.options import add_replay_arguments, replay_options
+from loadtest.replay.shards import recorded_ids
+from loadtest.replay.worker import GeventClock, ShardReplay, tell_command, tell_master
+from loadtest.request.sink import ParquetSink
+
+log = logging.getLogger("loadtest.replay")
+SHARD_WAIT_S = 60.0     # a worker without a shard this long after its user started gives up
+HISTORY_KEEP = 720      # Locust's chart history entries kept (an hour at its default interval)
+
+
+def say(msg: protocol.Line) -> None:
+    """Tell the command that started this process (it reads our stdout)."""
+    print(protocol.encode_line(msg), flush=True)
+
+
+@dataclass
+class Session:
+    """This process's part in the replay."""
+
+    replay: ShardReplay | None = None        # a lone process, the web UI, or a worker
+    coordinator: Coordinator | None = None   # the master
+    ui: bool = False                         # the web UI: the replay starts when someone presses Start
+    claimed: bool = False                    # a user is running the replay (others idle)
+
+
+def session(environment) -> Session:
+    return environment.loadtest_session
+
+
+class _LocustMaster:
+    """Locust's master runner as the coordinator's Master."""
+
+    def __init__(self, environment) -> None:
+        self.env = environment
+
+    def clients(self) -> list[str]:
+        return list(self.env.runner.clients.keys())
+
+    def missing(self, client_id: str) -> bool:
+        node = self.env.runner.clients.get(client_id)
+        return node is None or node.state == "missing"
+
+    def send(self, msg: protocol.Wire, client_id: str) -> None:
+        kind, data = protocol.to_locust(msg)
+        self.env.runner.send_message(kind, data, client_id=client_id)
+
+    def quit(self) -> None:
+        self.env.process_exit_code = 0
+        gevent.spawn(self.env.runner.quit)
+
+
+events.init_command_line_parser.add_listener(add_replay_arguments)
+
+
+@events.init.add_listener
+def _on_init(environment, **_kw) -> None:
+    parsed = environment.parsed_options
+    if parsed is None:
+        return
+    opts = replay_options(parsed)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, opts.max_inflight * 2 + 256)), hard))
+    TraceReplayUser.concurrency = opts.max_inflight
+    TraceReplayUser.network_timeout = opts.request_timeout
+    runner = environment.runner
+    s = environment.loadtest_session = Session()
+    if isinstance(runner, MasterRunner):
+        s.coordinator = _coordinator(environment, opts, parsed.connect_wait)
+    elif isinstance(runner, WorkerRunner):
+        s.replay = ShardReplay(opts, tell_master(lambda m: runner.send_message(*protocol.to_locust(m))),
+                               _request_event(environment))
+        runner.register_message("loadtest_shard", lambda msg, **_: _assign(s.replay, protocol.from_locust(
+            "loadtest_shard", msg.data)))
+        runner.register_message("loadtest_abandon", lambda msg, **_: _abandoned())
+    else:
+        s.replay = ShardReplay(opts, tell_command(say, opts.lateness_limit), _request_event(environment))
+        if parsed.headless:
+            index, count = (int(x) for x in parsed.shard.split("/"))
+            s.replay.assign(index, count, opts.worker_id)
+        else:
+            s.ui = True
+            environment.shape_class = webui.replay_shape(s.replay.done.is_set)
+            environment.shape_class.runner = runner
+            if environment.web_ui is not None:
+                webui.install_tab(environment.web_ui, lambda: webui.tab_rows(s.replay.stats, opts.mode))
+                webui.install_replay_page(environment.web_ui, parsed.about or opts.trace_file, s.replay.assigned.is_set)
+    gevent.spawn(_trim_history, environment)
+
+
+def _coordinator(environment, opts, connect_wait_s: float) -> Coordinator:
+    c = Coordinator(
+        _LocustMaster(environment),
+        CoordinatorOptions(opts.trace_file, pq.ParquetFile(opts.trace_file).metadata.num_rows, opts.run_id,
+                           opts.mode, opts.start_delay, opts.lateness_limit),
+        GeventClock(), time.time, say,
+        lambda: ParquetSink(Path(opts.records_dir), "master", REQUEST_SCHEMA, ThreadPoolExecutor(1)),
+        lambda worker: recorded_ids(opts.records_dir, worker))
+    for kind in ("loadtest_report", "loadtest_done"):
+        environment.runner.register_message(
+            kind, lambda msg, kind=kind, **_: c.on_message(msg.node_id, protocol.from_locust(kind, msg.data)))
+
+    def ticker() -> None:
+        while True:
+            gevent.sleep(0.5)
+            c.tick()
+
+    def watchdog() -> None:
+        gevent.sleep(connect_wait_s)
+        if c.t0 is None:
+            log.error("gave up after %g s: %d of %d workers connected", connect_wait_s,
+                      len(environment.runner.clients.ready), environment.parsed_options.expect_workers)
+            # Locust's main greenlet is stuck in its own wait for workers (no quit or signal handler
+            # reaches it yet): record every row as not_sent, close the files, and leave.
+            c.record_unstarted("the replay never started (its Locust workers did not connect, or the run was "
+                               "stopped first)")
+            os._exit(1)
+
+    gevent.spawn(ticker)
+    gevent.spawn(watchdog)
+    return c
+
+
+def _assign(replay: ShardReplay, shard: protocol.ShardAssignment) -> None:
+    replay.assign(shard.index, shard.count, shard.worker_id, shard.t0_epoch)
+
+
+def _abandoned() -> None:
+    # The master declared this worker lost and recorded its rows: write nothing more, exit.
+    log.error("the master declared this worker lost; exiting without writing more records")
+    os._exit(0)
+
+
+def _request_event(environment):
+    """Locust's own statistics: one request per LLM request, named after the mode, E2E as its time."""
+
+    def fire(rec, url: str, tenant: str) -> None:
+        exc = None if rec.status == "ok" else Exception(f"{rec.status}: {rec.error_kind or ''} {rec.error or ''}")
+        environment.events.request.fire(request_type="POST", name=rec.mode, response_time=rec.e2e_ms or 0.0,
+                                        response_length=rec.completion_tokens or 0, exception=exc,
+                                        context={"tenant": tenant}, url=url)
+
+    return fire
+
+
+def _trim_history(environment) -> None:
+    """Locust appends to stats.history every few seconds for its charts, forever; keep the last
+    HISTORY_KEEP entries so memory stays flat in long soaks."""
+    while True:
+        gevent.sleep(30)
+        stats = environment.stats
+        if stats is not None and len(stats.history) > HISTORY_KEEP:
+            del stats.history[: len(stats.history) - HISTORY_KEEP]
+
+
+@events.test_start.add_listener
+def _on_test_start(environment, **_kw) -> None:
+    s = session(environment)
+    if s.coordinator is not None:
+        s.coordinator.start()
+    elif s.ui:
+        if s.replay.assigned.is_set():  # the web UI refuses a second Start; this is any other way in
+            log.error(webui.ALREADY_REPLAYED)
+            gevent.spawn(environment.runner.stop)
+            return
+        index, count = (int(x) for x in environment.parsed_options.shard.split("/"))
+        s.replay.assign(index, count, s.replay.opts.worker_id, time.time() + s.replay.opts.start_delay)
+
+
+@events.test_stopping.add_listener
+def _on_test_stopping(environment, **_kw) -> None:
+    """In the web UI, Stop ends the replay: in-flight requests get the grace period, the rest are
+    recorded as not_sent. (Locust stops a running user only after its task returns, and the replay
+    is one long task, so it is told directly.)"""
+    s = session(environment)
+    if s.ui and s.replay.assigned.is_set():
+        gevent.spawn(s.replay.finish, "interrupted")
+
+
+@events.quitting.add_listener
+def _on_quitting(environment, **_kw) -> None:
+    s = getattr(environment, "loadtest_session", None)
+    if s is None:
+        return
+    try:
+        if s.replay is not None:
+            s.replay.finish("interrupted")
+        if s.coordinator is not None:
+            if s.coordinator.t0 is None:  # quit before the test started (workers never connected, or a signal)
+                s.coordinator.record_unstarted("the replay never started (its Locust workers did not connect, or "
+                                               "the run was stopped first)")
+            s.coordinator.interrupted()
+        if environment.process_exit_code is None:
+            environment.process_exit_code = 0
+    except Exception:
+        log.exception("could not close the records")
+        environment.process_exit_code = 3
+
+
+class TraceReplayUser(FastHttpUser):
+    """Runs the replay: the first user of a process replays its shard; any other (Locust
+    rebalancing users after a worker is lost) idles."""
+
+    concurrency = 1024
+    max_retries = 0
+    connection_timeout = 10.0
+    network_timeout = 600.0
+
+    @task
+    def replay(self) -> None:
+        env = self.environment
+        s = session(env)
+        if s.claimed:
+            while True:
+                gevent.sleep(3600)
+        s.claimed = True
+        if not s.replay.assigned.wait(timeout=SHARD_WAIT_S):
+            log.error("no shard from the master within %g s", SHARD_WAIT_S)
+            env.process_exit_code = 3
+            if isinstance(env.runner, WorkerRunner):
+                env.runner.send_message(*protocol.to_locust(protocol.WorkerDone(
+                    "failed", s.replay.counts(), s.replay.stats.take(0.0))))
+        else:
+            try:
+                s.replay.run(self.client.client.clientpool)
+            except Exception:
+                log.exception("replay failed")
+                s.replay.finish("failed")
+                env.process_exit_code = 3
+        if isinstance(env.runner, WorkerRunner):
+            while True:  # the master quits every worker once all shards are done
+                gevent.sleep(3600)
+        # Headless: the replay is the whole test. Web UI: stop the test but keep the UI up for its charts.
+        gevent.spawn(env.runner.stop if s.ui else env.runner.quit)
+        raise StopUser()
+

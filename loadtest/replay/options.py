@@ -1,0 +1,137 @@
+"""A replay's configuration, both ends: `ReplayConfig` (what a command wants replayed) builds the
+command line of each Locust process, and `add_replay_arguments` / `replay_options` read it back
+inside that process. The option names live here once."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from loadtest.request.client_stats import LATENESS_LIMIT_MS
+
+LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+# How long a Locust master waits for its workers to connect before giving up (its rows are then
+# recorded as not_sent; Locust's own --expect-workers-max-wait exits without a word).
+CONNECT_WAIT_S = 120.0
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What a replay process was told on its command line (see ReplayConfig.argv)."""
+
+    trace_file: str
+    mode: str
+    endpoints: tuple[str, ...]
+    served_model: str
+    run_id: str
+    records_dir: str
+    worker_id: str = "w0"
+    max_inflight: int = 1024
+    request_timeout: float = 600.0
+    deadline: float = 0.0          # seconds after the start; 0: none
+    grace: float = 10.0
+    start_delay: float = 0.5
+    lateness_limit: float = 10.0
+    api_key_env: str = "LOADTEST_API_KEY"
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """One mode's replay: the trace, the replicas, the client's limits, how many processes."""
+
+    trace: Path
+    mode: str
+    endpoints: tuple[str, ...]
+    served_model: str
+    run_id: str
+    run_dir: Path
+    max_inflight: int = 1024
+    timeout_s: float = 600.0
+    deadline_s: float | None = None
+    api_key_env: str = "LOADTEST_API_KEY"
+    lateness_limit_ms: float = LATENESS_LIMIT_MS
+    workers: int = 1                       # 1: one process; more: a master and this many workers
+    ray_workers: bool = False              # the workers as Ray actors on the cluster's nodes
+    web: tuple[str, int] | None = None     # Locust's web UI on (host, port) instead of headless
+    about: str | None = None               # the web UI: what Start replays, in words
+    connect_wait_s: float = CONNECT_WAIT_S
+
+    @property
+    def distributed(self) -> bool:
+        return self.workers > 1 or self.ray_workers
+
+    @property
+    def records_dir(self) -> Path:
+        return self.run_dir / "requests" / f"mode={self.mode}"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.run_dir / "logs"
+
+    def _replay_args(self) -> list[str]:
+        args = ["--trace-file", str(self.trace), "--mode", self.mode, "--endpoints", ",".join(self.endpoints),
+                "--served-model", self.served_model, "--run-id", self.run_id, "--records-dir", str(self.records_dir),
+                "--max-inflight", str(self.max_inflight), "--request-timeout", str(self.timeout_s),
+                "--api-key-env", self.api_key_env, "--lateness-limit", str(self.lateness_limit_ms)]
+        if self.deadline_s:
+            args += ["--deadline", str(self.deadline_s)]
+        if self.about:
+            args += ["--about", self.about]
+        return args
+
+    def main_argv(self, master_host: str = "127.0.0.1", master_port: int = 0) -> list[str]:
+        """The lone Locust process, or the master of a distributed replay (headless or web UI)."""
+        runner = (["--headless", "--only-summary"] if self.web is None
+                  else ["--web-host", self.web[0], "--web-port", str(self.web[1])])
+        users = str(self.workers if self.distributed else 1)
+        argv = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), *runner, "-u", users, "-r", users,
+                "--host", self.endpoints[0], "--logfile", str(self.logs_dir / f"locust-{self.mode}.log"),
+                *self._replay_args()]
+        if self.distributed:
+            argv += ["--master", "--expect-workers", str(self.workers), "--connect-wait", str(self.connect_wait_s),
+                     "--master-bind-host", master_host, "--master-bind-port", str(master_port)]
+        return argv
+
+    def worker_argv(self, index: int, master_host: str, master_port: int, python: str = sys.executable,
+                    locustfile: Path = LOCUSTFILE) -> list[str]:
+        """Worker `index` of a distributed replay (`python` and `locustfile` of the node it runs on)."""
+        log_file = self.logs_dir / f"locust-{self.mode}-worker{index}.log"
+        return [python, "-m", "locust", "-f", str(locustfile), "--worker", "--master-host", master_host,
+                "--master-port", str(master_port), "--logfile", str(log_file), *self._replay_args()]
+
+
+def add_replay_arguments(parser) -> None:
+    """Locust's init_command_line_parser hook: the options `ReplayConfig` writes."""
+    g = parser.add_argument_group("loadtest replay")
+    g.add_argument("--trace-file", required=True, help="trace.parquet to replay")
+    g.add_argument("--mode", required=True, help="speculation mode under test (Locust stats name)")
+    g.add_argument("--endpoints", required=True, help="comma-separated base URLs of the mode's replicas")
+    g.add_argument("--served-model", required=True, help="model name the replicas serve")
+    g.add_argument("--run-id", required=True)
+    g.add_argument("--records-dir", required=True, help="directory for this mode's part files")
+    g.add_argument("--worker-id", default="w0")
+    g.add_argument("--shard", default="0/1", help="K/N: replay rows i with i %% N == K")
+    g.add_argument("--max-inflight", type=int, default=1024)
+    g.add_argument("--request-timeout", type=float, default=600.0)
+    g.add_argument("--deadline", type=float, default=0.0, help="stop sending after S seconds (0: none)")
+    g.add_argument("--grace", type=float, default=10.0, help="seconds in-flight requests get on interrupt")
+    g.add_argument("--start-delay", type=float, default=0.5, help="seconds from start-up to offset 0")
+    g.add_argument("--connect-wait", type=float, default=CONNECT_WAIT_S,
+                   help="master: seconds to wait for every worker to connect; then record every row as "
+                   "not_sent and quit")
+    g.add_argument("--lateness-limit", type=float, default=LATENESS_LIMIT_MS,
+                   help="send lateness p99 (ms) above which the run is marked client_limited")
+    g.add_argument("--api-key-env", default="LOADTEST_API_KEY",
+                   help="environment variable holding the API key (never passed on the command line)")
+    g.add_argument("--about", default="", help="web UI: what Start replays, in words (shown above the form)")
+
+
+def replay_options(parsed) -> ReplayOptions:
+    """The replay options of a Locust process's parsed command line."""
+    return ReplayOptions(
+        trace_file=parsed.trace_file, mode=parsed.mode, endpoints=tuple(parsed.endpoints.split(",")),
+        served_model=parsed.served_model, run_id=parsed.run_id, records_dir=parsed.records_dir,
+        worker_id=parsed.worker_id, max_inflight=parsed.max_inflight, request_timeout=parsed.request_timeout,
+        deadline=parsed.deadline, grace=parsed.grace, start_delay=parsed.start_delay,
+        lateness_limit=parsed.lateness_limit, api_key_env=parsed.api_key_env)

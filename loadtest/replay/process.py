@@ -1,0 +1,179 @@
+"""One replay of one mode as Locust processes: the one every command starts (`run`, `ui`, and what
+comes after them). `LocustProcess` builds the command lines from a ReplayConfig, starts the lone
+process or a master and its workers (here, or as Ray actors on the cluster's nodes), reads the
+typed messages the master prints, passes signals on, and ends with a typed `ReplayEnd`; every
+process it started is stopped on every path.
+
+Locust is never imported here (it monkey-patches the process it is imported in, which hangs
+`ray.init()`): it runs only in the child processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from cluster.process import die_with_parent
+from loadtest.replay import protocol
+from loadtest.replay.options import ReplayConfig
+
+log = logging.getLogger("loadtest")
+WORKER_EXIT_WAIT_S = 10.0  # the master quits its workers; one still running after this is killed
+
+
+@dataclass
+class ReplayEnd:
+    """How a replay ended: `reason` (as protocol.Finished says; None if it never said), rows
+    recorded, the client's verdict on itself, and the Locust process's exit code."""
+
+    reason: str | None = None
+    recorded: int = 0
+    client: dict | None = None
+    returncode: int | None = None
+    progress: protocol.Progress | None = None
+
+    @property
+    def crashed(self) -> bool:
+        """Locust failed (not a replay we interrupted)."""
+        return self.returncode not in (0, None) and self.reason != "interrupted"
+
+
+def read_output(stdout, other: TextIO, on_message: Callable[[protocol.Line], None]) -> None:
+    """Until `stdout` closes: each message line to `on_message`, any other line to `other`."""
+    for line in stdout:
+        try:
+            msg = protocol.parse_line(line)
+        except ValueError as exc:  # a bug between the two sides: say it, keep reading
+            log.error("%s", exc)
+            continue
+        if msg is None:
+            other.write(line)
+        else:
+            on_message(msg)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LocustProcess:
+    config: ReplayConfig
+    on_message: Callable[[protocol.Line], None] = lambda msg: None
+    env: dict[str, str] = field(default_factory=dict)   # for Ray workers: the API key, never on a command line
+    end: ReplayEnd = field(default_factory=ReplayEnd)
+    main: subprocess.Popen | None = None
+    workers: list[subprocess.Popen] = field(default_factory=list)
+    ray_pool: object | None = None
+    _signals: int = 0
+    _reader: threading.Thread | None = None
+    _stats_out: TextIO | None = None
+
+    # ---- start -------------------------------------------------------------------------------
+    def start(self) -> LocustProcess:
+        cfg = self.config
+        host, port = "127.0.0.1", 0
+        if cfg.ray_workers:
+            from loadtest.replay.ray_workers import RayWorkers, driver_ip
+
+            host = driver_ip()  # workers on other nodes reach the master at this node's address
+            self.ray_pool = RayWorkers(cfg, host, self.env)
+            self.ray_pool.check_capacity()
+        if cfg.distributed:
+            port = free_port()
+        self._stats_out = open(cfg.logs_dir / f"locust-{cfg.mode}.stdout.txt", "w")
+        self.main = subprocess.Popen(cfg.main_argv(host, port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, bufsize=1, start_new_session=True, preexec_fn=die_with_parent)
+        try:
+            if self.ray_pool is not None:
+                self.ray_pool.start(port)
+            elif cfg.distributed:
+                for i in range(cfg.workers):
+                    with open(cfg.logs_dir / f"locust-{cfg.mode}-worker{i}.stderr.txt", "wb") as err:
+                        self.workers.append(subprocess.Popen(
+                            cfg.worker_argv(i, host, port), stdout=subprocess.DEVNULL, stderr=err,
+                            start_new_session=True, preexec_fn=die_with_parent))
+        except BaseException:
+            self.kill()
+            raise
+        self._reader = threading.Thread(target=read_output, args=(self.main.stdout, self._stats_out, self._take),
+                                        daemon=True, name=f"locust-{cfg.mode}-reader")
+        self._reader.start()
+        if self._signals:  # a signal came while these were starting: pass it on now
+            self._forward(signal.SIGTERM)
+        return self
+
+    @property
+    def pids(self) -> list[int]:
+        """The lone process (or the master) first, then the local workers."""
+        return [p.pid for p in [self.main, *self.workers] if p is not None]
+
+    @property
+    def placements(self) -> list[dict]:
+        """With Ray workers: each worker's node and pid."""
+        return list(self.ray_pool.placements) if self.ray_pool is not None else []
+
+    # ---- run ---------------------------------------------------------------------------------
+    def _take(self, msg: protocol.Line) -> None:
+        if isinstance(msg, protocol.ClientVerdict):
+            self.end.client = msg.verdict
+        elif isinstance(msg, protocol.Finished):
+            self.end.reason, self.end.recorded = msg.reason, msg.recorded
+        elif isinstance(msg, protocol.Progress):
+            self.end.progress = msg
+        self.on_message(msg)
+
+    def signal(self) -> None:
+        """A SIGINT or SIGTERM reached the command: the first stops the replay gracefully (in-flight
+        requests get their grace period, the rest is recorded as not_sent), a second at once."""
+        self._signals += 1
+        self._forward(signal.SIGTERM if self._signals == 1 else signal.SIGKILL)
+
+    def _forward(self, sig: int) -> None:
+        for p in [self.main, *self.workers]:
+            if p is not None and p.poll() is None:
+                try:
+                    os.killpg(p.pid, sig)
+                except ProcessLookupError:
+                    pass
+
+    def wait(self, poll_s: float = 0.1) -> ReplayEnd:
+        """Until the replay has ended; then every process it started is gone."""
+        try:
+            while self.main.poll() is None:  # polled: a signal handler runs between polls
+                time.sleep(poll_s)
+            self._reader.join(5)
+            for w in self.workers:  # the master quits its workers; make sure none lingers
+                try:
+                    w.wait(WORKER_EXIT_WAIT_S)
+                except subprocess.TimeoutExpired:
+                    os.killpg(w.pid, signal.SIGKILL)
+                    w.wait()
+        finally:
+            self._stop_ray()
+            if self._stats_out is not None:
+                self._stats_out.close()
+        self.end.returncode = self.main.returncode
+        return self.end
+
+    def kill(self) -> None:
+        """Stop every process at once (a failed start, or leaving on an error)."""
+        self._forward(signal.SIGKILL)
+        for p in [self.main, *self.workers]:
+            if p is not None:
+                p.wait()
+        self._stop_ray()
+
+    def _stop_ray(self) -> None:
+        if self.ray_pool is not None:  # the master has quit its workers; stop any that linger, drop the actors
+            self.ray_pool.stop()

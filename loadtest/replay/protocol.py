@@ -1,0 +1,161 @@
+"""Every message that crosses a process in a replay, as a frozen dataclass.
+
+Two channels, one `encode` and one `parse` each:
+- the replay process to the command that started it (`run`, `ui`, ...): a line `@@<kind> <JSON>`
+  on the process's stdout (`encode_line` / `parse_line`); any other line is Locust's own output;
+- the Locust master and its workers: Locust's custom messages, a name and a JSON-able dict
+  (`to_locust` / `from_locust`).
+Fields are named, never split by position, so adding one breaks no reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import orjson
+
+from loadtest.request.client_stats import StatsReport
+
+PREFIX = "@@"
+
+
+# ---- the replay process -> the command -------------------------------------------------------
+@dataclass(frozen=True)
+class Progress:
+    """How far the replay of one mode is: of `total` scheduled requests, `sent` were sent, `done`
+    of them have ended (ok, error or timeout), and `not_sent` were recorded as never sent."""
+
+    total: int
+    sent: int
+    done: int
+    not_sent: int = 0
+
+    @property
+    def in_flight(self) -> int:
+        return max(0, self.sent - self.done)
+
+
+@dataclass(frozen=True)
+class Live:
+    """Live latency percentiles (ms) from the client's histograms; None while unknown."""
+
+    ttft_p50: float | None
+    ttft_p99: float | None
+    tpot_p50: float | None
+    late_p99: float | None
+
+
+@dataclass(frozen=True)
+class ClientVerdict:
+    """The client's report on itself (ClientStats.verdict): lateness, CPU, client_limited."""
+
+    verdict: dict
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The replay ended (`completed`, `deadline`, `interrupted`, `failed`, `worker_lost`) with
+    `recorded` rows written, one per scheduled request."""
+
+    reason: str
+    recorded: int
+
+
+Line = Progress | Live | ClientVerdict | Finished
+_LINES: dict[str, type] = {"progress": Progress, "live": Live, "client": ClientVerdict, "finished": Finished}
+
+
+def encode_line(msg: Line) -> str:
+    """The stdout line (without its newline) that carries `msg`."""
+    return f"{PREFIX}{_name(_LINES, msg)} {orjson.dumps(asdict(msg)).decode()}"
+
+
+def parse_line(line: str) -> Line | None:
+    """The message a line carries, or None for any other line (Locust's own output). A line that
+    starts like a message but does not parse is a bug, and raises ValueError naming it."""
+    if not line.startswith(PREFIX):
+        return None
+    kind, _, body = line[len(PREFIX):].strip().partition(" ")
+    try:
+        return _build(_LINES, kind, orjson.loads(body))
+    except (orjson.JSONDecodeError, TypeError, KeyError) as exc:
+        raise ValueError(f"malformed replay message {line[:120]!r}: {exc}") from None
+
+
+# ---- the Locust master <-> its workers -------------------------------------------------------
+@dataclass(frozen=True)
+class Counts:
+    """What a worker has written: `recorded` rows, of which `not_sent`; `sent` requests."""
+
+    recorded: int = 0
+    sent: int = 0
+    not_sent: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(self.recorded + other.recorded, self.sent + other.sent, self.not_sent + other.not_sent)
+
+
+@dataclass(frozen=True)
+class ShardAssignment:
+    """Master to worker: replay rows i with i % count == index, as worker `worker_id`, offset 0
+    of the trace at `t0_epoch` (seconds since the epoch, the same for every worker)."""
+
+    index: int
+    count: int
+    worker_id: str
+    t0_epoch: float
+
+
+@dataclass(frozen=True)
+class WorkerReport:
+    """Worker to master, twice a second: its counts and what it observed since the last report."""
+
+    counts: Counts
+    stats: StatsReport
+
+
+@dataclass(frozen=True)
+class WorkerDone:
+    """Worker to master: its shard is done (`reason` as in Finished), with its last report."""
+
+    reason: str
+    counts: Counts
+    stats: StatsReport
+
+
+@dataclass(frozen=True)
+class Abandon:
+    """Master to worker: you were declared lost and your rows recorded; write nothing more."""
+
+
+Wire = ShardAssignment | WorkerReport | WorkerDone | Abandon
+_WIRE: dict[str, type] = {"loadtest_shard": ShardAssignment, "loadtest_report": WorkerReport,
+                          "loadtest_done": WorkerDone, "loadtest_abandon": Abandon}
+WIRE_NAMES = tuple(_WIRE)
+
+
+def to_locust(msg: Wire) -> tuple[str, dict]:
+    """(message type, data) for Locust's runner.send_message."""
+    return _name(_WIRE, msg), asdict(msg)
+
+
+def from_locust(kind: str, data: dict | None) -> Wire:
+    """The message a Locust custom message carries."""
+    return _build(_WIRE, kind, data or {})
+
+
+# ---- shared ----------------------------------------------------------------------------------
+_NESTED = {"counts": Counts, "stats": StatsReport}
+
+
+def _name(kinds: dict[str, type], msg: object) -> str:
+    return next(name for name, cls in kinds.items() if type(msg) is cls)
+
+
+def _build(kinds: dict[str, type], kind: str, data: dict):
+    cls = kinds.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown replay message {kind!r}")
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: (_NESTED[k](**v) if k in _NESTED and isinstance(v, dict) else v)
+                  for k, v in data.items() if k in names})

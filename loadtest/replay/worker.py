@@ -1,0 +1,240 @@
+"""One Locust process's replay of its shard: the dispatcher given gevent's clock and pool, the
+request each row becomes, its record in the Parquet sink, the client's histograms, and what the
+process tells the command (or its master) as it goes.
+
+Runs under gevent inside a Locust process, but imports no Locust: the locustfile hands it the
+HTTP connection pool and a callback for Locust's own request statistics.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import gevent
+import gevent.event
+import gevent.pool
+import orjson
+import pyarrow.parquet as pq
+from gevent.threadpool import ThreadPoolExecutor
+from geventhttpclient.url import URL
+
+from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from loadtest.replay import protocol
+from loadtest.replay.dispatcher import Dispatcher, Schedule
+from loadtest.replay.options import ReplayOptions
+from loadtest.replay.shards import iter_shard, shard_size
+from loadtest.request.client import Clock, execute
+from loadtest.request.client_stats import ClientStats, cpu_seconds
+from loadtest.request.sink import ParquetSink
+from scenarios.trace import closed_concurrency
+
+PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+STREAM_OPTIONS = orjson.Fragment(b'{"include_usage":true,"continuous_usage_stats":true}')
+TICK_S = 0.5  # progress, live figures and the sink's time-bound flush, twice a second
+
+
+class GeventClock:
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def sleep(self, seconds: float) -> None:
+        gevent.sleep(seconds)
+
+
+class GeventPool:
+    """A gevent pool of in-flight requests, as the dispatcher's Pool."""
+
+    def __init__(self, size: int) -> None:
+        self.pool = gevent.pool.Pool(size)
+
+    def wait_available(self) -> None:
+        self.pool.wait_available()
+
+    def spawn(self, fn: Callable[..., None], *args) -> None:
+        self.pool.spawn(fn, *args)
+
+    def join(self, timeout: float | None = None) -> bool:
+        return self.pool.join(timeout=timeout)
+
+    def kill(self) -> None:
+        self.pool.kill(block=True, timeout=5)  # each request records itself as error/interrupted
+
+
+class ShardReplay:
+    """This process's shard: `assign` it, `run` it, `finish` it (also from a signal or Stop)."""
+
+    def __init__(self, opts: ReplayOptions, tell: Callable[[ShardReplay, bool], None],
+                 on_request: Callable[..., None] | None = None) -> None:
+        self.opts = opts
+        self.tell = tell                  # tell(self, final): progress to the command or the master
+        self.on_request = on_request      # Locust's request event, for its own statistics
+        self.total_rows = pq.ParquetFile(opts.trace_file).metadata.num_rows
+        self.closed = closed_concurrency(pq.read_schema(opts.trace_file))
+        self.worker_id = opts.worker_id
+        self.shard_size = 0
+        self.labels = [f"{opts.mode}-{i}" for i in range(len(opts.endpoints))]
+        # Request URLs built once, not per request: [endpoint][api]
+        self.urls = [{api: URL(f"{e.rstrip('/')}{path}") for api, path in PATHS.items()} for e in opts.endpoints]
+        key = os.environ.get(opts.api_key_env)
+        self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                        **({"Authorization": f"Bearer {key}"} if key else {})}
+        self.clock = Clock.now()
+        self.stats = ClientStats()
+        self.sink: ParquetSink | None = None
+        self.dispatcher: Dispatcher | None = None
+        self.recorded = 0
+        self.assigned = gevent.event.Event()
+        self.done = gevent.event.Event()  # every row recorded, the sink closed, the end told
+        self._closing = False
+        self._client_pool = None
+        self._cpu_mark = (time.monotonic(), cpu_seconds())
+
+    # ---- set-up ------------------------------------------------------------------------------
+    def assign(self, index: int, count: int, worker_id: str, t0_epoch: float | None = None) -> None:
+        """Take shard `index` of `count`, as `worker_id`, with offset 0 at `t0_epoch` (default:
+        `start_delay` from now)."""
+        self.worker_id = worker_id
+        self.shard_size = shard_size(self.total_rows, index, count)
+        self.clock = Clock.now()
+        t0 = self.clock.mono + (self.opts.start_delay if t0_epoch is None else t0_epoch - time.time())
+        cap = self.opts.max_inflight
+        if self.closed:  # the scenario's concurrency is for the whole client, split over the shards
+            cap = max(1, self.closed // count + (index < self.closed % count))
+        self.sink = ParquetSink(Path(self.opts.records_dir), worker_id, REQUEST_SCHEMA, ThreadPoolExecutor(1))
+        schedule = Schedule(t0, self.opts.deadline or None, self.closed is not None, self.opts.grace)
+        self.dispatcher = Dispatcher(iter_shard(self.opts.trace_file, index, count), self.shard_size, schedule,
+                                     GeventClock(), GeventPool(cap), self._send, self._unsent)
+        self.assigned.set()
+
+    # ---- the replay --------------------------------------------------------------------------
+    def run(self, client_pool) -> str:
+        """Replay the shard on Locust's HTTP connections; the end reason."""
+        self._client_pool = client_pool
+        self._cpu_mark = (time.monotonic(), cpu_seconds())  # start-up work does not count
+        self.stats.start_replay()
+        ticker = gevent.spawn(self._tick)
+        try:
+            reason = self.dispatcher.run()  # it finishes itself, or waits for whoever is finishing it
+        finally:
+            ticker.kill(block=False)
+        self._close()
+        return reason
+
+    def finish(self, reason: str) -> None:
+        """End now (`interrupted`, `failed`): the rest is recorded as not_sent. Idempotent."""
+        if self.dispatcher is None:  # never given a shard (a master, or stopped before its start)
+            return
+        self.dispatcher.finish(reason)
+        self._close()
+
+    @property
+    def end_reason(self) -> str | None:
+        return self.dispatcher.end_reason if self.dispatcher else None
+
+    def counts(self) -> protocol.Counts:
+        d = self.dispatcher
+        return protocol.Counts(self.recorded, d.sent if d else 0, d.not_sent if d else 0)
+
+    def progress(self) -> protocol.Progress:
+        c = self.counts()
+        return protocol.Progress(total=self.shard_size, sent=c.sent, done=c.recorded - c.not_sent, not_sent=c.not_sent)
+
+    def cpu_share(self) -> float:
+        """This process's CPU use, as a share of one core, since the last call."""
+        now, cpu = time.monotonic(), cpu_seconds()
+        then, cpu_then = self._cpu_mark
+        if now - then < 0.25:  # too short to say anything; keep accumulating
+            return 0.0
+        self._cpu_mark = (now, cpu)
+        return (cpu - cpu_then) / (now - then)
+
+    # ---- what the dispatcher calls -----------------------------------------------------------
+    def _record(self, row: dict, scheduled: float, status: str = "not_sent", error: str | None = None) -> RequestRecord:
+        return RequestRecord(run_id=self.opts.run_id, mode=self.opts.mode, worker=self.worker_id,
+                             tenant=row["tenant"], request_id=row["request_id"],
+                             scheduled_ns=self.clock.to_ns(scheduled), offset_s=scheduled - self.dispatcher.schedule.t0,
+                             status=status, error=error)
+
+    def _body(self, row: dict) -> bytes:
+        body = {"model": self.opts.served_model, "max_tokens": row["max_tokens"],
+                "temperature": row["temperature"], "stream": True, "stream_options": STREAM_OPTIONS}
+        if row["ignore_eos"]:
+            body["ignore_eos"] = True
+        if row["api"] == "chat":
+            body["messages"] = orjson.Fragment(row["messages"].encode())
+        else:
+            body["prompt"] = row["prompt"]
+        return orjson.dumps(body)
+
+    def _send(self, index: int, row: dict, scheduled: float) -> None:
+        rec = self._record(row, scheduled)
+        ep = index % len(self.urls)
+        rec.replica = self.labels[ep]
+        url = self.urls[ep][row["api"]]
+        headers = {**self.headers, "X-Request-Id": f"{self.opts.run_id}-{self.opts.mode}-{row['request_id']}"}
+        timeout, left = self.opts.request_timeout, self.dispatcher.time_left()
+        cut = left is not None and left < timeout
+        try:
+            execute(self._client_pool, url, self._body(row), headers, max(0.001, min(timeout, left or timeout)),
+                    rec, scheduled, self.clock, cut)
+        finally:
+            out = rec.as_row()
+            self.sink.add(out)
+            self.stats.observe(out)
+            self.recorded += 1
+            if self.on_request is not None:
+                self.on_request(rec, str(url), row["tenant"])
+
+    def _unsent(self, row: dict, scheduled: float, why: str) -> None:
+        self.sink.add(self._record(row, scheduled, "not_sent", why).as_row())
+        self.recorded += 1
+
+    def _tick(self) -> None:
+        while True:
+            self.tell(self, False)
+            self.sink.tick()
+            gevent.sleep(TICK_S)
+
+    def _close(self) -> None:
+        """Close the sink and tell the final figures, once: run and finish may both get here, and
+        whoever comes second waits until it is done (the process may exit right after)."""
+        if self.sink is None:
+            return
+        if self._closing:
+            self.done.wait()
+            return
+        self._closing = True
+        try:
+            self.sink.close()
+            self.tell(self, True)
+        finally:
+            self.done.set()
+
+
+def tell_command(say: Callable[[protocol.Line], None], lateness_limit: float) -> Callable[[ShardReplay, bool], None]:
+    """A lone replay process's `tell`: progress and live figures on stdout, then the verdict and
+    the end."""
+
+    def tell(replay: ShardReplay, final: bool) -> None:
+        replay.stats.cpu_max = max(replay.stats.cpu_max, replay.cpu_share())
+        say(replay.progress())
+        say(protocol.Live(*replay.stats.live()))
+        if final:
+            say(protocol.ClientVerdict(replay.stats.verdict(lateness_limit)))
+            say(protocol.Finished(replay.end_reason or "failed", replay.recorded))
+
+    return tell
+
+
+def tell_master(send: Callable[[protocol.Wire], None]) -> Callable[[ShardReplay, bool], None]:
+    """A worker's `tell`: reports to the master, then its last one as WorkerDone."""
+
+    def tell(replay: ShardReplay, final: bool) -> None:
+        stats = replay.stats.take(replay.cpu_share())
+        send(protocol.WorkerDone(replay.end_reason or "failed", replay.counts(), stats) if final
+             else protocol.WorkerReport(replay.counts(), stats))
+
+    return tell
