@@ -20,13 +20,13 @@ from rich.table import Table
 
 from cluster import FleetError, StartupCancelled
 from cluster.fleet import load_fleet, redacted, resolve_modes
-from cluster.process import stop_group
 from cluster.provision import STOP_GRACE_S, Fleet, ray_address
 from cluster.state import ClusterState, ReplicaState, pid_is_supervisor, probe
 from common.exits import BAD_INPUT as EXIT_USAGE
 from common.exits import GATE_FAILED, INCOMPLETE, print_error
 from common.exits import INTERRUPTED as EXIT_INTERRUPTED
 from common.exits import OK as EXIT_OK
+from common.process import stop_group
 
 WATCH_INTERVAL_S = 5.0
 DOWN_TIMEOUT_S = STOP_GRACE_S * 3 + 30  # at least; `down` allows more for bigger fleets

@@ -11,7 +11,14 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cluster import FleetError
-from cluster.speculation import SpeculativeConfig, SpeculativeConfigError, parse_speculative_config
+from cluster.speculation import (
+    Method,
+    SpeculativeConfig,
+    SpeculativeConfigError,
+    SpeculativeFields,
+    method_from_model,
+    parse_speculative_config,
+)
 from common.validation import problems
 
 
@@ -49,26 +56,20 @@ def translate_legacy(args: list[str]) -> dict:
     model = out.get("model")
     if model is None:
         raise ValueError("legacy_args: --speculative-model is required")
-    if model in ("[ngram]", "ngram"):
-        out["method"] = "ngram"
+    out["method"] = method_from_model(model)
+    if out["method"] == "ngram":
         del out["model"]
-    else:
-        low = model.lower()
-        out["method"] = ("medusa" if "medusa" in low else "eagle3" if "eagle3" in low
-                         else "eagle" if "eagle" in low else "draft_model")
     return out
 
 
-class ModeSpec(_Strict):
-    """One speculation mode: `method = "none"` is the baseline. A mode may instead give the old
-    launch-script flags as `legacy_args`; they are translated, and `note` says how."""
+class ModeSpec(SpeculativeFields):
+    """One speculation mode: `method = "none"` is the baseline; any other is a --speculative-config,
+    checked (with vLLM's words) by cluster.speculation.SpeculativeConfig once the fleet's tensor
+    parallel size is known. A mode may instead give the old launch-script flags as `legacy_args`;
+    they are translated, and `note` says how."""
 
-    method: Literal["none", "draft_model", "eagle", "eagle3", "medusa", "mlp_speculator", "ngram", "mtp", "suffix"]
-    model: str | None = None
-    num_speculative_tokens: Annotated[int, Field(ge=1)] | None = None
-    draft_tensor_parallel_size: Annotated[int, Field(ge=1)] | None = None
-    prompt_lookup_min: Annotated[int, Field(ge=1)] | None = None
-    prompt_lookup_max: Annotated[int, Field(ge=1)] | None = None
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    method: Literal["none"] | Method
     note: str | None = None
 
     @model_validator(mode="before")
@@ -91,8 +92,6 @@ class ModeSpec(_Strict):
     def _shape(self):
         if self.method == "none" and (self.model or self.num_speculative_tokens):
             raise ValueError("method 'none' (baseline) takes no model or num_speculative_tokens")
-        if self.method != "none" and self.num_speculative_tokens is None:
-            raise ValueError(f"method {self.method!r} needs num_speculative_tokens")
         return self
 
 

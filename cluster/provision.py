@@ -26,7 +26,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from cluster import FleetError, StartupCancelled
 from cluster.argv import serve_argv
 from cluster.fleet import FleetSpec
-from cluster.process import die_with_parent, stop_group
+from common.process import die_with_parent, stop_group
 
 log = logging.getLogger(__name__)
 STOP_GRACE_S = 10.0       # SIGTERM, then SIGKILL after this long

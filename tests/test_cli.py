@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest.commands.cli import _subparsers, build_parser
+from loadtest.commands.arguments import build_parser, subparsers
 from tests.conftest import DATA, loadtest
 
 
@@ -18,7 +18,7 @@ def test_top_level_help_lists_commands():
 def test_every_option_has_help_text(command):
     out = loadtest(command, "--help")
     assert out.returncode == 0
-    sub = _subparsers(build_parser())[command]
+    sub = subparsers(build_parser())[command]
     for action in sub._actions:
         assert action.help and len(action.help) > 10, f"{command} {action.option_strings} has no help"
         for flag in action.option_strings:
@@ -62,8 +62,8 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
 def test_the_cli_defaults_are_the_analysis_defaults():
     from analysis.gate import DEFAULT_MAX_ERROR_SHARE
     from cluster.state import DEFAULT_STATE
-    from loadtest.commands.cli import DEFAULT_MAX_ERRORS
-    from loadtest.commands.cli import DEFAULT_STATE as CLI_STATE
+    from loadtest.commands.arguments import DEFAULT_MAX_ERRORS
+    from loadtest.commands.arguments import DEFAULT_STATE as CLI_STATE
 
     assert DEFAULT_MAX_ERRORS == DEFAULT_MAX_ERROR_SHARE and CLI_STATE == str(DEFAULT_STATE)
 

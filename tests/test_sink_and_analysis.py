@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.gate import error_checks
+from analysis.reader import ContractError, read_requests
 from analysis.summary import paired_speedup, peak_in_flight, summarize, tenant_speedups
 from analysis.table import steady_state_note
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
@@ -123,3 +124,20 @@ def test_the_error_gate_counts_what_the_server_did_by_kind():
     assert base.passed and base.reason() is None
     assert not error_checks(table, ["baseline"], max_share=0.1)[0].passed
     assert not draft.passed and draft.reason() == "draft: no request succeeded (3 of 3 sent failed: error/not_sse 3)"
+
+
+def test_the_reader_refuses_records_that_break_the_contract(tmp_path):
+    good = pa.Table.from_pylist([_rec("baseline", i, 100.0) for i in range(3)], schema=REQUEST_SCHEMA)
+    folder = tmp_path / "run" / "requests" / "mode=baseline"
+    folder.mkdir(parents=True)
+    pq.write_table(good, folder / "part-w0-00000.parquet")
+    assert read_requests(tmp_path / "run", columns=["request_id", "status"]).num_rows == 3
+    pq.write_table(good.drop_columns(["ttft_ms"]), folder / "part-w0-00000.parquet")
+    with pytest.raises(ContractError, match="column 'ttft_ms' is missing"):
+        read_requests(tmp_path / "run")
+    bad = good.set_column(good.schema.get_field_index("status"), "status", pa.array(["ok", "done", "ok"]))
+    pq.write_table(bad, folder / "part-w0-00000.parquet")
+    with pytest.raises(ContractError, match="holds 'done', which is not a status"):
+        read_requests(tmp_path / "run")
+    with pytest.raises(ContractError, match="no request records"):
+        read_requests(tmp_path / "nothing")

@@ -68,6 +68,15 @@ class EngineStats:
     step_lateness_s: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
 
 
+@dataclass(frozen=True)
+class StepPlan:
+    """One engine step, as scheduled: who decodes, which prefill chunks run, and its model time."""
+
+    decoding: tuple[Sequence, ...]
+    prefill: tuple[tuple[Sequence, int], ...]   # (sequence, tokens of its prompt computed this step)
+    duration_s: float                            # the performance model's time for the step
+
+
 class Engine:
     def __init__(self, dep: perf_model.Deployment, max_num_seqs: int = 256, time_scale: float = 1.0,
                  seed: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
@@ -125,7 +134,8 @@ class Engine:
                 next_start = loop.time()
             now = loop.time()
             self.stats.step_lateness_s.append(max(0.0, now - next_start))
-            dt = self._schedule_and_cost()
+            plan = self.schedule()
+            dt = plan.duration_s
             if dt <= 0:
                 await asyncio.sleep(0)
                 next_start = loop.time()
@@ -136,7 +146,7 @@ class Engine:
             start = next_start if now - next_start < CATCH_UP_LIMIT_S else now
             end = start + dt * self.time_scale
             await asyncio.sleep(max(0.0, end - loop.time()))
-            self._finish_step()
+            self.finish(plan)
             next_start = end
 
     def _drop_aborted(self) -> None:
@@ -174,29 +184,29 @@ class Engine:
             self.waiting.appendleft(victim)
             self.stats.preemptions += 1
 
-    def _schedule_and_cost(self) -> float:
+    def schedule(self) -> StepPlan:
+        """The next step: admit within max_num_seqs and the KV capacity, preempt what no longer
+        fits, decode every running sequence past its prefill, and fill the rest of the token
+        budget with prefill chunks; its time from the performance model."""
         self._drop_aborted()
         self._admit()
         self._preempt_if_needed()
         budget = MAX_NUM_BATCHED_TOKENS
-        decode_kv = 0
-        self._decoding: list[Sequence] = []
-        self._prefill_plan: list[tuple[Sequence, int]] = []
-        for s in self.running:
-            if not s.prefilling:
-                self._decoding.append(s)
-                decode_kv += s.context
-        budget -= len(self._decoding) * (self.dep.k + 1)
+        decoding = [s for s in self.running if not s.prefilling]
+        decode_kv = sum(s.context for s in decoding)
+        budget -= len(decoding) * (self.dep.k + 1)
+        prefill: list[tuple[Sequence, int]] = []
         prefill_tokens = prefill_kv = 0
         for s in self.running:
             if s.prefilling and budget > 0:
                 chunk = min(s.context - s.computed, budget)
                 budget -= chunk
-                self._prefill_plan.append((s, chunk))
+                prefill.append((s, chunk))
                 prefill_tokens += chunk
                 prefill_kv += s.computed + chunk
         self.stats.steps += 1
-        return perf_model.step_s(self.dep, len(self._decoding), decode_kv, prefill_tokens, prefill_kv)
+        return StepPlan(tuple(decoding), tuple(prefill),
+                        perf_model.step_s(self.dep, len(decoding), decode_kv, prefill_tokens, prefill_kv))
 
     def _emit(self, seq: Sequence, n: int, now: float) -> None:
         n = min(n, seq.target_tokens - seq.generated)
@@ -216,16 +226,18 @@ class Engine:
         """Hand `n` tokens (0: the end) to whoever streams `seq`."""
         seq.outbox.put_nowait(n)
 
-    def _finish_step(self) -> None:
+    def finish(self, plan: StepPlan) -> None:
+        """The step's end: prefill chunks computed (a finished prefill samples its first token),
+        each decoding sequence's accepted tokens drawn and emitted as one chunk."""
         now = self.clock()
-        for seq, chunk in self._prefill_plan:
+        for seq, chunk in plan.prefill:
             if seq.aborted:
                 continue
             seq.computed += chunk
             if not seq.prefilling:
                 # Prefill (or the recompute after a preemption) ends by sampling one token.
                 self._emit(seq, 1, now)
-        decoding = [s for s in self._decoding if not s.aborted and not s.finished]
+        decoding = [s for s in plan.decoding if not s.aborted and not s.finished]
         if decoding:
             k = self.dep.k
             if k and self.dep.spec is not None:

@@ -61,9 +61,9 @@ def simulate(dep: perf_model.Deployment, requests: list[SimRequest], max_num_seq
         if not eng.running and not eng.waiting:
             eng.now = requests[order[nxt]].arrival_s
             continue
-        dt = eng._schedule_and_cost()
-        eng.now += dt
-        eng._finish_step()
+        plan = eng.schedule()
+        eng.now += plan.duration_s
+        eng.finish(plan)
     return [SimResult(eng.first[i] - r.arrival_s, eng.last[i] - r.arrival_s, eng.chunks[i], r.output_tokens)
             for i, r in enumerate(requests)]
 

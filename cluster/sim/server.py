@@ -178,7 +178,7 @@ class SimServer:
             "model_profile": {**asdict(dep.model), "weight_bytes": dep.model.weight_bytes,
                               "kv_bytes_per_token": dep.model.kv_bytes_per_token},
             "tensor_parallel_size": dep.tp,
-            "speculative_config": asdict(dep.spec) if dep.spec else None,
+            "speculative_config": dep.spec.model_dump() if dep.spec else None,
             "draft_profile": asdict(dep.draft) if dep.draft else None,
             "memory": {
                 "target_weight_bytes_per_gpu": dep.model.weight_bytes / dep.tp,

@@ -207,35 +207,28 @@ def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPa
     return {}
 
 
-def _positive_float(text: str) -> float:
+def _number(text: str, ok, words: str, scale: float = 1.0) -> float:
+    """`text` as a float that `ok` accepts (inf and nan never), else argparse's one-line error."""
     try:
-        value = float(text)
+        value = float(text.strip().removesuffix("%") if words.startswith("a percentage") else text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
+        value = float("nan")
+    if value != value or value == float("inf") or not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {words}, got {text!r}")
+    return value * scale
+
+
+def _positive_float(text: str) -> float:
+    return _number(text, lambda v: v > 0, "a positive number")
 
 
 def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 or more), got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 or more), got {text!r}")
-    return value
+    return _number(text, lambda v: v >= 0, "a number of seconds (0 or more)")
 
 
 def _percent(text: str) -> float:
     """`10` or `10%`: a share of 0.10."""
-    try:
-        value = float(text.strip().removesuffix("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 100, got {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 100, got {text!r}")
-    return value / 100
+    return _number(text, lambda v: 0 <= v <= 100, "a percentage from 0 to 100", scale=0.01)
 
 
 def _port(text: str) -> int:

@@ -40,7 +40,7 @@ from loadtest.commands.manifest import Manifest, ModeRun, utc_now
 from loadtest.commands.report import live_text, mode_progress, print_summary, progress_counts, record_gate
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
-from loadtest.replay.options import ReplayConfig
+from loadtest.replay.options import ReplayConfig, ReplayError
 from loadtest.replay.process import LocustProcess, ReplayEnd
 from scenarios import ScenarioError
 from scenarios.trace import closed_concurrency, write_trace
@@ -79,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
             status, code = "completed", exits.OK
         except (Interrupted, StartupCancelled, KeyboardInterrupt):
             status, reason, code = "interrupted", "stopped by signal", exits.INTERRUPTED
-        except FleetError as exc:
+        except (FleetError, ReplayError) as exc:
             reason = str(exc)
             print_error("loadtest run", reason)
         except Exception as exc:

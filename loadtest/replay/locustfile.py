@@ -14,22 +14,17 @@ import os
 import resource
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import gevent
-import pyarrow.parquet as pq
-from gevent.threadpool import ThreadPoolExecutor
 from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
-from loadtest.records import REQUEST_SCHEMA
 from loadtest.replay import protocol, webui
-from loadtest.replay.coordinator import Coordinator, CoordinatorOptions
-from loadtest.replay.options import add_replay_arguments, replay_options
-from loadtest.replay.shards import recorded_ids
-from loadtest.replay.worker import GeventClock, ShardReplay, tell_command, tell_master
-from loadtest.request.sink import ParquetSink
+from loadtest.replay.coordinator import Coordinator
+from loadtest.replay.master import NEVER_STARTED, start_coordinator
+from loadtest.replay.options import add_replay_arguments, replay_config
+from loadtest.replay.worker import ShardReplay, request_event, tell_command, tell_master
 
 log = logging.getLogger("loadtest.replay")
 SHARD_WAIT_S = 60.0     # a worker without a shard this long after its user started gives up
@@ -55,28 +50,6 @@ def session(environment) -> Session:
     return environment.loadtest_session
 
 
-class _LocustMaster:
-    """Locust's master runner as the coordinator's Master."""
-
-    def __init__(self, environment) -> None:
-        self.env = environment
-
-    def clients(self) -> list[str]:
-        return list(self.env.runner.clients.keys())
-
-    def missing(self, client_id: str) -> bool:
-        node = self.env.runner.clients.get(client_id)
-        return node is None or node.state == "missing"
-
-    def send(self, msg: protocol.Wire, client_id: str) -> None:
-        kind, data = protocol.to_locust(msg)
-        self.env.runner.send_message(kind, data, client_id=client_id)
-
-    def quit(self) -> None:
-        self.env.process_exit_code = 0
-        gevent.spawn(self.env.runner.quit)
-
-
 events.init_command_line_parser.add_listener(add_replay_arguments)
 
 
@@ -85,67 +58,35 @@ def _on_init(environment, **_kw) -> None:
     parsed = environment.parsed_options
     if parsed is None:
         return
-    opts = replay_options(parsed)
+    opts = replay_config(parsed)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, opts.max_inflight * 2 + 256)), hard))
     TraceReplayUser.concurrency = opts.max_inflight
-    TraceReplayUser.network_timeout = opts.request_timeout
+    TraceReplayUser.network_timeout = opts.timeout_s
     runner = environment.runner
     s = environment.loadtest_session = Session()
     if isinstance(runner, MasterRunner):
-        s.coordinator = _coordinator(environment, opts, parsed.connect_wait)
+        s.coordinator = start_coordinator(environment, opts, parsed.connect_wait, say)
     elif isinstance(runner, WorkerRunner):
-        s.replay = ShardReplay(opts, tell_master(lambda m: runner.send_message(*protocol.to_locust(m))),
-                               _request_event(environment))
+        to_master = tell_master(lambda m: runner.send_message(*protocol.to_locust(m)))
+        s.replay = ShardReplay(opts, parsed.worker_id, to_master, request_event(environment))
         runner.register_message("loadtest_shard", lambda msg, **_: _assign(s.replay, protocol.from_locust(
             "loadtest_shard", msg.data)))
         runner.register_message("loadtest_abandon", lambda msg, **_: _abandoned())
     else:
-        s.replay = ShardReplay(opts, tell_command(say, opts.lateness_limit), _request_event(environment))
+        s.replay = ShardReplay(opts, parsed.worker_id, tell_command(say, opts.lateness_limit_ms),
+                               request_event(environment))
         if parsed.headless:
             index, count = (int(x) for x in parsed.shard.split("/"))
-            s.replay.assign(index, count, opts.worker_id)
+            s.replay.assign(index, count, parsed.worker_id)
         else:
             s.ui = True
             environment.shape_class = webui.replay_shape(s.replay.done.is_set)
             environment.shape_class.runner = runner
             if environment.web_ui is not None:
                 webui.install_tab(environment.web_ui, lambda: webui.tab_rows(s.replay.stats, opts.mode))
-                webui.install_replay_page(environment.web_ui, parsed.about or opts.trace_file, s.replay.assigned.is_set)
+                webui.install_replay_page(environment.web_ui, opts.about or str(opts.trace), s.replay.assigned.is_set)
     gevent.spawn(_trim_history, environment)
-
-
-def _coordinator(environment, opts, connect_wait_s: float) -> Coordinator:
-    c = Coordinator(
-        _LocustMaster(environment),
-        CoordinatorOptions(opts.trace_file, pq.ParquetFile(opts.trace_file).metadata.num_rows, opts.run_id,
-                           opts.mode, opts.start_delay, opts.lateness_limit),
-        GeventClock(), time.time, say,
-        lambda: ParquetSink(Path(opts.records_dir), "master", REQUEST_SCHEMA, ThreadPoolExecutor(1)),
-        lambda worker: recorded_ids(opts.records_dir, worker))
-    for kind in ("loadtest_report", "loadtest_done"):
-        environment.runner.register_message(
-            kind, lambda msg, kind=kind, **_: c.on_message(msg.node_id, protocol.from_locust(kind, msg.data)))
-
-    def ticker() -> None:
-        while True:
-            gevent.sleep(0.5)
-            c.tick()
-
-    def watchdog() -> None:
-        gevent.sleep(connect_wait_s)
-        if c.t0 is None:
-            log.error("gave up after %g s: %d of %d workers connected", connect_wait_s,
-                      len(environment.runner.clients.ready), environment.parsed_options.expect_workers)
-            # Locust's main greenlet is stuck in its own wait for workers (no quit or signal handler
-            # reaches it yet): record every row as not_sent, close the files, and leave.
-            c.record_unstarted("the replay never started (its Locust workers did not connect, or the run was "
-                               "stopped first)")
-            os._exit(1)
-
-    gevent.spawn(ticker)
-    gevent.spawn(watchdog)
-    return c
 
 
 def _assign(replay: ShardReplay, shard: protocol.ShardAssignment) -> None:
@@ -156,18 +97,6 @@ def _abandoned() -> None:
     # The master declared this worker lost and recorded its rows: write nothing more, exit.
     log.error("the master declared this worker lost; exiting without writing more records")
     os._exit(0)
-
-
-def _request_event(environment):
-    """Locust's own statistics: one request per LLM request, named after the mode, E2E as its time."""
-
-    def fire(rec, url: str, tenant: str) -> None:
-        exc = None if rec.status == "ok" else Exception(f"{rec.status}: {rec.error_kind or ''} {rec.error or ''}")
-        environment.events.request.fire(request_type="POST", name=rec.mode, response_time=rec.e2e_ms or 0.0,
-                                        response_length=rec.completion_tokens or 0, exception=exc,
-                                        context={"tenant": tenant}, url=url)
-
-    return fire
 
 
 def _trim_history(environment) -> None:
@@ -191,7 +120,7 @@ def _on_test_start(environment, **_kw) -> None:
             gevent.spawn(environment.runner.stop)
             return
         index, count = (int(x) for x in environment.parsed_options.shard.split("/"))
-        s.replay.assign(index, count, s.replay.opts.worker_id, time.time() + s.replay.opts.start_delay)
+        s.replay.assign(index, count, s.replay.worker_id, time.time() + s.replay.opts.start_delay_s)
 
 
 @events.test_stopping.add_listener
@@ -214,8 +143,7 @@ def _on_quitting(environment, **_kw) -> None:
             s.replay.finish("interrupted")
         if s.coordinator is not None:
             if s.coordinator.t0 is None:  # quit before the test started (workers never connected, or a signal)
-                s.coordinator.record_unstarted("the replay never started (its Locust workers did not connect, or "
-                                               "the run was stopped first)")
+                s.coordinator.record_unstarted(NEVER_STARTED)
             s.coordinator.interrupted()
         if environment.process_exit_code is None:
             environment.process_exit_code = 0

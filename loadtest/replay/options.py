@@ -11,29 +11,14 @@ from pathlib import Path
 from loadtest.request.client_stats import LATENESS_LIMIT_MS
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+
+
+class ReplayError(RuntimeError):
+    """A replay that cannot start or go on (no room for its workers, a worker that cannot see the
+    run directory): the message is one line saying what to change."""
 # How long a Locust master waits for its workers to connect before giving up (its rows are then
 # recorded as not_sent; Locust's own --expect-workers-max-wait exits without a word).
 CONNECT_WAIT_S = 120.0
-
-
-@dataclass(frozen=True)
-class ReplayOptions:
-    """What a replay process was told on its command line (see ReplayConfig.argv)."""
-
-    trace_file: str
-    mode: str
-    endpoints: tuple[str, ...]
-    served_model: str
-    run_id: str
-    records_dir: str
-    worker_id: str = "w0"
-    max_inflight: int = 1024
-    request_timeout: float = 600.0
-    deadline: float = 0.0          # seconds after the start; 0: none
-    grace: float = 10.0
-    start_delay: float = 0.5
-    lateness_limit: float = 10.0
-    api_key_env: str = "LOADTEST_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -56,6 +41,8 @@ class ReplayConfig:
     web: tuple[str, int] | None = None     # Locust's web UI on (host, port) instead of headless
     about: str | None = None               # the web UI: what Start replays, in words
     connect_wait_s: float = CONNECT_WAIT_S
+    grace_s: float = 10.0                  # on interrupt, how long in-flight requests may still finish
+    start_delay_s: float = 0.5             # from a process's start (or Start in the UI) to offset 0
 
     @property
     def distributed(self) -> bool:
@@ -71,9 +58,10 @@ class ReplayConfig:
 
     def _replay_args(self) -> list[str]:
         args = ["--trace-file", str(self.trace), "--mode", self.mode, "--endpoints", ",".join(self.endpoints),
-                "--served-model", self.served_model, "--run-id", self.run_id, "--records-dir", str(self.records_dir),
+                "--served-model", self.served_model, "--run-id", self.run_id, "--run-dir", str(self.run_dir),
                 "--max-inflight", str(self.max_inflight), "--request-timeout", str(self.timeout_s),
-                "--api-key-env", self.api_key_env, "--lateness-limit", str(self.lateness_limit_ms)]
+                "--api-key-env", self.api_key_env, "--lateness-limit", str(self.lateness_limit_ms),
+                "--grace", str(self.grace_s), "--start-delay", str(self.start_delay_s)]
         if self.deadline_s:
             args += ["--deadline", str(self.deadline_s)]
         if self.about:
@@ -109,7 +97,7 @@ def add_replay_arguments(parser) -> None:
     g.add_argument("--endpoints", required=True, help="comma-separated base URLs of the mode's replicas")
     g.add_argument("--served-model", required=True, help="model name the replicas serve")
     g.add_argument("--run-id", required=True)
-    g.add_argument("--records-dir", required=True, help="directory for this mode's part files")
+    g.add_argument("--run-dir", required=True, help="the run's folder (records go to requests/mode=MODE/)")
     g.add_argument("--worker-id", default="w0")
     g.add_argument("--shard", default="0/1", help="K/N: replay rows i with i %% N == K")
     g.add_argument("--max-inflight", type=int, default=1024)
@@ -127,11 +115,12 @@ def add_replay_arguments(parser) -> None:
     g.add_argument("--about", default="", help="web UI: what Start replays, in words (shown above the form)")
 
 
-def replay_options(parsed) -> ReplayOptions:
-    """The replay options of a Locust process's parsed command line."""
-    return ReplayOptions(
-        trace_file=parsed.trace_file, mode=parsed.mode, endpoints=tuple(parsed.endpoints.split(",")),
-        served_model=parsed.served_model, run_id=parsed.run_id, records_dir=parsed.records_dir,
-        worker_id=parsed.worker_id, max_inflight=parsed.max_inflight, request_timeout=parsed.request_timeout,
-        deadline=parsed.deadline, grace=parsed.grace, start_delay=parsed.start_delay,
-        lateness_limit=parsed.lateness_limit, api_key_env=parsed.api_key_env)
+def replay_config(parsed) -> ReplayConfig:
+    """The ReplayConfig a Locust process's parsed command line carries (its `--worker-id`, `--shard`
+    and `--connect-wait` are read where they are used)."""
+    return ReplayConfig(
+        trace=Path(parsed.trace_file), mode=parsed.mode, endpoints=tuple(parsed.endpoints.split(",")),
+        served_model=parsed.served_model, run_id=parsed.run_id, run_dir=Path(parsed.run_dir),
+        max_inflight=parsed.max_inflight, timeout_s=parsed.request_timeout, deadline_s=parsed.deadline or None,
+        api_key_env=parsed.api_key_env, lateness_limit_ms=parsed.lateness_limit, about=parsed.about or None,
+        grace_s=parsed.grace, start_delay_s=parsed.start_delay)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from cluster.process import die_with_parent
+from common.process import die_with_parent
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
 

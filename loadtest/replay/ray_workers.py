@@ -17,9 +17,8 @@ from pathlib import Path
 
 import ray
 
-from cluster import FleetError
-from cluster.process import die_with_parent, stop_group
-from loadtest.replay.options import LOCUSTFILE, ReplayConfig
+from common.process import die_with_parent, stop_group
+from loadtest.replay.options import LOCUSTFILE, ReplayConfig, ReplayError
 
 STOP_GRACE_S = 10.0
 START_TIMEOUT_S = 120.0
@@ -40,7 +39,7 @@ class LocustWorkerActor:
         be on a command line (the API key)."""
         run_dir = config.run_dir
         if not Path(run_dir, "manifest.json").is_file():
-            raise FleetError(f"node {ray.util.get_node_ip_address()} cannot see the run directory {run_dir}: "
+            raise ReplayError(f"node {ray.util.get_node_ip_address()} cannot see the run directory {run_dir}: "
                              "with --ray-workers, --out must be on storage every node mounts")
         argv = config.worker_argv(index, *master, python=sys.executable, locustfile=LOCUSTFILE)
         with open(Path(run_dir, "logs", f"ray-worker{index}.stderr.txt"), "wb") as err:
@@ -70,7 +69,7 @@ class RayWorkers:
     def check_capacity(self) -> None:
         free, n = ray.available_resources().get("CPU", 0.0), self.config.workers
         if free < n:
-            raise FleetError(f"--ray-workers: Ray has {free:g} CPU(s) free and each of the {n} "
+            raise ReplayError(f"--ray-workers: Ray has {free:g} CPU(s) free and each of the {n} "
                              "Locust workers takes one; use fewer --workers or a bigger cluster")
 
     def start(self, master_port: int) -> None:
@@ -82,9 +81,9 @@ class RayWorkers:
             pids = ray.get([a.start.remote(self.config, i, master, self.env) for i, a in enumerate(self.actors)],
                            timeout=START_TIMEOUT_S)
         except ray.exceptions.RayTaskError as exc:
-            raise FleetError(str(exc.cause) if exc.cause is not None else str(exc)) from None
+            raise ReplayError(str(exc.cause) if exc.cause is not None else str(exc)) from None
         except ray.exceptions.GetTimeoutError:
-            raise FleetError(f"--ray-workers: the workers' actors did not start within {START_TIMEOUT_S:g} s "
+            raise ReplayError(f"--ray-workers: the workers' actors did not start within {START_TIMEOUT_S:g} s "
                              f"(cluster resources: {ray.cluster_resources()})") from None
         nodes = ray.get([a.node_ip.remote() for a in self.actors])
         self.placements = [{"node": n, "pid": p} for n, p in zip(nodes, pids, strict=True)]

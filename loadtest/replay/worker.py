@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import gevent
 import gevent.event
@@ -24,7 +23,7 @@ from geventhttpclient.url import URL
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.replay import protocol
 from loadtest.replay.dispatcher import Dispatcher, Schedule
-from loadtest.replay.options import ReplayOptions
+from loadtest.replay.options import ReplayConfig
 from loadtest.replay.shards import iter_shard, shard_size
 from loadtest.request.client import Clock, execute
 from loadtest.request.client_stats import ClientStats, cpu_seconds
@@ -66,14 +65,14 @@ class GeventPool:
 class ShardReplay:
     """This process's shard: `assign` it, `run` it, `finish` it (also from a signal or Stop)."""
 
-    def __init__(self, opts: ReplayOptions, tell: Callable[[ShardReplay, bool], None],
+    def __init__(self, opts: ReplayConfig, worker_id: str, tell: Callable[[ShardReplay, bool], None],
                  on_request: Callable[..., None] | None = None) -> None:
         self.opts = opts
         self.tell = tell                  # tell(self, final): progress to the command or the master
         self.on_request = on_request      # Locust's request event, for its own statistics
-        self.total_rows = pq.ParquetFile(opts.trace_file).metadata.num_rows
-        self.closed = closed_concurrency(pq.read_schema(opts.trace_file))
-        self.worker_id = opts.worker_id
+        self.total_rows = pq.ParquetFile(str(opts.trace)).metadata.num_rows
+        self.closed = closed_concurrency(pq.read_schema(str(opts.trace)))
+        self.worker_id = worker_id
         self.shard_size = 0
         self.labels = [f"{opts.mode}-{i}" for i in range(len(opts.endpoints))]
         # Request URLs built once, not per request: [endpoint][api]
@@ -99,13 +98,13 @@ class ShardReplay:
         self.worker_id = worker_id
         self.shard_size = shard_size(self.total_rows, index, count)
         self.clock = Clock.now()
-        t0 = self.clock.mono + (self.opts.start_delay if t0_epoch is None else t0_epoch - time.time())
+        t0 = self.clock.mono + (self.opts.start_delay_s if t0_epoch is None else t0_epoch - time.time())
         cap = self.opts.max_inflight
         if self.closed:  # the scenario's concurrency is for the whole client, split over the shards
             cap = max(1, self.closed // count + (index < self.closed % count))
-        self.sink = ParquetSink(Path(self.opts.records_dir), worker_id, REQUEST_SCHEMA, ThreadPoolExecutor(1))
-        schedule = Schedule(t0, self.opts.deadline or None, self.closed is not None, self.opts.grace)
-        self.dispatcher = Dispatcher(iter_shard(self.opts.trace_file, index, count), self.shard_size, schedule,
+        self.sink = ParquetSink(self.opts.records_dir, worker_id, REQUEST_SCHEMA, ThreadPoolExecutor(1))
+        schedule = Schedule(t0, self.opts.deadline_s, self.closed is not None, self.opts.grace_s)
+        self.dispatcher = Dispatcher(iter_shard(str(self.opts.trace), index, count), self.shard_size, schedule,
                                      GeventClock(), GeventPool(cap), self._send, self._unsent)
         self.assigned.set()
 
@@ -175,7 +174,7 @@ class ShardReplay:
         rec.replica = self.labels[ep]
         url = self.urls[ep][row["api"]]
         headers = {**self.headers, "X-Request-Id": f"{self.opts.run_id}-{self.opts.mode}-{row['request_id']}"}
-        timeout, left = self.opts.request_timeout, self.dispatcher.time_left()
+        timeout, left = self.opts.timeout_s, self.dispatcher.time_left()
         cut = left is not None and left < timeout
         try:
             execute(self._client_pool, url, self._body(row), headers, max(0.001, min(timeout, left or timeout)),
@@ -212,6 +211,18 @@ class ShardReplay:
             self.tell(self, True)
         finally:
             self.done.set()
+
+
+def request_event(environment) -> Callable[..., None]:
+    """Locust's own statistics: one request per LLM request, named after the mode, E2E as its time."""
+
+    def fire(rec, url: str, tenant: str) -> None:
+        exc = None if rec.status == "ok" else Exception(f"{rec.status}: {rec.error_kind or ''} {rec.error or ''}")
+        environment.events.request.fire(request_type="POST", name=rec.mode, response_time=rec.e2e_ms or 0.0,
+                                        response_length=rec.completion_tokens or 0, exception=exc,
+                                        context={"tenant": tenant}, url=url)
+
+    return fire
 
 
 def tell_command(say: Callable[[protocol.Line], None], lateness_limit: float) -> Callable[[ShardReplay, bool], None]:

@@ -1,0 +1,44 @@
+"""Every message between processes survives its channel: encode then parse gives it back, any
+other line is Locust's own output, and a broken message is named, not guessed at."""
+
+from __future__ import annotations
+
+import pytest
+
+from loadtest.replay import protocol
+from loadtest.request.client_stats import ClientStats
+
+STATS = ClientStats().take(0.25)
+
+
+@pytest.mark.parametrize("msg", [
+    protocol.Progress(total=300, sent=88, done=80, not_sent=212),
+    protocol.Live(12.5, 40.0, None, 1.25),
+    protocol.ClientVerdict({"client_limited": True, "reasons": ["send lateness p99 19.0 ms > 10 ms"]}),
+    protocol.Finished("interrupted", 300),
+])
+def test_stdout_lines_round_trip(msg):
+    line = protocol.encode_line(msg)
+    assert line.startswith("@@") and "\n" not in line
+    assert protocol.parse_line(line + "\n") == msg
+
+
+@pytest.mark.parametrize("msg", [
+    protocol.ShardAssignment(1, 3, "w1", 1_700_000_000.5),
+    protocol.WorkerReport(protocol.Counts(10, 12, 2), STATS),
+    protocol.WorkerDone("completed", protocol.Counts(40, 40, 0), STATS),
+    protocol.Abandon(),
+])
+def test_master_worker_messages_round_trip(msg):
+    kind, data = protocol.to_locust(msg)
+    assert kind in protocol.WIRE_NAMES and isinstance(data, dict)
+    assert protocol.from_locust(kind, data) == msg
+
+
+def test_other_lines_are_not_messages_and_broken_ones_are_named():
+    assert protocol.parse_line("Type     Name     # reqs\n") is None
+    with pytest.raises(ValueError, match="unknown replay message 'gossip'"):
+        protocol.parse_line("@@gossip {}")
+    with pytest.raises(ValueError, match="malformed replay message"):
+        protocol.parse_line('@@progress {"total": 3')
+    assert protocol.Progress(10, 7, 4).in_flight == 3
