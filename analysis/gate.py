@@ -26,11 +26,18 @@ CLIENT_KINDS = (f"{ERROR}/interrupted", f"{ERROR}/worker_lost", f"{TIMEOUT}/dead
 @dataclass(frozen=True)
 class ErrorCheck:
     mode: str
-    sent: int                   # requests sent (ok + error + timeout)
     ok: int
-    failed: int                 # error + timeout
-    kinds: dict[str, int]       # "error/not_sse", "timeout", ... -> requests, most first
+    kinds: dict[str, int]       # failures by kind ("error/not_sse", "timeout", ...), most first
     max_share: float
+
+    @property
+    def failed(self) -> int:
+        """Errors and timeouts the server is answerable for."""
+        return sum(self.kinds.values())
+
+    @property
+    def sent(self) -> int:
+        return self.ok + self.failed
 
     @property
     def error_share(self) -> float:
@@ -55,8 +62,8 @@ class ErrorCheck:
         return f"{head}: {self.kinds_text()})"
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "error_share": round(self.error_share, 4), "passed": self.passed,
-                "reason": self.reason()}
+        return {**asdict(self), "sent": self.sent, "failed": self.failed, "error_share": round(self.error_share, 4),
+                "passed": self.passed, "reason": self.reason()}
 
 
 def error_checks(records: pa.Table, modes: list[str], max_share: float = DEFAULT_MAX_ERROR_SHARE) -> list[ErrorCheck]:
@@ -70,8 +77,7 @@ def error_checks(records: pa.Table, modes: list[str], max_share: float = DEFAULT
     out = []
     for mode in modes:
         c = by_mode.get(mode, {})
-        failures = {k: n for k, n in c.items() if k not in (OK, NOT_SENT, *CLIENT_KINDS)}
-        failed = sum(failures.values())
-        out.append(ErrorCheck(mode=mode, sent=c.get(OK, 0) + failed, ok=c.get(OK, 0), failed=failed,
-                              kinds=dict(sorted(failures.items(), key=lambda kv: -kv[1])), max_share=max_share))
+        failures = sorted(((k, n) for k, n in c.items() if k not in (OK, NOT_SENT, *CLIENT_KINDS)),
+                          key=lambda kv: -kv[1])
+        out.append(ErrorCheck(mode=mode, ok=c.get(OK, 0), kinds=dict(failures), max_share=max_share))
     return out

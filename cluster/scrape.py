@@ -48,10 +48,6 @@ def parse_metrics(text: str) -> list[tuple[str, str, float]]:
     return out
 
 
-class ScrapeProblem(Exception):
-    """A replica's /metrics answered, but not with metrics."""
-
-
 class Scraper:
     """Scrapes the replicas of the mode under test every SCRAPE_INTERVAL_S into
     `<run_dir>/server_metrics/mode=<mode>/part-<n>.parquet`."""
@@ -103,15 +99,14 @@ class Scraper:
             now = time.time_ns()
             try:
                 resp = self._http.get(f"{url}/metrics", timeout=2)
-                if resp.status_code != 200:
-                    raise ScrapeProblem(f"GET /metrics answered HTTP {resp.status_code}")
-                samples = parse_metrics(resp.text)
             except requests.RequestException as exc:
                 self._problem(mode, label, f"GET /metrics failed ({type(exc).__name__})")
                 continue
-            except ScrapeProblem as exc:
-                self._problem(mode, label, str(exc))
+            if resp.status_code != 200:
+                self._problem(mode, label, f"GET /metrics answered HTTP {resp.status_code}")
                 continue
+            try:
+                samples = parse_metrics(resp.text)
             except Exception as exc:  # prometheus_client's parser raises ValueError and others on non-metrics text
                 self._problem(mode, label, f"/metrics is not Prometheus text ({str(exc)[:80]})")
                 continue

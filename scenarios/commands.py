@@ -79,10 +79,9 @@ def format_rate(per_s: float) -> str:
     """A rate in the unit that shows it with three significant figures: 12.5/s, 1.80/min, 3.00/h."""
     if not np.isfinite(per_s):
         return "-"
-    for unit, scale in (("/s", 1.0), ("/min", 60.0), ("/h", 3600.0)):
-        if per_s * scale >= 1 or unit == "/h":
-            return f"{per_s * scale:,.3g}{unit}" if per_s * scale < 1000 else f"{per_s * scale:,.0f}{unit}"
-    return "-"  # pragma: no cover - the loop always returns
+    scale, unit = next(((k, u) for k, u in ((1.0, "/s"), (60.0, "/min")) if per_s * k >= 1), (3600.0, "/h"))
+    value = per_s * scale
+    return f"{value:,.3g}{unit}" if value < 1000 else f"{value:,.0f}{unit}"
 
 
 def format_span(seconds: float) -> str:

@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     ti.add_argument("--out", required=True, metavar="FILE", help="where to write the trace (Parquet)")
     ti.add_argument("--speedup", type=_positive_float, default=1.0, metavar="X",
                     help="replay X times faster than recorded (default 1)")
-    ti.add_argument("--window", default=None, metavar="START:END",
+    ti.add_argument("--window", type=_window, default=None, metavar="START:END",
                     help="keep only requests between START and END seconds of the recorded timeline")
     ti.add_argument("--sample", type=_positive_float, default=None, metavar="N|F",
                     help="keep N requests (N >= 1) or a fraction F (< 1), chosen by --seed")
@@ -229,6 +229,17 @@ def _non_negative_float(text: str) -> float:
 def _percent(text: str) -> float:
     """`10` or `10%`: a share of 0.10."""
     return _number(text, lambda v: 0 <= v <= 100, "a percentage from 0 to 100", scale=0.01)
+
+
+def _window(text: str) -> tuple[float, float]:
+    """`START:END` in seconds, 0 <= START < END."""
+    try:
+        start, end = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START:END in seconds, got {text!r}") from None
+    if not 0 <= start < end:
+        raise argparse.ArgumentTypeError(f"expected 0 <= START < END, got {text!r}")
+    return start, end
 
 
 def _port(text: str) -> int:

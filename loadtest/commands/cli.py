@@ -32,16 +32,7 @@ def _traffic(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             return c.trace_build(console, args.scenario, args.out, args.requests, args.seed, args.duration,
                                  args.rate_scale)
         if args.action == "import":
-            window = None
-            if args.window:
-                try:
-                    start, end = (float(x) for x in args.window.split(":"))
-                except ValueError:
-                    raise ScenarioError(f"--window: expected START:END in seconds, got {args.window!r}") from None
-                if not 0 <= start < end:
-                    raise ScenarioError(f"--window: expected 0 <= START < END, got {args.window!r}")
-                window = (start, end)
-            opts = ImportOptions(args.speedup, window, args.sample, args.rate, args.seed)
+            opts = ImportOptions(args.speedup, args.window, args.sample, args.rate, args.seed)
             return c.trace_import(console, args.file, args.format, args.out, opts)
         return c.trace_show(console, args.file)
     except ScenarioError as exc:

@@ -16,10 +16,12 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import ray
 from rich.console import Console
+from rich.progress import Progress, TaskID
 
 from cluster import FleetError, StartupCancelled
 from cluster.provision import Fleet, init_ray, ray_address
@@ -99,6 +101,16 @@ def main(args: argparse.Namespace) -> int:
     return code
 
 
+@dataclass
+class Stage:
+    """What every mode's replay shares once the fleet is up."""
+
+    fleet: Fleet | ExistingFleet
+    progress: Progress
+    tasks: dict[str, TaskID]   # mode -> its progress bar
+    scraper: Scraper
+
+
 class Run:
     """One `loadtest run` after its inputs are checked: the fleet up, every mode replayed."""
 
@@ -113,21 +125,20 @@ class Run:
     def replay_all(self) -> None:
         with ExitStack() as stack:
             fleet = stack.enter_context(self._fleet(stack))
-            self.fleet = fleet
             where = "already running" if self.choice.existing is not None else "on Ray"
             self.console.print(f"fleet ready: {len(fleet.replicas)} replica(s) {where}")
             for rep in fleet.replicas:
                 self.manifest.mode_runs.setdefault(rep.mode, ModeRun()).replicas.append(replica_entry(rep))
             self.manifest.write(self.run_dir)
-            self.progress = stack.enter_context(mode_progress(self.console))
-            self.tasks = {m: self.progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting",
-                                                    live="") for m in self.choice.modes}
-            self.scraper = stack.enter_context(Scraper(self.run_dir))
+            progress = stack.enter_context(mode_progress(self.console))
             modes = self.choice.modes
+            tasks = {m: progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting", live="")
+                     for m in modes}
+            stage = Stage(fleet, progress, tasks, stack.enter_context(Scraper(self.run_dir)))
             if self.args.parallel_modes:
                 self.manifest.mode_order = "parallel (all modes at once, sharing the client machine)"
                 with ThreadPoolExecutor(len(modes)) as pool:
-                    for fut in [pool.submit(self.one_mode, m) for m in modes]:
+                    for fut in [pool.submit(self.one_mode, stage, m) for m in modes]:
                         fut.result()
             else:
                 for i, mode in enumerate(modes):
@@ -135,7 +146,7 @@ class Run:
                         time.sleep(self.args.cooldown)
                     if self.signals.stop:  # a signal, maybe during the cooldown
                         break
-                    self.one_mode(mode)
+                    self.one_mode(stage, mode)
         if self.signals.stop:
             raise Interrupted()
 
@@ -151,33 +162,33 @@ class Run:
             stack.callback(ray.shutdown)
         return ExistingFleet(existing, self.choice.modes)
 
-    def one_mode(self, mode: str) -> None:
+    def one_mode(self, stage: Stage, mode: str) -> None:
         mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
         mr.started_at = utc_now()
         self.manifest.write(self.run_dir)
-        replicas = self.fleet.endpoints(mode)
-        task = self.tasks[mode]
-        self.scraper.watch(mode, [(r.label, r.url) for r in replicas])
-        self.progress.start_task(task)
-        self.progress.update(task, counts="starting")
+        replicas = stage.fleet.endpoints(mode)
+        progress, task, scraper = stage.progress, stage.tasks[mode], stage.scraper
+        scraper.watch(mode, [(r.label, r.url) for r in replicas])
+        progress.start_task(task)
+        progress.update(task, counts="starting")
         try:
-            end = self.replay(mode, replicas, mr)
+            end = self.replay(mode, replicas, mr, progress, task)
         finally:
-            self.progress.stop_task(task)
-            self.scraper.unwatch(mode)
+            progress.stop_task(task)
+            scraper.unwatch(mode)
         mr.end, mr.records, mr.client = end.reason, end.recorded, end.client
         if end.reason not in (None, "completed"):
-            counts = self.progress.tasks[task].fields.get("counts", "")
-            self.progress.update(task, counts=f"[yellow]{end.reason}[/yellow]: {counts}")
-        mr.server_metrics = self.scraper.problems.get(mode, "scraped")
-        if mode in self.scraper.problems:
-            self.console.print(f"[yellow]{mode}: no server-side metrics ({self.scraper.problems[mode]}); the replay "
+            counts = progress.tasks[task].fields.get("counts", "")
+            progress.update(task, counts=f"[yellow]{end.reason}[/yellow]: {counts}")
+        mr.server_metrics = scraper.problems.get(mode, "scraped")
+        if mode in scraper.problems:
+            self.console.print(f"[yellow]{mode}: no server-side metrics ({scraper.problems[mode]}); the replay "
                                "is unaffected, the acceptance column stays empty[/yellow]", soft_wrap=True)
-        self._report_dead_replicas(replicas, mr)
+        self._report_dead_replicas(stage.fleet, replicas, mr)
         mr.ended_at = utc_now()
         self.manifest.write(self.run_dir)
 
-    def replay(self, mode: str, replicas: list, mr: ModeRun) -> ReplayEnd:
+    def replay(self, mode: str, replicas: list, mr: ModeRun, progress: Progress, task: TaskID) -> ReplayEnd:
         """Replay `mode` with one Locust process, or a master and --workers worker processes."""
         a = self.args
         # Absolute paths: workers on other nodes (--ray-workers) do not share the driver's directory.
@@ -187,13 +198,12 @@ class Run:
                               timeout_s=a.timeout, deadline_s=a.deadline, api_key_env=a.api_key_env,
                               lateness_limit_ms=a.lateness_limit, workers=self.workers, ray_workers=a.ray_workers)
         key = os.environ.get(a.api_key_env)  # Ray workers get it in their environment, never their argv
-        task = self.tasks[mode]
 
         def show(msg: protocol.Line) -> None:
             if isinstance(msg, protocol.Progress):
-                self.progress.update(task, completed=msg.done, total=msg.total, counts=progress_counts(msg))
+                progress.update(task, completed=msg.done, total=msg.total, counts=progress_counts(msg))
             elif isinstance(msg, protocol.Live):
-                self.progress.update(task, live=live_text(msg))
+                progress.update(task, live=live_text(msg))
 
         process = LocustProcess(config, show, {a.api_key_env: key} if key else {})
         self.signals.watch(process)
@@ -212,10 +222,10 @@ class Run:
                                f"see {config.logs_dir / f'locust-{mode}.log'}")
         return end
 
-    def _report_dead_replicas(self, replicas: list, mr: ModeRun) -> None:
+    def _report_dead_replicas(self, fleet: Fleet | ExistingFleet, replicas: list, mr: ModeRun) -> None:
         existing = self.choice.existing is not None
         for rep, entry in zip(replicas, mr.replicas, strict=False):
-            code = self.fleet.exit_code(rep)
+            code = fleet.exit_code(rep)
             if code is None:
                 continue
             if existing:  # not ours: all we know is that it stopped answering

@@ -38,7 +38,6 @@ class ReplayEnd:
     recorded: int = 0
     client: dict | None = None
     returncode: int | None = None
-    progress: protocol.Progress | None = None
 
     @property
     def crashed(self) -> bool:
@@ -129,8 +128,6 @@ class LocustProcess:
             self.end.client = msg.verdict
         elif isinstance(msg, protocol.Finished):
             self.end.reason, self.end.recorded = msg.reason, msg.recorded
-        elif isinstance(msg, protocol.Progress):
-            self.end.progress = msg
         self.on_message(msg)
 
     def signal(self) -> None:

@@ -174,11 +174,11 @@ class ShardReplay:
         rec.replica = self.labels[ep]
         url = self.urls[ep][row["api"]]
         headers = {**self.headers, "X-Request-Id": f"{self.opts.run_id}-{self.opts.mode}-{row['request_id']}"}
-        timeout, left = self.opts.timeout_s, self.dispatcher.time_left()
-        cut = left is not None and left < timeout
+        left = self.dispatcher.time_left()
+        cut = left is not None and left < self.opts.timeout_s
+        timeout = max(0.001, left) if cut else self.opts.timeout_s
         try:
-            execute(self._client_pool, url, self._body(row), headers, max(0.001, min(timeout, left or timeout)),
-                    rec, scheduled, self.clock, cut)
+            execute(self._client_pool, url, self._body(row), headers, timeout, rec, scheduled, self.clock, cut)
         finally:
             out = rec.as_row()
             self.sink.add(out)

@@ -128,9 +128,7 @@ def _read_loop(resp, sock, buf: bytearray, m: StreamMeasurement, now: float) -> 
                     if m.done:
                         return
         if resp.message_complete or sock is None:
-            if not m.saw_data:
-                raise StreamError("not_sse", f"the body is not an SSE stream (no data: line): {m.first_line!r}")
-            raise StreamError("incomplete_stream", "the stream ended before data: [DONE]")
+            raise _ended(m, "the stream ended")
         try:
             data = sock.recv(resp.block_size)
             resp.feed(data)
@@ -139,9 +137,14 @@ def _read_loop(resp, sock, buf: bytearray, m: StreamMeasurement, now: float) -> 
             raise
         now = time.perf_counter()
         if not data:
-            if not m.saw_data:
-                raise StreamError("not_sse", f"the body is not an SSE stream (no data: line): {m.first_line!r}")
-            raise StreamError("incomplete_stream", "the connection closed before data: [DONE]")
+            raise _ended(m, "the connection closed")
+
+
+def _ended(m: StreamMeasurement, how: str) -> StreamError:
+    """The body ended before `data: [DONE]`: cut short, or not an SSE stream at all."""
+    if not m.saw_data:
+        return StreamError("not_sse", f"the body is not an SSE stream (no data: line): {m.first_line!r}")
+    return StreamError("incomplete_stream", f"{how} before data: [DONE]")
 
 
 def _fill(rec: RequestRecord, m: StreamMeasurement, scheduled: float, clock: Clock) -> None:
