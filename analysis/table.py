@@ -41,7 +41,9 @@ def _count(n: int) -> str:
     return f"{n:,}" if not n else f"[red]{n:,}[/red]"
 
 
-def mode_table(summaries: list[ModeSummary], title: str = "") -> Table:
+def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str, str] | None = None) -> Table:
+    """One row per mode replayed, and one per mode skipped (`skipped`: mode -> why; said in full
+    under the table)."""
     t = Table(title=title or None, header_style="bold")
     for name in ["mode", "req/s\noffered / done", "peak\nin flight", "out\ntok/s", "TTFT\np50 / p99",
                  "TPOT\np50 / p99", "E2E\np99", "tok/\nchunk", "accept", "speedup", "late\np50 / p99", "errors",
@@ -57,6 +59,8 @@ def mode_table(summaries: list[ModeSummary], title: str = "") -> Table:
                   f"{_ms(s.tpot_p50_ms)} / {_ms(s.tpot_p99_ms)}", _ms(s.e2e_p99_ms),
                   "-" if math.isnan(s.tokens_per_chunk) else f"{s.tokens_per_chunk:.2f}", _accept(s), speed,
                   f"{_ms(s.lateness_p50_ms)} / {_ms(s.lateness_p99_ms)}", _count(s.errors), _count(s.not_sent))
+    for mode in skipped or {}:
+        t.add_row(f"[yellow]{mode}[/yellow]", "[yellow]skipped[/yellow]", *["-"] * (len(t.columns) - 2))
     t.caption = ("latencies in ms; req/s offered = the trace's arrival rate, done = completed requests from first "
                  "send to last token; peak in flight = most requests between send and last token at once; "
                  "tok/chunk = completion tokens (usage) / text chunks; accept = server acceptance rate / mean "

@@ -19,7 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from cluster import FleetError, StartupCancelled
-from cluster.fleet import load_fleet, redacted, resolve_modes
+from cluster.fleet import available_modes, load_fleet, redacted, resolve_modes
+from cluster.plan import PlanError
 from cluster.provision import STOP_GRACE_S, Fleet, ray_address
 from cluster.state import ClusterState, ReplicaState, pid_is_supervisor, probe
 from common.exits import BAD_INPUT as EXIT_USAGE
@@ -27,15 +28,10 @@ from common.exits import GATE_FAILED, INCOMPLETE, print_error
 from common.exits import INTERRUPTED as EXIT_INTERRUPTED
 from common.exits import OK as EXIT_OK
 from common.process import stop_group
+from common.times import utc_now
 
 WATCH_INTERVAL_S = 5.0
 DOWN_TIMEOUT_S = STOP_GRACE_S * 3 + 30  # at least; `down` allows more for bigger fleets
-
-
-def _utc_now() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _check_not_up(state_path: Path) -> None:
@@ -71,12 +67,16 @@ def endpoints_table(state: ClusterState, health: dict[str, str | None] | None = 
 
 
 def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Path, logs_dir: Path,
-       address: str | None, detach: bool, relaunch: list[str]) -> int:
-    """Input problems raise FleetError (exit 2); a fleet that fails to start returns 3. With
-    `detach`, the supervisor is this command again without --detach: `relaunch` + `cluster up ...`
-    (the caller's own command line, e.g. [python, -m, loadtest])."""
+       address: str | None, detach: bool, relaunch: list[str], skip_unavailable: bool = False) -> int:
+    """Input problems raise FleetError (exit 2), and so does a fleet the cluster cannot hold at
+    once (the pre-flight says the turns it would take); a fleet that fails to start returns 3.
+    With `detach`, the supervisor is this command again without --detach: `relaunch` +
+    `cluster up ...` (the caller's own command line, e.g. [python, -m, loadtest])."""
     spec, _raw = load_fleet(fleet_name)
     modes = resolve_modes(spec.name, list(spec.modes), modes_text)
+    modes, skipped = available_modes(spec, modes, local=ray_address(address) is None, skip=skip_unavailable)
+    for mode, why in skipped.items():
+        console.print(f"[yellow]skipping {mode}: {why}[/yellow]", soft_wrap=True)
     _check_not_up(state_path)
     logs_dir = logs_dir.resolve()
     if detach:
@@ -85,7 +85,8 @@ def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Pa
         return _detach(console, spec.startup_timeout_s, state_path, logs_dir, [*relaunch, *child])
 
     state = ClusterState(fleet=spec.name, modes=modes, supervisor_pid=os.getpid(), fleet_spec=redacted(spec),
-                         ray_address=ray_address(address), logs_dir=str(logs_dir.resolve()), started_at=_utc_now())
+                         ray_address=ray_address(address), logs_dir=str(logs_dir.resolve()),
+                         started_at=utc_now("seconds"))
     state.write(state_path)
     stop = {"signals": 0}
 
@@ -100,7 +101,14 @@ def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Pa
     logs_dir.mkdir(parents=True, exist_ok=True)
     try:
         with Fleet(spec, modes, logs_dir, address=state.ray_address, cancelled=lambda: stop["signals"] > 0,
-                   on_ray_ready=arm) as fleet:
+                   on_ray_ready=arm, skipped=skipped) as fleet:
+            console.print(fleet.plan.text(), soft_wrap=True)
+            if not fleet.plan.all_at_once:
+                raise PlanError(f"`cluster up` keeps every mode up at once, and the cluster holds "
+                                f"{fleet.plan.at_once} of {len(modes)} at a time ({len(fleet.plan.turns)} turns: "
+                                f"{', '.join('+'.join(t) for t in fleet.plan.turns)}); start fewer --modes, or let "
+                                f"`loadtest run --fleet {fleet_name}` take them in turns")
+            fleet.start(lambda msg: console.print(msg, soft_wrap=True))
             state.replicas = [ReplicaState(r.mode, r.index, r.url, r.served_model, r.pid, str(r.log_path))
                               for r in fleet.replicas]
             state.status = "ready"
@@ -115,6 +123,10 @@ def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Pa
             console.print("stopping the fleet")
     except StartupCancelled:
         console.print("stopped before the fleet was ready")
+    except PlanError as exc:
+        state_path.unlink(missing_ok=True)
+        print_error("loadtest cluster up", str(exc))
+        return EXIT_USAGE
     except FleetError as exc:
         state_path.unlink(missing_ok=True)
         print_error("loadtest cluster up", str(exc))

@@ -201,6 +201,56 @@ def resolve_modes(fleet_name: str, available: list[str], text: str | None) -> li
     return modes
 
 
+# The mark the shipped fleets put on a checkpoint that has to be your own (no public one exists).
+PLACEHOLDER_PREFIXES = ("your-org/",)
+
+
+def unavailable(spec: FleetSpec, mode: str, local: bool) -> str | None:
+    """Why `mode` cannot start, found before anything starts, or None. Only real vLLM loads
+    weights (the simulator models a method, whatever the checkpoint). A placeholder model is
+    always caught; a missing path only when the servers run on this machine (`local`), since a
+    cluster's nodes may hold paths this one does not."""
+    if spec.engine != "vllm":
+        return None
+    model = spec.modes[mode].model
+    if model is None:
+        return None
+    if model.startswith(PLACEHOLDER_PREFIXES):
+        return (f"modes.{mode}.model {model!r} is a placeholder: put the path or Hugging Face id of your own "
+                f"{spec.modes[mode].method} checkpoint for {spec.model} there")
+    if local and model.startswith("/") and not Path(model).exists():
+        return f"modes.{mode}.model: no such path {model}"
+    return None
+
+
+def fleet_unavailable(spec: FleetSpec, local: bool) -> str | None:
+    """Why no mode of the fleet can start (its target model or vLLM's Python is missing), or None."""
+    if spec.engine != "vllm" or not local:
+        return None
+    for key, value in (("vllm_python", spec.vllm_python), ("model", spec.model)):
+        if value and value.startswith("/") and not Path(value).exists():
+            hint = " (`make vllm-cpu` writes it)" if ".venv-vllm" in value else ""
+            return f"{spec.name}: {key}: no such path {value}{hint}"
+    return None
+
+
+def available_modes(spec: FleetSpec, modes: list[str], local: bool, skip: bool) -> tuple[list[str], dict[str, str]]:
+    """The modes to run and the ones skipped (mode -> why). Without `skip`, any unavailable mode
+    is a FleetError (one line per mode); with it, they are skipped unless none is left."""
+    whole = fleet_unavailable(spec, local)
+    if whole:
+        raise FleetError(whole)
+    why = {m: r for m in modes if (r := unavailable(spec, m, local))}
+    if why and not skip:
+        lines = list(why.values())
+        lines[-1] += " (or pass --skip-unavailable to run the other modes without it)"
+        raise FleetError("\n".join(lines))
+    kept = [m for m in modes if m not in why]
+    if not kept:
+        raise FleetError("\n".join([*why.values(), "no mode is left to run"]))
+    return kept, why
+
+
 BUILTIN = resources.files("cluster") / "fleets"
 
 

@@ -12,10 +12,12 @@ import logging
 import os
 import socket
 import subprocess
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
@@ -26,9 +28,13 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from cluster import FleetError, StartupCancelled
 from cluster.argv import serve_argv
 from cluster.fleet import FleetSpec
+from cluster.plan import Plan, PlanError, make_plan, nodes_from_ray, replica_bundles
 from common.process import die_with_parent, stop_group
+from common.times import utc_now
 
 log = logging.getLogger(__name__)
+
+
 STOP_GRACE_S = 10.0       # SIGTERM, then SIGKILL after this long
 HEALTH_POLL_S = 0.25
 
@@ -49,8 +55,9 @@ class ReplicaActor:
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
 
-    def node_ip(self) -> str:
-        return ray.util.get_node_ip_address()
+    def node(self) -> tuple[str, str]:
+        """The node's address and Ray node id."""
+        return ray.util.get_node_ip_address(), ray.get_runtime_context().get_node_id()
 
     def gpu_ids(self) -> list[str]:
         return [str(g) for g in ray.get_gpu_ids()]
@@ -100,10 +107,30 @@ class Replica:
     actor: ray.actor.ActorHandle
     pg: object
     holders: list
+    node_id: str = ""
+    started: float = 0.0          # monotonic time its server was started
+    timing: ReplicaTiming = field(default_factory=lambda: ReplicaTiming())
 
     @property
     def label(self) -> str:
         return f"{self.mode}-{self.index}"
+
+
+@dataclass
+class ReplicaTiming:
+    """When a replica was up, and what its start cost: re-provisioning in turns spends it again."""
+
+    requested_at: str = field(default_factory=utc_now)   # its placement group asked for
+    reserved_s: float | None = None       # asked -> Ray reserved the resources
+    healthy_s: float | None = None        # server started -> /health answered 200
+    ready_s: float | None = None          # server started -> the first (warm-up) completion succeeded
+    ready_at: str | None = None
+    stopped_at: str | None = None
+
+    def text(self) -> str:
+        if self.ready_s is None:
+            return "not ready"
+        return f"{self.ready_s:.1f} s (healthy {self.healthy_s:.1f} s)"
 
 
 def ray_address(given: str | None) -> str | None:
@@ -145,22 +172,15 @@ def init_ray(address: str | None, num_gpus: int | None = 0, log_file: Path | Non
     return True
 
 
-def bundles_for(fleet: FleetSpec) -> list[dict[str, float]]:
-    """Placement-group bundles of one replica: one GPU bundle per TP rank for real vLLM (on the
-    fleet's accelerator type), one CPU bundle for the simulator."""
-    if fleet.engine == "sim" or fleet.device == "cpu":
-        return [{"CPU": fleet.cpus_per_replica}]
-    bundle: dict[str, float] = {"GPU": 1, "CPU": fleet.cpus_per_replica}
-    if fleet.accelerator_type:
-        bundle[f"accelerator_type:{fleet.accelerator_type}"] = 0.001
-    return [dict(bundle) for _ in range(fleet.tensor_parallel_size)]
-
-
 class Fleet:
-    """The replicas of every requested mode. Use as a context manager: teardown always runs."""
+    """The replicas of a fleet's modes on Ray. Use as a context manager: entering joins (or starts)
+    Ray and makes the pre-flight plan (`self.plan`, PlanError when a mode fits nowhere), starting
+    no replica; `start()` brings every mode up at once, `provision(mode)` one mode in the
+    background and `release(mode)` stops it again; teardown always runs on the way out."""
 
     def __init__(self, spec: FleetSpec, modes: list[str], logs_dir: Path, address: str | None = None,
-                 cancelled: Callable[[], bool] = lambda: False, on_ray_ready: Callable[[], None] | None = None) -> None:
+                 cancelled: Callable[[], bool] = lambda: False, on_ray_ready: Callable[[], None] | None = None,
+                 skipped: dict[str, str] | None = None) -> None:
         unknown = [m for m in modes if m not in spec.modes]
         if unknown:
             raise FleetError(f"fleet {spec.name!r} has no mode {unknown[0]!r} (it has: {', '.join(spec.modes)})")
@@ -168,14 +188,24 @@ class Fleet:
         self.modes = modes
         self.logs_dir = logs_dir
         self.address = address
+        self.skipped = dict(skipped or {})
         self.replicas: list[Replica] = []
+        self.plan: Plan | None = None
         self._started_ray = False
-        self.cancelled = cancelled  # polled while waiting for replicas; True aborts the start
+        self._closing = False
+        self._lock = threading.Lock()
+        self._launched = 0
+        self._pool = ThreadPoolExecutor(max_workers=max(1, len(modes)), thread_name_prefix="provision")
+        self._cancelled = cancelled  # polled while waiting for replicas; True aborts the start
         self.on_ray_ready = on_ray_ready  # called right after ray.init (which installs its own SIGTERM handler)
+
+    def cancelled(self) -> bool:
+        return self._closing or self._cancelled()
 
     def __enter__(self) -> Fleet:
         try:
-            self.start()
+            self._init_ray()
+            self.plan = make_plan(self.spec, self.modes, nodes_from_ray(ray.nodes()), self.skipped)
         except BaseException:
             self.stop()
             raise
@@ -185,7 +215,8 @@ class Fleet:
         self.stop()
 
     def endpoints(self, mode: str) -> list[Replica]:
-        return [r for r in self.replicas if r.mode == mode]
+        with self._lock:
+            return [r for r in self.replicas if r.mode == mode]
 
     # ---- start -------------------------------------------------------------------------------
     def _init_ray(self) -> None:
@@ -194,44 +225,69 @@ class Fleet:
         if self._started_ray and self.on_ray_ready:
             self.on_ray_ready()
 
-    def start(self, on_event=None) -> None:
-        self._init_ray()
-        pending = []
-        for mode in self.modes:
-            for i in range(self.spec.replicas):
-                pending.append(self._launch(mode, i))
-                if on_event:
-                    on_event(f"started {mode}-{i}")
+    def start(self, on_event: Callable[[str], None] | None = None) -> None:
+        """Every mode up at once (`cluster up`); PlanError when the plan needs turns."""
+        assert self.plan is not None, "enter the Fleet first"
+        if not self.plan.all_at_once:
+            raise PlanError(f"the cluster cannot hold every mode at once: {self.plan.text()}")
+        futures = [self.provision(m, on_event) for m in self.modes]
+        for fut in futures:
+            fut.result()
+
+    def provision(self, mode: str, on_event: Callable[[str], None] | None = None) -> Future[list[Replica]]:
+        """Start `mode`'s replicas in the background; the future holds them once all are ready."""
+        return self._pool.submit(self._provision, mode, on_event or (lambda _msg: None))
+
+    def _provision(self, mode: str, on_event: Callable[[str], None]) -> list[Replica]:
+        started = []
+        for i in range(self.spec.replicas):
+            started.append(self._launch(mode, i))
+            on_event(f"started {mode}-{i}")
         deadline = time.monotonic() + self.spec.startup_timeout_s
-        for rep in pending:
+        for rep in started:
             self._wait_ready(rep, deadline)
-            if on_event:
-                on_event(f"ready {rep.label} at {rep.url}")
+            on_event(f"ready {rep.label} at {rep.url} in {rep.timing.text()}")
+        return started
+
+    def release(self, mode: str) -> None:
+        """Stop `mode`'s replicas and give their resources back (the next turn's modes need them)."""
+        with self._lock:
+            mine = [r for r in self.replicas if r.mode == mode]
+            self.replicas = [r for r in self.replicas if r.mode != mode]
+        for rep in mine:
+            self._teardown(rep)
 
     def _launch(self, mode: str, index: int) -> Replica:
         spec = self.spec
-        bundles = bundles_for(spec)
+        bundles = replica_bundles(spec)
+        if self.cancelled():
+            raise StartupCancelled(f"stopped before {mode}-{index} started")
         pg = placement_group(bundles, strategy="STRICT_PACK", name=f"loadtest-{mode}-{index}-{os.getpid()}")
         # Register before waiting, so teardown removes it even if the wait fails.
         rep = Replica(mode, index, "", spec.served_model_name(mode), 0, self.logs_dir / f"{mode}-{index}.log",
                       None, pg, [])
-        self.replicas.append(rep)
-        deadline = time.monotonic() + spec.startup_timeout_s
+        with self._lock:
+            self.replicas.append(rep)
+            self._launched += 1
+            launched = self._launched
+        asked = time.monotonic()
+        deadline = asked + spec.startup_timeout_s
         while not pg.wait(timeout_seconds=1):  # in short waits, so a signal is noticed
             if self.cancelled():
                 raise StartupCancelled(f"stopped while Ray reserved resources for {rep.label}")
             if time.monotonic() > deadline:
                 raise FleetError(
-                    f"replica {rep.label}: Ray could not reserve {bundles} x{len(bundles)} within "
-                    f"{spec.startup_timeout_s:g} s (cluster resources: {ray.cluster_resources()})"
+                    f"replica {rep.label}: Ray could not reserve {bundles} within {spec.startup_timeout_s:g} s "
+                    f"(free now: {ray.available_resources()}; other work on the cluster may hold them)"
                 )
+        rep.timing.reserved_s = time.monotonic() - asked
         gpu = spec.engine != "sim" and spec.device == "gpu"
         strategy = lambda b: PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=b)  # noqa: E731
         rep.holders = [GpuHolder.options(num_gpus=1, scheduling_strategy=strategy(b)).remote()
                        for b in range(1, len(bundles))] if gpu else []
         rep.actor = ReplicaActor.options(num_gpus=1 if gpu else 0, scheduling_strategy=strategy(0),
                                          name=None).remote(str(rep.log_path))
-        ip = ray.get(rep.actor.node_ip.remote())
+        ip, rep.node_id = ray.get(rep.actor.node.remote())
         loopback = spec.bind_host not in ("0.0.0.0", "::")
         if loopback and ip != ray.util.get_node_ip_address():
             raise FleetError(f"replica {rep.label} landed on node {ip}, but the fleet binds servers to "
@@ -248,8 +304,9 @@ class Fleet:
         env = dict(spec.env)
         if spec.engine == "vllm" and spec.device == "cpu" and "VLLM_CPU_OMP_THREADS_BIND" not in env:
             # vLLM's CPU backend pins its OpenMP threads; spread replicas over the cores.
-            env["VLLM_CPU_OMP_THREADS_BIND"] = str(len(self.replicas) % (os.cpu_count() or 1))
+            env["VLLM_CPU_OMP_THREADS_BIND"] = str((launched - 1) % (os.cpu_count() or 1))
         rep.pid = ray.get(rep.actor.start.remote(argv, env, cuda))
+        rep.started = time.monotonic()
         return rep
 
     def _wait_ready(self, rep: Replica, deadline: float) -> None:
@@ -273,6 +330,7 @@ class Fleet:
                 try:
                     if stage == "/health":
                         if http.get(f"{rep.url}/health", timeout=2).status_code == 200:
+                            rep.timing.healthy_s = time.monotonic() - rep.started
                             stage = "/v1/models"
                     if stage == "/v1/models":
                         names = [m["id"] for m in http.get(f"{rep.url}/v1/models", timeout=5).json()["data"]]
@@ -283,6 +341,8 @@ class Fleet:
                         r = http.post(f"{rep.url}/v1/completions", timeout=60, json={
                             "model": rep.served_model, "prompt": "Hello, my name is", "max_tokens": 4})
                         if r.status_code == 200:
+                            rep.timing.ready_s = time.monotonic() - rep.started
+                            rep.timing.ready_at = utc_now()
                             return
                         raise FleetError(f"replica {rep.label}: warm-up completion failed: "
                                          f"HTTP {r.status_code} {r.text[:200]}")
@@ -298,25 +358,34 @@ class Fleet:
         except Exception:  # the actor itself is gone
             return -1
 
-    def stop(self) -> None:
-        """Stop every server (SIGTERM its group, SIGKILL after a grace period), kill the actors,
-        remove the placement groups. Safe to call more than once and after partial starts."""
-        for rep in self.replicas:
-            if rep.actor is not None:
-                try:
-                    ray.get(rep.actor.stop.remote(), timeout=STOP_GRACE_S + 10)
-                except Exception as exc:  # the actor died: its child got SIGTERM via PDEATHSIG
-                    log.warning("replica %s: stop failed (%s)", rep.label, exc)
-                for handle in [rep.actor, *rep.holders]:
-                    try:
-                        ray.kill(handle)
-                    except Exception:
-                        pass
+    def _teardown(self, rep: Replica) -> None:
+        """Stop one replica's server (SIGTERM its group, SIGKILL after a grace period), kill its
+        actors, remove its placement group."""
+        if rep.actor is not None:
             try:
-                remove_placement_group(rep.pg)
-            except Exception:
-                pass
-        self.replicas.clear()
+                ray.get(rep.actor.stop.remote(), timeout=STOP_GRACE_S + 10)
+            except Exception as exc:  # the actor died: its child got SIGTERM via PDEATHSIG
+                log.warning("replica %s: stop failed (%s)", rep.label, exc)
+            for handle in [rep.actor, *rep.holders]:
+                try:
+                    ray.kill(handle)
+                except Exception:
+                    pass
+        try:
+            remove_placement_group(rep.pg)
+        except Exception:
+            pass
+        rep.timing.stopped_at = utc_now()
+
+    def stop(self) -> None:
+        """Stop every replica, after the replicas still starting have noticed. Safe to call more
+        than once and after partial starts."""
+        self._closing = True
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            mine, self.replicas = self.replicas, []
+        for rep in mine:
+            self._teardown(rep)
         if self._started_ray and ray.is_initialized():
             ray.shutdown()
             self._started_ray = False

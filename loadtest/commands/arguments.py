@@ -42,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the main job: build the trace, start the fleet, replay every mode, write results, print the table",
         description="Build the trace from a scenario, start one fleet per speculation mode on Ray, replay the "
         "same trace against each mode in turn (open loop, streaming) with Locust, write "
-        "results/<run_id>/ and print a per-mode comparison. The fleet is torn down on every exit path.",
+        "results/<run_id>/ and print a per-mode comparison. A pre-flight first fits the fleet to the cluster's "
+        "GPUs (or CPUs): when it cannot hold every mode at once, modes run in turns, each mode's replicas "
+        "stopping when its replay ends so the next mode's start on what they freed; a mode that fits nowhere "
+        "fails at once (exit 2). The fleet is torn down on every exit path.",
     )
     run.add_argument("--fleet", default=None, metavar="NAME|PATH",
                      help="built-in fleet name or a fleet TOML file (default: local-sim, the simulator on a local Ray)")
@@ -56,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--modes", default=None, metavar="A,B,...",
                      help="comma-separated modes of the fleet to test (default: all the fleet's modes; "
                      "local-sim has baseline,draft,medusa,eagle,ngram)")
+    run.add_argument("--skip-unavailable", action="store_true",
+                     help="run the other modes when a mode cannot start (a placeholder checkpoint such as "
+                     "h100-70b's your-org/... Medusa heads, or a model path that does not exist); without it such "
+                     "a mode is refused before anything starts (exit 2)")
     _replay_options(run, "per mode")
     run.add_argument("--cooldown", type=_non_negative_float, default=2.0, metavar="S",
                      help="pause between modes after the previous one drains, in seconds (default 2)")
@@ -64,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "the deadline and unsent ones are recorded as not_sent (default: none)")
     run.add_argument("--parallel-modes", action="store_true",
                      help="replay all modes at once, each with its own Locust process(es), instead of one after "
-                     "the other (faster; the modes share the client machine, and the manifest says so)")
+                     "the other (faster; the modes share the client machine, and the manifest says so); refused "
+                     "(exit 2) when the cluster cannot hold every mode at once")
     run.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                      help="Locust worker processes: 1 runs one process; more run a master and N workers, each "
                      "replaying its shard of the trace (default: one per core, minus what local simulator "
@@ -97,7 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "and hold them until SIGINT/SIGTERM (`loadtest cluster down`), then tear down.")
     cup.add_argument("--fleet", default="local-sim", metavar="NAME|PATH",
                      help="built-in fleet name or a fleet TOML file (default: local-sim)")
-    cup.add_argument("--modes", default=None, metavar="A,B,...", help="modes to start (default: all the fleet's)")
+    cup.add_argument("--modes", default=None, metavar="A,B,...", help="modes to start (default: all the fleet's); "
+                     "they must all fit on the cluster at once, or `up` refuses (exit 2) and says the turns they "
+                     "would take")
+    cup.add_argument("--skip-unavailable", action="store_true",
+                     help="start the other modes when a mode cannot (a placeholder checkpoint, a missing path)")
     cup.add_argument("--address", default=None, metavar="RAY_ADDRESS",
                      help="join this Ray cluster instead of starting a local Ray (default: $RAY_ADDRESS if set)")
     cup.add_argument("--detach", action="store_true",

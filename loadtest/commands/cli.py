@@ -56,7 +56,8 @@ def _cluster(args: argparse.Namespace) -> int:
             stamp = f"cluster-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
             logs = Path(args.logs) if args.logs else Path("results") / stamp / "logs"
             relaunch = [sys.executable, "-m", "loadtest"]  # how --detach starts the same command again
-            return c.up(console, args.fleet, args.modes, state, logs, args.address, args.detach, relaunch)
+            return c.up(console, args.fleet, args.modes, state, logs, args.address, args.detach, relaunch,
+                        skip_unavailable=args.skip_unavailable)
         if args.action == "status":
             return c.status(console, state)
         return c.down(console, state, c.DOWN_TIMEOUT_S)

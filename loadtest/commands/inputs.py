@@ -9,15 +9,15 @@ import argparse
 import math
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 
 from cluster import FleetError
-from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
-from cluster.provision import Replica
+from cluster.fleet import FleetSpec, available_modes, load_fleet, redacted, resolve_modes
+from cluster.provision import Replica, ray_address
 from cluster.state import ClusterState, ReplicaState, check_health, load_endpoints
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
@@ -41,6 +41,7 @@ class FleetChoice:
     info: dict          # the manifest's `fleet`
     modes: list[str]
     existing: ClusterState | None = None
+    skipped: dict[str, str] = field(default_factory=dict)   # mode -> why it cannot start (--skip-unavailable)
 
 
 def prepare_trace(args: argparse.Namespace) -> Trace:
@@ -81,12 +82,16 @@ def choose_fleet(args: argparse.Namespace, modes_text: str | None, first_only: b
                            existing)
     spec, raw = load_fleet(args.fleet or DEFAULT_FLEET)
     modes = resolve_modes(spec.name, list(spec.modes), modes_text)
+    modes, skipped = available_modes(spec, modes, local=ray_address(args.address) is None,
+                                     skip=args.skip_unavailable)
+    for mode, why in skipped.items():
+        print(f"loadtest run: skipping {mode}: {why}", file=sys.stderr)
     for mode in modes:
         if spec.modes[mode].note:
             print(f"loadtest run: note: modes.{mode}: {spec.modes[mode].note}", file=sys.stderr)
     info = {"name": spec.name, "source": str(args.fleet or DEFAULT_FLEET), "sha256": scenario_hash(raw),
             "spec": redacted(spec)}
-    return FleetChoice(spec, info, modes)
+    return FleetChoice(spec, info, modes, skipped=skipped)
 
 
 def endpoints_fleet_info(state: ClusterState, text: str, from_file: bool, modes: list[str]) -> dict:
@@ -107,8 +112,13 @@ def new_run_dir(out: str, run_id: str | None, name: str) -> Path:
 
 
 def replica_entry(rep: Replica | ReplicaState) -> dict:
-    """A replica as the manifest lists it under its mode."""
-    return {"label": rep.label, "url": rep.url, "pid": rep.pid, "log": str(rep.log_path)}
+    """A replica as the manifest lists it under its mode (with, for one this run started, its
+    node and what its start cost)."""
+    entry = {"label": rep.label, "url": rep.url, "pid": rep.pid, "log": str(rep.log_path)}
+    if isinstance(rep, Replica):
+        entry.update(node_id=rep.node_id, **{k: round(v, 3) if isinstance(v, float) else v
+                                             for k, v in asdict(rep.timing).items()})
+    return entry
 
 
 def default_workers(fleet: FleetSpec | None, n_modes: int) -> int:

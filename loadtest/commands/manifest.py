@@ -10,15 +10,12 @@ import socket
 import sys
 import threading
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from common.times import utc_now
+
 _WRITE_LOCK = threading.Lock()
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def versions() -> dict[str, str]:
@@ -47,6 +44,9 @@ class ModeRun:
     end: str | None = None                                 # completed, deadline, interrupted, failed
     records: int | None = None
     server_metrics: str | None = None                      # "scraped", or why the replicas' /metrics was not
+    turn: int | None = None                                # the plan's turn (1 when every mode fits at once)
+    provision_started_at: str | None = None                # its replicas asked for (each replica's timing too)
+    loading_during_replay: list[str] = field(default_factory=list)  # modes whose replicas were starting meanwhile
 
 
 @dataclass
@@ -57,11 +57,13 @@ class Manifest:
     modes: list[str]
     seed: int
     requests: int
-    status: str = "running"                # then completed, interrupted or failed
+    status: str = "running"                # then completed, interrupted, failed, or refused (the pre-flight)
     reason: str | None = None
     started_at: str = field(default_factory=utc_now)
     ended_at: str | None = None
     mode_order: str = "sequential"
+    plan: dict | None = None               # the pre-flight: turns, modes at once, what a replica takes
+    skipped: dict[str, str] = field(default_factory=dict)  # mode -> why it was not run (--skip-unavailable)
     gate: str | None = None                # passed or failed (set when the run completed)
     checks: list[dict] = field(default_factory=list)  # per mode: the error gate (analysis.gate.ErrorCheck)
     versions: dict = field(default_factory=versions)

@@ -47,7 +47,9 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     summaries = summarize(table, [m for m in modes if m in set(table["mode"].to_pylist())],
                           server_metrics=load_server_metrics(run_dir))
     write_summary(summaries, run_dir / "summary.parquet")
-    console.print(mode_table(summaries, title=f"{manifest.run_id} ({manifest.status})"))
+    console.print(mode_table(summaries, title=f"{manifest.run_id} ({manifest.status})", skipped=manifest.skipped))
+    for mode, why in manifest.skipped.items():
+        console.print(f"[yellow]{mode}: skipped (--skip-unavailable): {why}[/yellow]", soft_wrap=True)
     by_tenant = tenant_speedups(table, modes)
     if by_tenant:
         write_tenant_speedups(by_tenant, run_dir / "tenant_speedups.parquet")

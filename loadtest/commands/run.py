@@ -24,11 +24,14 @@ from rich.console import Console
 from rich.progress import Progress, TaskID
 
 from cluster import FleetError, StartupCancelled
+from cluster.plan import PlanError
 from cluster.provision import Fleet, init_ray, ray_address
+from cluster.rollout import Rollout
 from cluster.scrape import Scraper
 from cluster.state import ExistingFleet
 from common import exits
 from common.exits import print_error
+from common.times import utc_now
 from loadtest.commands.inputs import (
     FleetChoice,
     Trace,
@@ -38,7 +41,7 @@ from loadtest.commands.inputs import (
     prepare_trace,
     replica_entry,
 )
-from loadtest.commands.manifest import Manifest, ModeRun, utc_now
+from loadtest.commands.manifest import Manifest, ModeRun
 from loadtest.commands.report import live_text, mode_progress, print_summary, progress_counts, record_gate
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
@@ -66,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
         print_error("loadtest run", str(exc))
         return exits.BAD_INPUT
     manifest = Manifest(run_id=run_dir.name, scenario=trace.info, fleet=fleet.info, modes=fleet.modes,
-                        seed=trace.seed, requests=trace.table.num_rows)
+                        seed=trace.seed, requests=trace.table.num_rows, skipped=fleet.skipped)
     manifest.write(run_dir)
     trace_path = run_dir / "trace.parquet"
     write_trace(trace.table, trace_path, trace.info["name"], trace.info["sha256"])
@@ -81,6 +84,9 @@ def main(args: argparse.Namespace) -> int:
             status, code = "completed", exits.OK
         except (Interrupted, StartupCancelled, KeyboardInterrupt):
             status, reason, code = "interrupted", "stopped by signal", exits.INTERRUPTED
+        except PlanError as exc:  # the pre-flight: the cluster cannot hold a mode; nothing was started
+            status, reason, code = "refused", str(exc), exits.BAD_INPUT
+            print_error("loadtest run", reason)
         except (FleetError, ReplayError) as exc:
             reason = str(exc)
             print_error("loadtest run", reason)
@@ -109,6 +115,7 @@ class Stage:
     progress: Progress
     tasks: dict[str, TaskID]   # mode -> its progress bar
     scraper: Scraper
+    rollout: Rollout | None    # None for a fleet that was already running
 
 
 class Run:
@@ -121,22 +128,21 @@ class Run:
         workers = args.workers or default_workers(fleet.spec, len(fleet.modes))
         closed = closed_concurrency(trace.table)
         self.workers = min(workers, closed) if closed else workers  # each worker keeps one request in flight
+        self.replicas: dict[str, list] = {}   # mode -> its replicas, kept after they stop for the manifest
+        self.announced = False                # "fleet ready" said
 
     def replay_all(self) -> None:
         with ExitStack() as stack:
             fleet = stack.enter_context(self._fleet(stack))
-            where = "already running" if self.choice.existing is not None else "on Ray"
-            self.console.print(f"fleet ready: {len(fleet.replicas)} replica(s) {where}")
-            for rep in fleet.replicas:
-                self.manifest.mode_runs.setdefault(rep.mode, ModeRun()).replicas.append(replica_entry(rep))
-            self.manifest.write(self.run_dir)
+            rollout = self._rollout(fleet)
             progress = stack.enter_context(mode_progress(self.console))
             modes = self.choice.modes
             tasks = {m: progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting", live="")
                      for m in modes}
-            stage = Stage(fleet, progress, tasks, stack.enter_context(Scraper(self.run_dir)))
+            stage = Stage(fleet, progress, tasks, stack.enter_context(Scraper(self.run_dir)), rollout)
             if self.args.parallel_modes:
                 self.manifest.mode_order = "parallel (all modes at once, sharing the client machine)"
+                self._up(stage, modes)
                 with ThreadPoolExecutor(len(modes)) as pool:
                     for fut in [pool.submit(self.one_mode, stage, m) for m in modes]:
                         fut.result()
@@ -146,7 +152,12 @@ class Run:
                         time.sleep(self.args.cooldown)
                     if self.signals.stop:  # a signal, maybe during the cooldown
                         break
+                    self._up(stage, [mode])
                     self.one_mode(stage, mode)
+                    if rollout is not None:
+                        rollout.done(mode)
+                        self._record_replicas()  # when they stopped
+        self._record_replicas()  # the fleet is down: when the rest stopped
         if self.signals.stop:
             raise Interrupted()
 
@@ -155,18 +166,75 @@ class Run:
         if existing is None:
             return Fleet(self.choice.spec, self.choice.modes, self.run_dir / "logs",
                          address=ray_address(self.args.address), cancelled=lambda: self.signals.stop,
-                         on_ray_ready=self.signals.rearm)
+                         on_ray_ready=self.signals.rearm, skipped=self.choice.skipped)
         if self.args.ray_workers and init_ray(ray_address(self.args.address) or existing.ray_address,
                                               log_file=self.run_dir / "logs" / "ray.log"):
             self.signals.rearm()  # ray.init installs its own SIGTERM handler
             stack.callback(ray.shutdown)
         return ExistingFleet(existing, self.choice.modes)
 
+    def _rollout(self, fleet: Fleet | ExistingFleet) -> Rollout | None:
+        """The pre-flight's plan, said and recorded, and the rollout that follows it (None for a
+        fleet that is already running)."""
+        if not isinstance(fleet, Fleet):
+            return None
+        plan = fleet.plan
+        self.console.print(plan.text(), soft_wrap=True)
+        self.manifest.plan = plan.as_dict()
+        for i, turn in enumerate(plan.turns):
+            for mode in turn:
+                self.manifest.mode_runs.setdefault(mode, ModeRun()).turn = i + 1
+        self.manifest.write(self.run_dir)
+        if self.args.parallel_modes and not plan.all_at_once:
+            raise PlanError(f"--parallel-modes: the cluster holds {plan.at_once} of {len(plan.modes)} modes at a "
+                            f"time ({len(plan.turns)} turns); drop --parallel-modes to run them in turns")
+
+        def on_up(mode: str) -> None:
+            self.manifest.mode_runs[mode].provision_started_at = utc_now()
+
+        return Rollout(fleet, plan, on_event=log.info, on_up=on_up)
+
+    def _up(self, stage: Stage, modes: list[str]) -> None:
+        """Wait until `modes` are up (the rollout starts them, and whatever else fits); record
+        their replicas and what starting them cost."""
+        rollout, fleet = stage.rollout, stage.fleet
+        for mode in modes:
+            stage.progress.update(stage.tasks[mode], counts="starting replicas")
+        for mode in modes:
+            self.replicas[mode] = rollout.ready(mode) if rollout is not None else fleet.endpoints(mode)
+            mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
+            if rollout is not None and not rollout.plan.all_at_once:
+                mr.loading_during_replay = loading = rollout.loading_during.get(mode, [])
+                meanwhile = f"; starting meanwhile: {', '.join(loading)}" if loading else ""
+                self.console.print(f"{mode} ready (turn {mr.turn} of {len(rollout.plan.turns)}): "
+                                   + ", ".join(f"{r.label} in {r.timing.text()}" for r in self.replicas[mode])
+                                   + meanwhile, soft_wrap=True)
+        if not self.announced and (rollout is None or rollout.plan.all_at_once):  # everything is up now
+            self.announced = True
+            for mode in self.choice.modes:
+                self.replicas[mode] = fleet.endpoints(mode)
+            if rollout is None:
+                self.console.print(f"fleet ready: {len(fleet.replicas)} replica(s) already running")
+            else:
+                times = ", ".join(f"{r.label} {r.timing.text()}" for r in fleet.replicas)
+                self.console.print(f"fleet ready: {len(fleet.replicas)} replica(s) on Ray; time to ready (server "
+                                   f"start to first completion): {times}", soft_wrap=True)
+        self._record_replicas()
+
+    def _record_replicas(self) -> None:
+        """The manifest's replica entries, refreshed (their start and stop times), keeping what the
+        run found about them (an exit code)."""
+        for mode, replicas in self.replicas.items():
+            mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
+            found = {e["label"]: e for e in mr.replicas}
+            mr.replicas = [{**found.get(r.label, {}), **replica_entry(r)} for r in replicas]
+        self.manifest.write(self.run_dir)
+
     def one_mode(self, stage: Stage, mode: str) -> None:
         mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
         mr.started_at = utc_now()
         self.manifest.write(self.run_dir)
-        replicas = stage.fleet.endpoints(mode)
+        replicas = self.replicas[mode]
         progress, task, scraper = stage.progress, stage.tasks[mode], stage.scraper
         scraper.watch(mode, [(r.label, r.url) for r in replicas])
         progress.start_task(task)
