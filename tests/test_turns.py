@@ -244,8 +244,8 @@ startup_timeout_s = 60
 [sim]
 time_scale = 0.2
 """ + SPEC_MODES.format(medusa="your-org/x"))   # the simulator loads no checkpoint: no placeholder to refuse
-    run = loadtest("run", "--fleet", str(fleet), "--modes", "baseline,draft", "--scenario", "chat", "--requests", "4", "--cooldown", "0",
-                   "--out", str(tmp_path / "results"), "--run-id", "c", timeout=300)
+    run = loadtest("run", "--fleet", str(fleet), "--modes", "baseline,draft", "--scenario", "chat", "--requests", "4",
+                   "--cooldown", "0", "--out", str(tmp_path / "results"), "--run-id", "c", timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"x {cores} CPU" in run.stdout and "1 mode(s) at a time, in 2 turns (baseline, draft)" in run.stdout
     manifest = json.loads((tmp_path / "results" / "c" / "manifest.json").read_text())

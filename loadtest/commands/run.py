@@ -26,12 +26,12 @@ from rich.progress import Progress, TaskID
 from cluster import FleetError, StartupCancelled
 from cluster.plan import PlanError
 from cluster.provision import Fleet, init_ray, ray_address
-from cluster.rollout import Rollout
 from cluster.scrape import Scraper
 from cluster.state import ExistingFleet
 from common import exits
 from common.exits import print_error
 from common.times import utc_now
+from loadtest.commands.bringup import BringUp
 from loadtest.commands.inputs import (
     FleetChoice,
     Trace,
@@ -39,7 +39,6 @@ from loadtest.commands.inputs import (
     default_workers,
     new_run_dir,
     prepare_trace,
-    replica_entry,
 )
 from loadtest.commands.manifest import Manifest, ModeRun
 from loadtest.commands.report import live_text, mode_progress, print_summary, progress_counts, record_gate
@@ -115,7 +114,7 @@ class Stage:
     progress: Progress
     tasks: dict[str, TaskID]   # mode -> its progress bar
     scraper: Scraper
-    rollout: Rollout | None    # None for a fleet that was already running
+    bringup: BringUp           # the modes up in the plan's turns, their replicas recorded
 
 
 class Run:
@@ -128,18 +127,17 @@ class Run:
         workers = args.workers or default_workers(fleet.spec, len(fleet.modes))
         closed = closed_concurrency(trace.table)
         self.workers = min(workers, closed) if closed else workers  # each worker keeps one request in flight
-        self.replicas: dict[str, list] = {}   # mode -> its replicas, kept after they stop for the manifest
-        self.announced = False                # "fleet ready" said
 
     def replay_all(self) -> None:
         with ExitStack() as stack:
             fleet = stack.enter_context(self._fleet(stack))
-            rollout = self._rollout(fleet)
+            bringup = BringUp(fleet, self.choice.modes, self.manifest, self.run_dir, self.console,
+                              self.args.parallel_modes)
             progress = stack.enter_context(mode_progress(self.console))
             modes = self.choice.modes
             tasks = {m: progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting", live="")
                      for m in modes}
-            stage = Stage(fleet, progress, tasks, stack.enter_context(Scraper(self.run_dir)), rollout)
+            stage = Stage(fleet, progress, tasks, stack.enter_context(Scraper(self.run_dir)), bringup)
             if self.args.parallel_modes:
                 self.manifest.mode_order = "parallel (all modes at once, sharing the client machine)"
                 self._up(stage, modes)
@@ -154,10 +152,8 @@ class Run:
                         break
                     self._up(stage, [mode])
                     self.one_mode(stage, mode)
-                    if rollout is not None:
-                        rollout.done(mode)
-                        self._record_replicas()  # when they stopped
-        self._record_replicas()  # the fleet is down: when the rest stopped
+                    bringup.done(mode)
+        bringup.record()  # the fleet is down: when the rest stopped
         if self.signals.stop:
             raise Interrupted()
 
@@ -173,68 +169,16 @@ class Run:
             stack.callback(ray.shutdown)
         return ExistingFleet(existing, self.choice.modes)
 
-    def _rollout(self, fleet: Fleet | ExistingFleet) -> Rollout | None:
-        """The pre-flight's plan, said and recorded, and the rollout that follows it (None for a
-        fleet that is already running)."""
-        if not isinstance(fleet, Fleet):
-            return None
-        plan = fleet.plan
-        self.console.print(plan.text(), soft_wrap=True)
-        self.manifest.plan = plan.as_dict()
-        for i, turn in enumerate(plan.turns):
-            for mode in turn:
-                self.manifest.mode_runs.setdefault(mode, ModeRun()).turn = i + 1
-        self.manifest.write(self.run_dir)
-        if self.args.parallel_modes and not plan.all_at_once:
-            raise PlanError(f"--parallel-modes: the cluster holds {plan.at_once} of {len(plan.modes)} modes at a "
-                            f"time ({len(plan.turns)} turns); drop --parallel-modes to run them in turns")
-
-        def on_up(mode: str) -> None:
-            self.manifest.mode_runs[mode].provision_started_at = utc_now()
-
-        return Rollout(fleet, plan, on_event=log.info, on_up=on_up)
-
     def _up(self, stage: Stage, modes: list[str]) -> None:
-        """Wait until `modes` are up (the rollout starts them, and whatever else fits); record
-        their replicas and what starting them cost."""
-        rollout, fleet = stage.rollout, stage.fleet
         for mode in modes:
             stage.progress.update(stage.tasks[mode], counts="starting replicas")
-        for mode in modes:
-            self.replicas[mode] = rollout.ready(mode) if rollout is not None else fleet.endpoints(mode)
-            mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
-            if rollout is not None and not rollout.plan.all_at_once:
-                mr.loading_during_replay = loading = rollout.loading_during.get(mode, [])
-                meanwhile = f"; starting meanwhile: {', '.join(loading)}" if loading else ""
-                self.console.print(f"{mode} ready (turn {mr.turn} of {len(rollout.plan.turns)}): "
-                                   + ", ".join(f"{r.label} in {r.timing.text()}" for r in self.replicas[mode])
-                                   + meanwhile, soft_wrap=True)
-        if not self.announced and (rollout is None or rollout.plan.all_at_once):  # everything is up now
-            self.announced = True
-            for mode in self.choice.modes:
-                self.replicas[mode] = fleet.endpoints(mode)
-            if rollout is None:
-                self.console.print(f"fleet ready: {len(fleet.replicas)} replica(s) already running")
-            else:
-                times = ", ".join(f"{r.label} {r.timing.text()}" for r in fleet.replicas)
-                self.console.print(f"fleet ready: {len(fleet.replicas)} replica(s) on Ray; time to ready (server "
-                                   f"start to first completion): {times}", soft_wrap=True)
-        self._record_replicas()
-
-    def _record_replicas(self) -> None:
-        """The manifest's replica entries, refreshed (their start and stop times), keeping what the
-        run found about them (an exit code)."""
-        for mode, replicas in self.replicas.items():
-            mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
-            found = {e["label"]: e for e in mr.replicas}
-            mr.replicas = [{**found.get(r.label, {}), **replica_entry(r)} for r in replicas]
-        self.manifest.write(self.run_dir)
+        stage.bringup.up(modes)
 
     def one_mode(self, stage: Stage, mode: str) -> None:
         mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
         mr.started_at = utc_now()
         self.manifest.write(self.run_dir)
-        replicas = self.replicas[mode]
+        replicas = stage.bringup.replicas[mode]
         progress, task, scraper = stage.progress, stage.tasks[mode], stage.scraper
         scraper.watch(mode, [(r.label, r.url) for r in replicas])
         progress.start_task(task)

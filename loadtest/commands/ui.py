@@ -21,8 +21,9 @@ from cluster import FleetError
 from cluster.scrape import Scraper
 from common import exits
 from common.exits import print_error
+from common.times import utc_now
 from loadtest.commands.inputs import choose_fleet, new_run_dir, prepare_trace, replica_entry
-from loadtest.commands.manifest import Manifest, ModeRun, utc_now
+from loadtest.commands.manifest import Manifest, ModeRun
 from loadtest.commands.report import print_summary, record_gate
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
