@@ -156,10 +156,11 @@ def _shortfall(spec: FleetSpec, nodes: Sequence[Node], bundles: list[dict[str, f
                             if k.startswith(ACCELERATOR_PREFIX)})
             return (f"a replica needs {_num(need[key])} {unit}s, and no node has one (the cluster has "
                     f"{_num(gpus)} GPUs{' of type ' + ', '.join(types) if types else ''}; set accelerator_type "
-                    "in the fleet file to the type the nodes declare)")
+                    "in the fleet file to the type the nodes declare; nodes still starting do not count: wait until "
+                    "`ray status` lists them)")
         tp = f" (TP{len(bundles)})" if len(bundles) > 1 else ""
         return (f"a replica{tp} needs {_num(need[key])} {unit}s on {where}; the largest "
-                f"node has {_num(largest)} ({_num(total)} {unit}s on {len(nodes)} node(s) in all)")
+                f"node has {_num(largest)} ({_num(total)} {unit}s on {len(nodes)} node(s) up in all)")
     for k, v in need.items():  # the bundles' other resources (CPUs beside the GPUs)
         best = max((n.resources.get(k, 0.0) for n in nodes if _units_on(n, spec, key) + EPSILON >= need[key]),
                    default=0.0)

@@ -49,7 +49,7 @@ def test_a_tp8_replica_on_4_gpu_nodes_is_refused_with_the_shortfall():
     msg = str(err.value)
     assert "\n" not in msg
     assert "a replica (TP8) needs 8 H100 GPUs on one node" in msg
-    assert "STRICT_PACK" in msg and "the largest node has 4 (8 H100 GPUs on 2 node(s) in all)" in msg
+    assert "STRICT_PACK" in msg and "the largest node has 4 (8 H100 GPUs on 2 node(s) up in all)" in msg
 
 
 def test_gpus_of_another_type_do_not_count():

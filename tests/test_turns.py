@@ -184,7 +184,7 @@ def test_tp8_on_4_gpu_nodes_fails_in_the_pre_flight(two_gpu_nodes, tmp_path):
     errors = [line for line in run.stderr.splitlines() if "error" in line]
     assert errors == ["loadtest run: error: fleet 'fake-h100-tp8' cannot run on this cluster: a replica (TP8) needs "
                       "8 H100 GPUs on one node (Ray packs a replica's 8 bundles on one node: STRICT_PACK); the "
-                      "largest node has 4 (8 H100 GPUs on 2 node(s) in all)"], run.stderr
+                      "largest node has 4 (8 H100 GPUs on 2 node(s) up in all)"], run.stderr
     assert "Traceback" not in run.stderr
     # Refused by the pre-flight, not after a placement group waited out startup_timeout_s (600 s).
     assert took < 60, took

@@ -66,7 +66,7 @@ class BringUp:
             if rollout is None:
                 self.console.print(f"fleet ready: {len(fleet.replicas)} replica(s) already running")
             else:
-                times = ", ".join(f"{r.label} {r.timing.text()}" for r in fleet.replicas)
+                times = ", ".join(f"{r.label} {r.timing.text()}" for m in self.modes for r in self.replicas[m])
                 self.console.print(f"fleet ready: {len(fleet.replicas)} replica(s) on Ray; time to ready (server "
                                    f"start to first completion): {times}", soft_wrap=True)
         self.record()
