@@ -12,6 +12,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analysis.server import spec_decode_stats
+from analysis.slo import SLO_COLUMNS, request_meets
+from analysis.stats import Ratio, paired_speedup_ci
 from loadtest.records import ERROR, NOT_SENT, OK, TIMEOUT
 
 # A run shows a steady state only when its arrivals last well past the time the in-flight count
@@ -47,6 +49,16 @@ class ModeSummary:
     speedup: float | None      # geometric mean over requests of baseline E2E / this mode's E2E
     acceptance_rate: float | None = None         # server: Δaccepted / Δdraft tokens
     mean_acceptance_length: float | None = None  # server: 1 + Δaccepted / Δdrafts
+    speedup_low: float | None = None             # the speedup's paired-bootstrap 95% interval
+    speedup_high: float | None = None
+    goodput_req_per_s: float = math.nan          # requests within every SLO of their tenant, per second
+    goodput_share: float = math.nan              # ... as a share of the requests scheduled (nan: no SLOs)
+
+    @property
+    def speedup_ratio(self) -> Ratio | None:
+        if self.speedup is None or self.speedup_low is None or self.speedup_high is None:
+            return None
+        return Ratio(self.speedup, self.speedup_low, self.speedup_high, 0)
 
 
 def _q(col: pa.ChunkedArray, q: float) -> float:
@@ -67,21 +79,24 @@ def peak_in_flight(sent_ns: np.ndarray, end_ns: np.ndarray) -> int:
     return int(np.cumsum(steps[order]).max())
 
 
-def paired_speedup(mode_ok: pa.Table, base_ok: pa.Table) -> float | None:
-    """Geometric mean of baseline E2E / mode E2E over requests that succeeded in both."""
-    joined = mode_ok.select(["request_id", "e2e_ms"]).join(
-        base_ok.select(["request_id", "e2e_ms"]).rename_columns(["request_id", "base_e2e_ms"]), "request_id"
-    )
-    if joined.num_rows == 0:
-        return None
-    ratio = np.asarray(joined["base_e2e_ms"]) / np.asarray(joined["e2e_ms"])
-    ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
-    return float(np.exp(np.log(ratio).mean())) if len(ratio) else None
+def paired(mode_ok: pa.Table, base_ok: pa.Table, column: str = "e2e_ms") -> tuple[np.ndarray, np.ndarray]:
+    """`column` of the requests that succeeded in both, paired by request_id: (baseline, mode)."""
+    joined = mode_ok.select(["request_id", column]).join(
+        base_ok.select(["request_id", column]).rename_columns(["request_id", "base"]), "request_id")
+    return (pc.fill_null(joined["base"].cast(pa.float64()), math.nan).to_numpy(),
+            pc.fill_null(joined[column].cast(pa.float64()), math.nan).to_numpy())
+
+
+def paired_speedup(mode_ok: pa.Table, base_ok: pa.Table, column: str = "e2e_ms") -> Ratio | None:
+    """Geometric mean of baseline / mode `column` over requests that succeeded in both, with
+    its paired bootstrap interval."""
+    return paired_speedup_ci(*paired(mode_ok, base_ok, column))
 
 
 def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "baseline",
               server_metrics: pa.Table | None = None) -> list[ModeSummary]:
     modes = modes or sorted(set(table["mode"].to_pylist()))
+    has_slos = all(c in table.column_names for c in SLO_COLUMNS)   # joined by analysis.slo.with_slos
     status_ok = pc.equal(table["status"], OK)
     base_ok = table.filter(pc.and_(status_ok, pc.equal(table["mode"], baseline)))
     out = []
@@ -100,6 +115,8 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
         spec = spec_decode_stats(server_metrics, mode) if server_metrics is not None else None
         span = (pc.max(t["offset_s"]).as_py() - pc.min(t["offset_s"]).as_py()) if t.num_rows else 0.0
         e2e_p99 = _q(ok["e2e_ms"], 0.99)
+        ratio = None if mode == baseline or base_ok.num_rows == 0 else paired_speedup(ok, base_ok)
+        met = int(request_meets(t).sum()) if has_slos else 0
         out.append(ModeSummary(
             mode=mode,
             requests=t.num_rows,
@@ -122,15 +139,19 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
             lateness_p50_ms=_q(t["lateness_ms"], 0.5),
             lateness_p99_ms=_q(t["lateness_ms"], 0.99),
             tokens_per_chunk=tokens / chunks if chunks else math.nan,
-            speedup=None if mode == baseline or base_ok.num_rows == 0 else paired_speedup(ok, base_ok),
+            speedup=ratio.value if ratio else None,
             acceptance_rate=spec.acceptance_rate if spec else None,
             mean_acceptance_length=spec.mean_acceptance_length if spec else None,
+            speedup_low=ratio.low if ratio else None,
+            speedup_high=ratio.high if ratio else None,
+            goodput_req_per_s=(met / duration if ok.num_rows else 0.0) if has_slos else math.nan,
+            goodput_share=met / t.num_rows if has_slos and t.num_rows else math.nan,
         ))
     return out
 
 
-def tenant_speedups(table: pa.Table, modes: list[str], baseline: str = "baseline") -> dict[str, dict[str, float]]:
-    """Paired E2E speedup over the baseline per tenant and mode: {tenant: {mode: speedup}}."""
+def tenant_speedups(table: pa.Table, modes: list[str], baseline: str = "baseline") -> dict[str, dict[str, Ratio]]:
+    """Paired E2E speedup over the baseline, with its interval, per tenant and mode."""
     ok = table.filter(pc.equal(table["status"], OK))
     out: dict[str, dict[str, float]] = {}
     for tenant in sorted(set(ok["tenant"].to_pylist())):
@@ -150,12 +171,14 @@ SUMMARY_SCHEMA = pa.schema([pa.field(f.name, pa.string() if f.name == "mode" els
                                      else pa.int64() if f.type == "int" else pa.float64())
                             for f in fields(ModeSummary)])
 TENANT_SPEEDUP_SCHEMA = pa.schema([pa.field("tenant", pa.string()), pa.field("mode", pa.string()),
-                                   pa.field("speedup", pa.float64())])
+                                   pa.field("speedup", pa.float64()), pa.field("speedup_low", pa.float64()),
+                                   pa.field("speedup_high", pa.float64()), pa.field("pairs", pa.int64())])
 
 
-def write_tenant_speedups(speedups: dict[str, dict[str, float]], path: Path) -> None:
+def write_tenant_speedups(speedups: dict[str, dict[str, Ratio]], path: Path) -> None:
     """The per-tenant speedup table as printed, one row per tenant and mode."""
-    rows = [{"tenant": t, "mode": m, "speedup": v} for t, row in speedups.items() for m, v in row.items()]
+    rows = [{"tenant": t, "mode": m, "speedup": r.value, "speedup_low": r.low, "speedup_high": r.high,
+             "pairs": r.pairs} for t, row in speedups.items() for m, r in row.items()]
     pq.write_table(pa.Table.from_pylist(rows, schema=TENANT_SPEEDUP_SCHEMA), path)
 
 

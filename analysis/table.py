@@ -6,6 +6,8 @@ import math
 
 from rich.table import Table
 
+from analysis.slo import Attainment
+from analysis.stats import Ratio
 from analysis.summary import STEADY_SPAN_OVER_E2E_P99, ModeSummary
 
 
@@ -13,17 +15,44 @@ def _ms(v: float) -> str:
     return "-" if v is None or math.isnan(v) else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
 
 
-def tenant_table(speedups: dict[str, dict[str, float]], modes: list[str]) -> Table:
+def ratio_cell(r: Ratio | None) -> str:
+    """A speedup with its 95% interval, green or red only when the interval excludes 1.0."""
+    if r is None:
+        return "-"
+    if not r.significant:
+        return f"[dim]{r.value:.2f}x n.s.[/dim]"
+    colour = "green" if r.low > 1.0 else "red"
+    return f"[{colour}]{r.value:.2f}x[/{colour}] [{r.low:.2f}-{r.high:.2f}]"
+
+
+def tenant_table(speedups: dict[str, dict[str, Ratio]], modes: list[str]) -> Table:
     """Speedup over the baseline per tenant (rows) and mode (columns): where each mode wins and loses."""
     shown = [m for m in modes if any(m in row for row in speedups.values())]
-    t = Table("tenant", *shown, title="speedup over baseline by tenant (paired E2E)", header_style="bold")
+    t = Table("tenant", *shown, title="speedup over baseline by tenant (paired E2E, 95% CI)", header_style="bold")
     for tenant, row in speedups.items():
-        cells = []
+        t.add_row(tenant, *[ratio_cell(row.get(m)) for m in shown])
+    t.caption = "n.s. = no significant difference (the interval holds 1.0)"
+    return t
+
+
+def slo_table(rows: list[Attainment], modes: list[str]) -> Table:
+    """Per tenant (rows) and mode (columns): the share of requests within every target, and
+    whether the tenant's p99s met them (which missed, when not)."""
+    shown = [m for m in modes if any(a.mode == m for a in rows)]
+    t = Table("tenant", *shown, title="SLOs by tenant: requests within every target; p99 against target",
+              header_style="bold")
+    cells = {(a.tenant, a.mode): a for a in rows}
+    for tenant in sorted({a.tenant for a in rows}):
+        line = []
         for m in shown:
-            v = row.get(m)
-            cells.append("-" if v is None else f"[green]{v:.2f}x[/green]" if v >= 1.05
-                         else f"[red]{v:.2f}x[/red]" if v <= 0.95 else f"{v:.2f}x")
-        t.add_row(tenant, *cells)
+            a = cells.get((tenant, m))
+            if a is None:
+                line.append("-")
+            elif a.passed:
+                line.append(f"[green]met[/green] {a.share:.0%}")
+            else:
+                line.append(f"[red]missed[/red] {a.share:.0%}: " + ", ".join(x.split(" ")[0] for x in a.missed()))
+        t.add_row(tenant, *line)
     return t
 
 
@@ -46,25 +75,26 @@ def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str,
     under the table)."""
     t = Table(title=title or None, header_style="bold")
     for name in ["mode", "req/s\noffered / done", "peak\nin flight", "out\ntok/s", "TTFT\np50 / p99",
-                 "TPOT\np50 / p99", "E2E\np99", "tok/\nchunk", "accept", "speedup", "late\np50 / p99", "errors",
+                 "TPOT\np50 / p99", "E2E\np99", "tok/\nchunk", "accept", "speedup\n95% CI", "goodput\nreq/s",
+                 "late\np50 / p99", "errors",
                  "not\nsent"]:
         t.add_column(name, justify="left" if name == "mode" else "right", no_wrap=True)
     for s in summaries:
-        if s.speedup is None:
-            speed = "ref" if s.mode == "baseline" else "-"
-        else:
-            speed = f"{s.speedup:.2f}x"
+        speed = ratio_cell(s.speedup_ratio) if s.speedup is not None else "ref" if s.mode == "baseline" else "-"
+        good = "-" if math.isnan(s.goodput_req_per_s) else f"{_rate(s.goodput_req_per_s)} ({s.goodput_share:.0%})"
         t.add_row(s.mode, f"{_rate(s.offered_req_per_s)} / {_rate(s.req_per_s)}", f"{s.peak_in_flight:,}",
                   f"{s.out_tok_per_s:,.0f}", f"{_ms(s.ttft_p50_ms)} / {_ms(s.ttft_p99_ms)}",
                   f"{_ms(s.tpot_p50_ms)} / {_ms(s.tpot_p99_ms)}", _ms(s.e2e_p99_ms),
-                  "-" if math.isnan(s.tokens_per_chunk) else f"{s.tokens_per_chunk:.2f}", _accept(s), speed,
+                  "-" if math.isnan(s.tokens_per_chunk) else f"{s.tokens_per_chunk:.2f}", _accept(s), speed, good,
                   f"{_ms(s.lateness_p50_ms)} / {_ms(s.lateness_p99_ms)}", _count(s.errors), _count(s.not_sent))
     for mode in skipped or {}:
         t.add_row(f"[yellow]{mode}[/yellow]", "[yellow]skipped[/yellow]", *["-"] * (len(t.columns) - 2))
     t.caption = ("latencies in ms; req/s offered = the trace's arrival rate, done = completed requests from first "
                  "send to last token; peak in flight = most requests between send and last token at once; "
                  "tok/chunk = completion tokens (usage) / text chunks; accept = server acceptance rate / mean "
-                 "acceptance length (/metrics); speedup = geometric mean over requests of baseline E2E / mode E2E; "
+                 "acceptance length (/metrics); speedup = geometric mean over requests of baseline E2E / mode E2E, "
+                 "with its paired bootstrap 95% interval (n.s.: the interval holds 1.0); goodput = requests "
+                 "within every SLO of their tenant, per second (share of all scheduled; - when no SLOs); "
                  "late = send lateness; errors = error or timeout; not sent = never sent (deadline, interrupt)")
     return t
 

@@ -76,3 +76,32 @@ def test_errors_and_not_sent_are_counted_apart(tmp_path):
     row = next(line for line in out.stdout.splitlines() if line.startswith("│ baseline"))
     cells = [c.strip() for c in row.strip("│").split("│")]
     assert cells[-2:] == [str(summary["errors"]), str(not_sent)], row  # errors, then not sent
+
+
+def test_slo_attainment_is_shown_and_gated_with_slo_gate(tmp_path):
+    strict = tmp_path / "strict-mix.toml"
+    text = (DATA / "tiny-mix.toml").read_text().replace("ttft_p99_ms = 1000", "ttft_p99_ms = 60000")
+    strict.write_text(text + "slo = { e2e_p99_ms = 1 }\n")   # the last tenant, rust: a target no request meets
+    with sim_server(*TP4) as url:
+        shown = loadtest("run", "--endpoints", f"baseline={url}", "--scenario", str(strict), "--requests", "20",
+                         "--out", str(tmp_path), "--run-id", "shown", timeout=180)
+        gated = loadtest("run", "--endpoints", f"baseline={url}", "--scenario", str(strict), "--requests", "20",
+                         "--out", str(tmp_path), "--run-id", "gated", "--slo-gate", timeout=180)
+    assert shown.returncode == 0, shown.stdout + shown.stderr   # shown, not gated
+    assert "SLOs by tenant" in shown.stdout and "missed" in shown.stdout
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert "gate failed: baseline: rust missed its SLO (--slo-gate)" in gated.stdout
+    assert "baseline: rust missed its SLO: e2e p99" in gated.stdout and "> 1 ms" in gated.stdout
+    slos = {s["tenant"]: s for s in json.loads((tmp_path / "gated" / "manifest.json").read_text())["slos"]}
+    assert slos["chat"]["passed"] and slos["chat"]["met_share"] == 1.0
+    assert not slos["rust"]["passed"] and slos["rust"]["met_share"] == 0.0
+    assert slos["rust"]["checks"]["e2e"]["target_ms"] == 1.0
+
+
+def test_slo_gate_on_a_trace_without_targets_is_refused_before_anything_starts(tmp_path):
+    plain = tmp_path / "no-slo.toml"
+    plain.write_text((DATA / "tiny-mix.toml").read_text().replace("slo = { ttft_p99_ms = 1000 }\n", ""))
+    out = loadtest("run", "--endpoints", "baseline=http://127.0.0.1:9", "--scenario", str(plain), "--slo-gate",
+                   "--out", str(tmp_path), timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr.startswith("loadtest run: error: --slo-gate: the trace tiny-mix sets no SLO target")

@@ -81,8 +81,10 @@ def test_speedup_by_tenant_pairs_requests_within_each_tenant():
             r["tenant"] = tenant
             rows.append(r)
     table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
-    assert tenant_speedups(table, ["baseline", "draft"]) == {"chat": {"draft": pytest.approx(2.0)},
-                                                              "code": {"draft": pytest.approx(0.8)}}
+    by_tenant = tenant_speedups(table, ["baseline", "draft"])
+    assert {t: {m: r.value for m, r in row.items()} for t, row in by_tenant.items()} == {
+        "chat": {"draft": pytest.approx(2.0)}, "code": {"draft": pytest.approx(0.8)}}
+    assert by_tenant["chat"]["draft"].pairs == 3
 
 
 def test_offered_and_done_rates_peak_in_flight_and_the_steady_state():

@@ -30,8 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="loadtest",
         description="Measure what speculative decoding buys on an LLM fleet: provision one fleet per "
         "speculation mode on Ray, replay the same multi-tenant trace against each with Locust, and "
-        "compare latency (TTFT, TPOT, ITL, E2E), throughput and acceptance from per-request Parquet records. "
-        "Exit codes: 0 passed, 1 a check failed (a mode's errors, an unhealthy fleet), 2 bad input, 3 the run "
+        "compare latency (TTFT, TPOT, ITL, E2E), throughput, goodput under the tenants' SLOs and acceptance "
+        "from per-request Parquet records, with paired 95% confidence intervals on every speedup. "
+        "Exit codes: 0 passed, 1 a check failed (a mode's errors, a missed SLO with --slo-gate, an unhealthy "
+        "fleet), 2 bad input, 3 the run "
         "could not complete, 130 interrupted.",
     )
     top.add_argument("--version", action="version", version=_version())
@@ -210,6 +212,9 @@ def _replay_options(p: argparse.ArgumentParser, scope: str) -> None:
     p.add_argument("--max-errors", type=_percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
                    help=f"fail (exit 1) when the errors and timeouts {scope} pass PCT percent of the requests "
                    "sent, or when none succeeded (default 10; not-sent requests do not count)")
+    p.add_argument("--slo-gate", action="store_true",
+                   help="also fail (exit 1) when any tenant's p99 TTFT, TPOT or E2E misses the target its scenario "
+                   "sets (the SLO table says which); refused for a trace without targets")
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -10,16 +10,15 @@ import sys
 from common.exits import BAD_INPUT as EXIT_USAGE
 from common.exits import print_error
 from loadtest.commands.arguments import build_parser, subparsers
+from loadtest.commands.console import new_console
 
 
 def _traffic(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from rich.console import Console
-
     from scenarios import ScenarioError
     from scenarios import commands as c
     from scenarios.importers import ImportOptions
 
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = new_console()
     prog = f"loadtest {args.command} {args.action}"
     try:
         if args.command == "scenario":
@@ -44,12 +43,10 @@ def _cluster(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
     from pathlib import Path
 
-    from rich.console import Console
-
     from cluster import FleetError
     from cluster import commands as c
 
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = new_console()
     state = Path(args.state)
     try:
         if args.action == "up":

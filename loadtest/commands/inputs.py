@@ -45,8 +45,22 @@ class FleetChoice:
 
 
 def prepare_trace(args: argparse.Namespace) -> Trace:
-    """The trace to replay: built from --scenario, or read from --trace (with --requests and
-    --rate-scale applied; a trace file keeps its seed, so --seed with it is refused)."""
+    """The trace to replay, checked against --slo-gate (which needs targets to check)."""
+    trace = _trace(args)
+    if getattr(args, "slo_gate", False) and not has_targets(trace.table):
+        raise ScenarioError(f"--slo-gate: the trace {trace.info['name']} sets no SLO target (slo_ttft_p99_ms, "
+                            "slo_tpot_p99_ms, slo_e2e_p99_ms are empty); give tenants an `slo` in the scenario")
+    return trace
+
+
+def has_targets(table: pa.Table) -> bool:
+    cols = [c for c in table.column_names if c.startswith("slo_")]
+    return any(table[c].null_count < table.num_rows for c in cols)
+
+
+def _trace(args: argparse.Namespace) -> Trace:
+    """Built from --scenario, or read from --trace (with --requests and --rate-scale applied; a
+    trace file keeps its seed, so --seed with it is refused)."""
     if args.trace:
         if args.seed is not None:
             raise ScenarioError("--seed: a trace file is replayed exactly as it was built; give --scenario to build "

@@ -11,8 +11,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from analysis.gate import ErrorCheck, error_checks
 from analysis.reader import read_requests
 from analysis.server import load_server_metrics
+from analysis.slo import SLO_COLUMNS, attainment, with_slos
 from analysis.summary import summarize, tenant_speedups, write_summary, write_tenant_speedups
-from analysis.table import mode_table, steady_state_note, tenant_table
+from analysis.table import mode_table, slo_table, steady_state_note, tenant_table
 from loadtest.commands.manifest import Manifest
 from loadtest.replay import protocol
 
@@ -44,6 +45,7 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     table = read_requests(run_dir) if (run_dir / "requests").exists() else None
     if table is None or not table.num_rows:
         return []
+    table = with_slos(table, run_dir) or table
     summaries = summarize(table, [m for m in modes if m in set(table["mode"].to_pylist())],
                           server_metrics=load_server_metrics(run_dir))
     write_summary(summaries, run_dir / "summary.parquet")
@@ -55,6 +57,17 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
         write_tenant_speedups(by_tenant, run_dir / "tenant_speedups.parquet")
         if len(by_tenant) > 1:
             console.print(tenant_table(by_tenant, modes))
+    if all(c in table.column_names for c in SLO_COLUMNS):
+        slos = attainment(table, [s.mode for s in summaries])
+        console.print(slo_table(slos, modes))
+        for a in slos:
+            if not a.passed:
+                console.print(f"[red]{a.mode}: {a.tenant} missed its SLO: {'; '.join(a.missed())}[/red]")
+        manifest.slos = [{"mode": a.mode, "tenant": a.tenant, "passed": a.passed, "met_share": a.share,
+                          "checks": {m: {"p99_ms": v, "target_ms": t} for m, (v, t) in a.checks.items()}}
+                         for a in slos]
+    else:
+        console.print("no SLOs in this trace (its tenants set none): no goodput or SLO attainment to report")
     note = steady_state_note(summaries)
     if note:
         console.print(f"[yellow]{note}[/yellow]")
@@ -70,11 +83,14 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     return checks
 
 
-def record_gate(manifest: Manifest, checks: list[ErrorCheck], console: Console) -> bool:
-    """Put the error gate in the manifest and say why it failed; whether it passed."""
+def record_gate(manifest: Manifest, checks: list[ErrorCheck], console: Console, slo_gate: bool = False) -> bool:
+    """Put the gate in the manifest (the error checks, and with `slo_gate` every tenant's SLOs)
+    and say why it failed; whether it passed."""
     manifest.checks = [c.as_dict() for c in checks]
-    failed = [c for c in checks if not c.passed]
+    failed = [c.reason() for c in checks if not c.passed]
+    if slo_gate:
+        failed += [f"{s['mode']}: {s['tenant']} missed its SLO (--slo-gate)" for s in manifest.slos if not s["passed"]]
     manifest.gate = "failed" if failed else "passed"
-    for c in failed:
-        console.print(f"[red bold]gate failed: {c.reason()}[/red bold]", soft_wrap=True)
+    for reason in failed:
+        console.print(f"[red bold]gate failed: {reason}[/red bold]", soft_wrap=True)
     return not failed

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -32,6 +31,7 @@ from common import exits
 from common.exits import print_error
 from common.times import utc_now
 from loadtest.commands.bringup import BringUp
+from loadtest.commands.console import new_console
 from loadtest.commands.inputs import (
     FleetChoice,
     Trace,
@@ -57,8 +57,7 @@ class Interrupted(Exception):
 
 
 def main(args: argparse.Namespace) -> int:
-    # Wide enough for the table when stdout is a file or a pipe (rich assumes 80 columns there).
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = new_console()
     try:  # everything that can be wrong with the input, before anything starts: the files, then the servers
         t_build = time.monotonic()
         trace = prepare_trace(args)
@@ -99,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
 
     checks = print_summary(console, run_dir, fleet.modes, manifest, args.max_errors)
     if code == exits.OK:
-        if not record_gate(manifest, checks, console):
+        if not record_gate(manifest, checks, console, args.slo_gate):
             code = exits.GATE_FAILED
         manifest.write(run_dir)
     console.print(f"results: {run_dir}/")

@@ -12,16 +12,14 @@ from __future__ import annotations
 import argparse
 import errno
 import socket
-import sys
 import time
-
-from rich.console import Console
 
 from cluster import FleetError
 from cluster.scrape import Scraper
 from common import exits
 from common.exits import print_error
 from common.times import utc_now
+from loadtest.commands.console import new_console
 from loadtest.commands.inputs import choose_fleet, new_run_dir, prepare_trace, replica_entry
 from loadtest.commands.manifest import Manifest, ModeRun
 from loadtest.commands.report import print_summary, record_gate
@@ -48,7 +46,7 @@ def _listen_problem(host: str, port: int) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = new_console()
     try:  # the files first, then the servers
         trace = prepare_trace(args)
         if args.mode and "," in args.mode:
@@ -119,7 +117,7 @@ def main(args: argparse.Namespace) -> int:
     if not (run_dir / "requests").exists():
         console.print("no request was sent (Start was never pressed)")
     checks = print_summary(console, run_dir, [mode], manifest, args.max_errors)
-    gate_passed = record_gate(manifest, checks, console) if completed else True
+    gate_passed = record_gate(manifest, checks, console, args.slo_gate) if completed else True
     manifest.write(run_dir)
     console.print(f"results: {run_dir}/")
     if end.returncode not in (0, None) and not signals.stop:

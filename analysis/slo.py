@@ -1,0 +1,100 @@
+"""Goodput and SLO attainment: the records joined with their tenants' targets from the run's
+trace (`slo_ttft_p99_ms`, `slo_tpot_p99_ms`, `slo_e2e_p99_ms`; the scenario's, per request).
+
+Goodput is the rate of requests that succeeded within every target of their tenant (latencies
+from the send, as vLLM's `bench serve --goodput` counts them); attainment is a tenant's p99
+against its target, pass or fail. A run whose trace carries no targets has no goodput, and
+says so rather than printing zeros."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from analysis.stats import meets_slos
+from loadtest.records import OK
+
+SLO_COLUMNS = ("slo_ttft_p99_ms", "slo_tpot_p99_ms", "slo_e2e_p99_ms")
+METRIC_OF = {"slo_ttft_p99_ms": "ttft_ms", "slo_tpot_p99_ms": "tpot_ms", "slo_e2e_p99_ms": "e2e_ms"}
+
+
+def with_slos(records: pa.Table, run_dir: Path) -> pa.Table | None:
+    """`records` with their requests' targets joined from the run's trace.parquet; None when the
+    trace holds no target at all (an imported trace, a scenario without SLOs)."""
+    path = Path(run_dir) / "trace.parquet"
+    if not path.is_file():
+        return None
+    names = pq.read_schema(path).names
+    if not all(c in names for c in SLO_COLUMNS):
+        return None
+    targets = pq.read_table(path, columns=["request_id", *SLO_COLUMNS])
+    if all(targets[c].null_count == targets.num_rows for c in SLO_COLUMNS):
+        return None
+    index = pc.index_in(records["request_id"], value_set=targets["request_id"])  # records keep their order
+    for c in SLO_COLUMNS:
+        records = records.append_column(c, pc.take(targets[c], index))
+    return records
+
+
+def _np(col: pa.ChunkedArray) -> np.ndarray:
+    return pc.fill_null(col.cast(pa.float64()), math.nan).to_numpy()
+
+
+def request_meets(table: pa.Table) -> np.ndarray:
+    """Per row of a table from `with_slos`: succeeded within every target of its tenant."""
+    ok = pc.equal(table["status"], OK).to_numpy(zero_copy_only=False)
+    return meets_slos(_np(table["ttft_ms"]), _np(table["tpot_ms"]), _np(table["e2e_ms"]),
+                      *(_np(table[c]) for c in SLO_COLUMNS), ok)
+
+
+@dataclass(frozen=True)
+class Attainment:
+    """One tenant's SLOs in one mode: its p99 of each targeted latency against the target."""
+
+    mode: str
+    tenant: str
+    requests: int
+    met: int                                   # requests within every target
+    checks: dict[str, tuple[float, float]]     # metric -> (p99 measured over ok requests, target)
+
+    @property
+    def share(self) -> float:
+        return self.met / self.requests if self.requests else math.nan
+
+    @property
+    def passed(self) -> bool:
+        return all(not math.isnan(p99) and p99 <= target for p99, target in self.checks.values())
+
+    def missed(self) -> list[str]:
+        return [f"{m} p99 {p99:,.0f} > {target:,.0f} ms" if not math.isnan(p99) else f"{m}: no request succeeded"
+                for m, (p99, target) in self.checks.items() if math.isnan(p99) or p99 > target]
+
+
+def attainment(table: pa.Table, modes: list[str]) -> list[Attainment]:
+    """Per mode and tenant with targets, from a table of `with_slos`."""
+    meets = request_meets(table)
+    modes_col = table["mode"].to_numpy(zero_copy_only=False)
+    tenants_col = table["tenant"].to_numpy(zero_copy_only=False)
+    ok = pc.equal(table["status"], OK).to_numpy(zero_copy_only=False)
+    out = []
+    for mode in modes:
+        for tenant in sorted(set(tenants_col[modes_col == mode])):
+            rows = (modes_col == mode) & (tenants_col == tenant)
+            checks = {}
+            for slo in SLO_COLUMNS:
+                targets = _np(table[slo])[rows]
+                if np.isnan(targets).all():
+                    continue
+                values = _np(table[METRIC_OF[slo]])[rows & ok]
+                values = values[np.isfinite(values)]
+                p99 = float(np.percentile(values, 99)) if len(values) else math.nan
+                checks[METRIC_OF[slo].removesuffix("_ms")] = (p99, float(np.nanmax(targets)))
+            if checks:
+                out.append(Attainment(mode, tenant, int(rows.sum()), int(meets[rows].sum()), checks))
+    return out

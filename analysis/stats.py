@@ -1,0 +1,120 @@
+"""The statistics of a comparison, as small pure functions over numpy arrays: percentiles, the
+paired speedup with its bootstrap confidence interval, goodput under SLOs, tokens per step and
+per-token inter-token latency. Each is tested against a direct numpy computation on raw rows."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+PERCENTILES = (50, 90, 95, 99)           # and max, in every latency summary
+BOOTSTRAP_RESAMPLES = 2000               # the issue's floor; percentile bootstrap, 95%
+BOOTSTRAP_SEED = 2026
+CONFIDENCE = 0.95
+BOOTSTRAP_BLOCK_CELLS = 4_000_000        # resamples x pairs drawn at once: bounds memory (~32 MB of indices)
+
+
+def percentiles(values: np.ndarray) -> dict[str, float]:
+    """p50/p90/p95/p99 (linear interpolation, numpy's default and DuckDB's quantile_cont) and
+    max of the finite values; NaN for each when there are none."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return {**{f"p{p}": math.nan for p in PERCENTILES}, "max": math.nan}
+    qs = np.percentile(v, PERCENTILES)
+    return {**{f"p{p}": float(q) for p, q in zip(PERCENTILES, qs, strict=True)}, "max": float(v.max())}
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A paired speedup: the geometric mean over requests of baseline / mode, and its CI."""
+
+    value: float
+    low: float
+    high: float
+    pairs: int
+
+    @property
+    def significant(self) -> bool:
+        """False when the interval holds 1.0: no significant difference."""
+        return not (self.low <= 1.0 <= self.high)
+
+    def text(self) -> str:
+        if not self.significant:
+            return f"{self.value:.2f}x (n.s.)"
+        return f"{self.value:.2f}x [{self.low:.2f}, {self.high:.2f}]"
+
+
+def paired_speedup_ci(base: np.ndarray, mode: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES,
+                      seed: int = BOOTSTRAP_SEED, confidence: float = CONFIDENCE) -> Ratio | None:
+    """Speedup of `mode` over `base`, paired (element i of each is the same request): the
+    geometric mean of base/mode, with a percentile-bootstrap interval that resamples the pairs.
+    Pairs with a non-positive or non-finite value are dropped; None when no pair is left."""
+    b, m = np.asarray(base, dtype=np.float64), np.asarray(mode, dtype=np.float64)
+    keep = np.isfinite(b) & np.isfinite(m) & (b > 0) & (m > 0)
+    logs = np.log(b[keep]) - np.log(m[keep])
+    n = len(logs)
+    if n == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    block = max(1, BOOTSTRAP_BLOCK_CELLS // n)
+    for start in range(0, resamples, block):
+        k = min(block, resamples - start)
+        means[start:start + k] = logs[rng.integers(0, n, size=(k, n))].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return Ratio(float(np.exp(logs.mean())), float(np.exp(low)), float(np.exp(high)), n)
+
+
+def meets_slos(ttft_ms: np.ndarray, tpot_ms: np.ndarray, e2e_ms: np.ndarray, slo_ttft: np.ndarray,
+               slo_tpot: np.ndarray, slo_e2e: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Per request: succeeded, and within every SLO its tenant sets (a NaN target is no SLO; a
+    NaN TPOT, one output token, meets any TPOT target)."""
+    def within(value: np.ndarray, target: np.ndarray, missing_ok: bool) -> np.ndarray:
+        value, target = np.asarray(value, dtype=np.float64), np.asarray(target, dtype=np.float64)
+        passed = value <= target
+        if missing_ok:
+            passed |= np.isnan(value)
+        return passed | np.isnan(target)
+
+    return (np.asarray(ok, dtype=bool) & within(ttft_ms, slo_ttft, False) & within(tpot_ms, slo_tpot, True)
+            & within(e2e_ms, slo_e2e, False))
+
+
+def tokens_per_step(chunk_tokens: list[list[int]] | list[np.ndarray]) -> float:
+    """Mean tokens per decoding step, the client's view of the mean acceptance length: every
+    chunk's tokens after the first (the prefill's, whatever it held), over those chunks. NaN when
+    no request had a second chunk."""
+    tokens = steps = 0
+    for chunks in chunk_tokens:
+        if chunks is None or len(chunks) < 2:
+            continue
+        rest = np.asarray(chunks[1:], dtype=np.int64)
+        tokens += int(rest.sum())
+        steps += len(rest)
+    return tokens / steps if steps else math.nan
+
+
+def itl_per_chunk(itl_ms: list) -> np.ndarray:
+    """Inter-token latency as a user sees it: the gaps between text chunks. A record's `itl_ms[0]`
+    is send to first chunk (the TTFT), so each record's gaps start at index 1."""
+    parts = [np.asarray(g[1:], dtype=np.float64) for g in itl_ms if g is not None and len(g) > 1]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def itl_per_token(itl_ms: list, chunk_tokens: list) -> np.ndarray:
+    """Inter-token latency per token: each chunk's gap divided by the tokens it carried (three
+    accepted tokens 30 ms after the previous chunk are 10 ms a token). `itl_ms[j]` and
+    `chunk_tokens[j]` describe the same chunk; the first (prefill) is left out."""
+    parts = []
+    for gaps, chunks in zip(itl_ms, chunk_tokens, strict=True):
+        if gaps is None or chunks is None or len(gaps) < 2:
+            continue
+        n = min(len(gaps), len(chunks))
+        g = np.asarray(gaps[1:n], dtype=np.float64)
+        c = np.asarray(chunks[1:n], dtype=np.float64)
+        parts.append(g[c > 0] / c[c > 0])
+    return np.concatenate(parts) if parts else np.empty(0)
