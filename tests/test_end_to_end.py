@@ -95,7 +95,7 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
         assert (tokens_per_chunk == 1.0) if mode == "baseline" else (tokens_per_chunk > 1.2), mode
         # Server-side acceptance, scraped from /metrics, agrees with what the client saw per
         # verification pass (every chunk after the first, which comes from prefill).
-        summary = {r["mode"]: r for r in pq.read_table(run_dir / "summary.parquet").to_pylist()}[mode]
+        summary = {r["mode"]: r for r in pq.read_table(run_dir / "modes.parquet").to_pylist()}[mode]
         passes = pc.sum(ok["n_chunks"]).as_py() - ok.num_rows
         client_len = (pc.sum(ok["completion_tokens"]).as_py() - ok.num_rows) / passes
         if mode == "baseline":

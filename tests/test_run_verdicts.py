@@ -69,7 +69,7 @@ def test_errors_and_not_sent_are_counted_apart(tmp_path):
     with sim_server(*TP4) as url:
         out = _run(url, tmp_path, "deadline", "--deadline", "1.5")
     assert out.returncode == 0, out.stdout + out.stderr
-    summary = pq.read_table(tmp_path / "deadline" / "summary.parquet").to_pylist()[0]
+    summary = pq.read_table(tmp_path / "deadline" / "modes.parquet").to_pylist()[0]
     records = read_requests(tmp_path / "deadline")
     not_sent = records.filter(pc.equal(records["status"], "not_sent")).num_rows
     assert not_sent > 0 and summary["not_sent"] == not_sent
@@ -96,6 +96,18 @@ def test_slo_attainment_is_shown_and_gated_with_slo_gate(tmp_path):
     assert slos["chat"]["passed"] and slos["chat"]["met_share"] == 1.0
     assert not slos["rust"]["passed"] and slos["rust"]["met_share"] == 0.0
     assert slos["rust"]["checks"]["e2e"]["target_ms"] == 1.0
+    # The same answer from the folder alone, again: `loadtest report`.
+    again = loadtest("report", str(tmp_path / "gated"), str(tmp_path / "shown"), "--slo-gate", timeout=120)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "gate failed: gated: baseline: rust missed its SLO (--slo-gate)" in again.stdout
+    report = (tmp_path / "gated" / "report.md").read_text()
+    assert "| rust | **missed** (0%): e2e p99" in report and "| chat | met (100%) |" in report
+    long = pq.read_table(tmp_path / "gated" / "summary.parquet")
+    assert long.schema.names == ["run_id", "mode", "tenant", "metric", "statistic", "value", "ci_low", "ci_high"]
+    rows = {(r["tenant"], r["metric"], r["statistic"]): r["value"] for r in long.to_pylist()}
+    assert rows[("all", "requests", "ok")] == 20 and rows[("rust", "goodput_share", "share")] == 0.0
+    missing = loadtest("report", str(tmp_path / "no-such-run"), timeout=60)
+    assert missing.returncode == 2 and missing.stderr.strip().endswith("no-such-run: no such run folder")
 
 
 def test_slo_gate_on_a_trace_without_targets_is_refused_before_anything_starts(tmp_path):

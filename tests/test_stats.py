@@ -4,6 +4,7 @@ bootstrap interval's coverage on seeded synthetic cases."""
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from analysis.slo import attainment, request_meets
 from analysis.stats import (
+    counter_increase,
     itl_per_chunk,
     itl_per_token,
     meets_slos,
@@ -141,3 +143,89 @@ def test_a_run_without_targets_has_no_goodput():
     table = pa.Table.from_pylist([_row("baseline", i, "chat", 500.0) for i in range(5)], schema=REQUEST_SCHEMA)
     (s,) = summarize(table, ["baseline"])
     assert math.isnan(s.goodput_req_per_s) and math.isnan(s.goodput_share)
+
+
+def test_counter_increase_survives_a_reset():
+    values = np.array([100.0, 130.0, 160.0, 20.0, 50.0])   # the server restarted after 160
+    expect = (130 - 100) + (160 - 130) + 20 + (50 - 20)
+    assert counter_increase(values) == expect
+    assert counter_increase(np.array([5.0])) == 0.0
+    assert counter_increase(np.array([1.0, 4.0, 9.0])) == 9.0 - 1.0
+
+
+def test_server_acceptance_from_counter_increases_with_a_reset_on_one_replica():
+    from analysis.server import ACCEPTED, DRAFT_TOKENS, DRAFTS, PER_POS, spec_decode_stats
+    from cluster.scrape import METRICS_SCHEMA
+
+    # replica a: scraped three times; replica b restarted between its 2nd and 3rd scrape.
+    scrapes = {"a": {DRAFTS: [0, 10, 30], DRAFT_TOKENS: [0, 50, 150], ACCEPTED: [0, 20, 70]},
+               "b": {DRAFTS: [5, 15, 4], DRAFT_TOKENS: [25, 75, 20], ACCEPTED: [10, 40, 3]}}
+    pos = {"a": {"0": [0, 8, 25], "1": [0, 6, 20]}, "b": {"0": [4, 12, 3], "1": [3, 9, 0]}}
+    rows = []
+    for rep, metrics in scrapes.items():
+        for metric, values in metrics.items():
+            rows += [{"time_ns": i, "mode": "eagle", "replica": rep, "metric": metric, "labels": "{}", "value": v}
+                     for i, v in enumerate(values)]
+        for p, values in pos[rep].items():
+            rows += [{"time_ns": i, "mode": "eagle", "replica": rep, "metric": PER_POS,
+                      "labels": f'{{"position": "{p}"}}', "value": v} for i, v in enumerate(values)]
+    stats = spec_decode_stats(pa.Table.from_pylist(rows, schema=METRICS_SCHEMA), "eagle")
+
+    def grew(v):  # by hand: the sum of rises, and after a drop the value itself
+        return sum(b - a if b >= a else b for a, b in pairwise(v))
+
+    drafts = grew(scrapes["a"][DRAFTS]) + grew(scrapes["b"][DRAFTS])
+    assert drafts == 30 + 14
+    accepted = grew(scrapes["a"][ACCEPTED]) + grew(scrapes["b"][ACCEPTED])
+    tokens = grew(scrapes["a"][DRAFT_TOKENS]) + grew(scrapes["b"][DRAFT_TOKENS])
+    assert stats.acceptance_rate == pytest.approx(accepted / tokens)
+    assert stats.mean_acceptance_length == pytest.approx(1 + accepted / drafts)
+    assert stats.per_position == pytest.approx(
+        [(grew(pos["a"][p]) + grew(pos["b"][p])) / drafts for p in ("0", "1")])
+
+
+def test_the_long_summary_against_numpy_on_raw_rows():
+    from analysis.long_summary import long_summary
+
+    rng = np.random.default_rng(11)
+    rows = []
+    for mode in ("baseline", "draft"):
+        for i in range(120):
+            tenant = ("chat", "code")[i % 2]
+            steps = int(rng.integers(2, 8))
+            tokens = [int(rng.integers(1, 4))] + [int(rng.integers(1, 5 if mode == "draft" else 2))
+                                                  for _ in range(steps)]
+            ttft = float(rng.lognormal(5, 0.4))
+            itl = [ttft] + [float(rng.uniform(10, 40)) for _ in range(steps)]
+            r = _row(mode, i, tenant, e2e=float(sum(itl)), ttft=ttft, tpot=float(rng.uniform(5, 30)),
+                     status="error" if i % 29 == 5 else "ok")
+            r.update(itl_ms=itl, chunk_tokens=tokens, n_chunks=len(tokens), completion_tokens=sum(tokens),
+                     error_kind="http" if r["status"] == "error" else None, e2e_sched_ms=float(sum(itl)) + 3.0)
+            rows.append(r)
+    table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
+    long = long_summary(table, "r", ["baseline", "draft"])
+    got = {(r["mode"], r["tenant"], r["metric"], r["statistic"]): (r["value"], r["ci_low"], r["ci_high"])
+           for r in long.to_pylist()}
+    for mode in ("baseline", "draft"):
+        for tenant in ("all", "chat", "code"):
+            mine = [r for r in rows if r["mode"] == mode and (tenant == "all" or r["tenant"] == tenant)]
+            ok = [r for r in mine if r["status"] == "ok"]
+            key = (mode, tenant)
+            assert got[(*key, "requests", "ok")][0] == len(ok)
+            assert got[(*key, "requests", "error/http")][0] == len(mine) - len(ok)
+            for metric in ("ttft_ms", "e2e_sched_ms"):
+                assert got[(*key, metric, "p95")][0] == pytest.approx(np.percentile([r[metric] for r in ok], 95))
+            chunk_gaps = [g for r in ok for g in r["itl_ms"][1:]]
+            token_gaps = [g / n for r in ok for g, n in zip(r["itl_ms"][1:], r["chunk_tokens"][1:], strict=True)]
+            assert got[(*key, "itl_chunk_ms", "p99")][0] == pytest.approx(np.percentile(chunk_gaps, 99))
+            assert got[(*key, "itl_token_ms", "p50")][0] == pytest.approx(np.percentile(token_gaps, 50))
+            after_first = [n for r in ok for n in r["chunk_tokens"][1:]]
+            assert got[(*key, "tokens_per_step", "mean")][0] == pytest.approx(np.mean(after_first))
+            if mode == "draft":
+                base = {r["request_id"]: r for r in rows if r["mode"] == "baseline" and r["status"] == "ok"}
+                pairs = [(base[r["request_id"]]["tpot_ms"], r["tpot_ms"]) for r in ok if r["request_id"] in base]
+                value, low, high = got[(*key, "speedup_tpot", "geomean")]
+                assert value == pytest.approx(math.exp(np.mean([math.log(b / m) for b, m in pairs])))
+                assert low < value < high
+                assert got[(*key, "speedup_tpot", "pairs")][0] == len(pairs)
+    assert ("baseline", "all", "speedup_e2e", "geomean") not in got

@@ -27,7 +27,7 @@ def test_real_vllm_baseline_ngram_draft(tmp_path):
     run_dir = tmp_path / "v"
     records = read_requests(run_dir)
     summary = {r["mode"]: r for r in __import__("pyarrow.parquet").parquet.read_table(
-        run_dir / "summary.parquet").to_pylist()}
+        run_dir / "modes.parquet").to_pylist()}
     for mode in ("baseline", "ngram", "draft"):
         rows = records.filter(pc.equal(records["mode"], mode))
         assert rows.num_rows == 16 and set(rows["status"].to_pylist()) == {"ok"}, mode

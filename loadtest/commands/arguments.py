@@ -96,6 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--web-port", type=_port, default=8089, metavar="PORT", help="web UI port (default 8089)")
     _replay_options(ui, "in the replay")
 
+    rep = sub.add_parser("report", help="analyse finished runs again: tables, summary.parquet, report.md",
+                         description="Read finished runs' folders (records, trace, server metrics, manifest) and "
+                         "write, in each, summary.parquet (long format: run, mode, tenant, metric, statistic, "
+                         "value, CI bounds), modes.parquet and report.md, printing the same tables as `run`.")
+    rep.add_argument("runs", nargs="+", metavar="RUN", help="run folders (results/<run_id>/)")
+    rep.add_argument("--slo-gate", action="store_true",
+                     help="exit 1 when any tenant of any run missed an SLO target (exit 2 when a run has none)")
+
     clus = sub.add_parser("cluster", help="hold a fleet up across runs: up, status, down",
                           description="A long-lived fleet for the web UI and soak tests. `up` provisions it "
                           "(the same provisioner as `loadtest run`), writes a state file of endpoints once every "

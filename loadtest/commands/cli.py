@@ -85,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         from loadtest.commands.ui import main as ui_main
 
         return ui_main(args)
+    if args.command == "report":
+        from loadtest.commands.analyse import main as report_main
+
+        return report_main(args)
     if args.command == "cluster":
         return _cluster(args)
     if args.command in ("scenario", "trace"):

@@ -9,7 +9,7 @@ import platform
 import socket
 import sys
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -70,6 +70,24 @@ class Manifest:
     versions: dict = field(default_factory=versions)
     host: dict = field(default_factory=host_info)
     mode_runs: dict[str, ModeRun] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, run_dir: Path) -> Manifest:
+        """The manifest of a finished (or crashed) run; ValueError naming the file when it is not one."""
+        path = Path(run_dir) / "manifest.json"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: not a readable run manifest ({exc})") from None
+        known = {f.name for f in fields(cls)}
+        run_keys = {f.name for f in fields(ModeRun)}
+        try:
+            data = {k: v for k, v in data.items() if k in known}
+            data["mode_runs"] = {m: ModeRun(**{k: v for k, v in mr.items() if k in run_keys})
+                                 for m, mr in data.get("mode_runs", {}).items()}
+            return cls(**data)
+        except (TypeError, AttributeError) as exc:
+            raise ValueError(f"{path}: not a run manifest ({exc})") from None
 
     def write(self, run_dir: Path) -> None:
         """Atomically replace manifest.json; safe to call from several threads (parallel modes)."""

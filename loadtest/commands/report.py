@@ -9,8 +9,11 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from analysis.gate import ErrorCheck, error_checks
+from analysis.html import report_html
+from analysis.long_summary import long_summary, write_long_summary
+from analysis.markdown import report_markdown
 from analysis.reader import read_requests
-from analysis.server import load_server_metrics
+from analysis.server import load_server_metrics, spec_decode_stats
 from analysis.slo import SLO_COLUMNS, attainment, with_slos
 from analysis.summary import summarize, tenant_speedups, write_summary, write_tenant_speedups
 from analysis.table import mode_table, slo_table, steady_state_note, tenant_table
@@ -40,15 +43,21 @@ def live_text(live: protocol.Live) -> str:
 
 def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: Manifest,
                   max_error_share: float | None = None) -> list[ErrorCheck]:
-    """Summarise the run's records (summary.parquet, tenant_speedups.parquet), print the tables
-    and the client's warnings, and return the error gate of each mode (when `max_error_share`)."""
+    """Summarise the run's records (summary.parquet in long format, modes.parquet as printed,
+    tenant_speedups.parquet, report.md), print the tables and the client's warnings, and return
+    the error gate of each mode (when `max_error_share`)."""
     table = read_requests(run_dir) if (run_dir / "requests").exists() else None
     if table is None or not table.num_rows:
         return []
     table = with_slos(table, run_dir) or table
-    summaries = summarize(table, [m for m in modes if m in set(table["mode"].to_pylist())],
-                          server_metrics=load_server_metrics(run_dir))
-    write_summary(summaries, run_dir / "summary.parquet")
+    present = [m for m in modes if m in set(table["mode"].to_pylist())]
+    metrics = load_server_metrics(run_dir)
+    summaries = summarize(table, present, server_metrics=metrics)
+    write_summary(summaries, run_dir / "modes.parquet")
+    server = {m: spec_decode_stats(metrics, m) for m in present} if metrics is not None else {}
+    long = long_summary(table, manifest.run_id, present, server=server)
+    write_long_summary(long, run_dir / "summary.parquet")
+    notes: list[str] = []
     console.print(mode_table(summaries, title=f"{manifest.run_id} ({manifest.status})", skipped=manifest.skipped))
     for mode, why in manifest.skipped.items():
         console.print(f"[yellow]{mode}: skipped (--skip-unavailable): {why}[/yellow]", soft_wrap=True)
@@ -57,6 +66,7 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
         write_tenant_speedups(by_tenant, run_dir / "tenant_speedups.parquet")
         if len(by_tenant) > 1:
             console.print(tenant_table(by_tenant, modes))
+    slos = None
     if all(c in table.column_names for c in SLO_COLUMNS):
         slos = attainment(table, [s.mode for s in summaries])
         console.print(slo_table(slos, modes))
@@ -71,10 +81,19 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     note = steady_state_note(summaries)
     if note:
         console.print(f"[yellow]{note}[/yellow]")
+        notes.append(note)
     for mode, mr in manifest.mode_runs.items():
         if mr.client and mr.client.get("client_limited"):
-            console.print(f"[yellow]{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies "
-                          "include the client's own delay; add workers (--workers) or client machines[/yellow]")
+            limited = (f"{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies include the "
+                       "client's own delay; add workers (--workers) or client machines")
+            console.print(f"[yellow]{limited}[/yellow]")
+            notes.append(limited)
+    notes += [f"{mode}: skipped (--skip-unavailable): {why}" for mode, why in manifest.skipped.items()]
+    about = (f"Run **{manifest.status}**: {manifest.requests:,} requests of scenario `{manifest.scenario.get('name')}` "
+             f"against fleet `{manifest.fleet.get('name')}`, modes {', '.join(present)}.")
+    report_md = report_markdown(manifest.run_id, about, long, slos, notes)
+    (run_dir / "report.md").write_text(report_md)
+    (run_dir / "report.html").write_text(report_html(manifest.run_id, report_md, table, long, metrics, present))
     checks = error_checks(table, [s.mode for s in summaries], max_error_share) if max_error_share is not None else []
     for c in checks:
         if c.kinds:

@@ -101,6 +101,8 @@ def main(args: argparse.Namespace) -> int:
         if not record_gate(manifest, checks, console, args.slo_gate):
             code = exits.GATE_FAILED
         manifest.write(run_dir)
+    if (run_dir / "report.md").exists():
+        console.print(f"report: {run_dir / 'report.md'}")
     console.print(f"results: {run_dir}/")
     return code
 

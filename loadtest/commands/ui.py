@@ -119,6 +119,8 @@ def main(args: argparse.Namespace) -> int:
     checks = print_summary(console, run_dir, [mode], manifest, args.max_errors)
     gate_passed = record_gate(manifest, checks, console, args.slo_gate) if completed else True
     manifest.write(run_dir)
+    if (run_dir / "report.md").exists():
+        console.print(f"report: {run_dir / 'report.md'}")
     console.print(f"results: {run_dir}/")
     if end.returncode not in (0, None) and not signals.stop:
         print_error("loadtest ui", f"Locust exited with code {end.returncode}; see {run_dir}/logs/")

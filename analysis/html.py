@@ -1,0 +1,137 @@
+"""report.html: one self-contained file that opens offline. The tables of report.md (rendered by
+the `markdown` package) and plotly figures, with plotly.js inlined once: latency CDFs per mode,
+speedup per tenant with its 95% interval, goodput per mode, acceptance per draft position, and
+completions, running and waiting requests and KV use over time."""
+
+from __future__ import annotations
+
+import html
+import math
+
+import markdown
+import numpy as np
+import plotly.graph_objects as go
+import pyarrow as pa
+import pyarrow.compute as pc
+from plotly.offline import get_plotlyjs
+
+from analysis.long_summary import ALL
+from loadtest.records import OK
+
+CDF_POINTS = 400          # quantiles drawn per CDF line: the file stays small for 50,000 requests
+TIME_BIN_S = 1.0          # completions per second, binned
+SERVER_SERIES = {"vllm:num_requests_running": "running requests", "vllm:num_requests_waiting": "waiting requests",
+                 "vllm:kv_cache_usage_perc": "KV-cache use (0-1)"}
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px}
+td{text-align:right}td:first-child{text-align:left}th{background:#f3f3f3}.plot{margin:1.5em 0}
+code{background:#f3f3f3;padding:0 3px}"""
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
+    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, template="plotly_white", height=420,
+                      margin={"l": 60, "r": 20, "t": 50, "b": 50})
+    return fig
+
+
+def latency_cdfs(records: pa.Table, modes: list[str]) -> list[go.Figure]:
+    """One figure per latency: the share of succeeded requests at or below each value, per mode."""
+    figs = []
+    ok = records.filter(pc.equal(records["status"], OK))
+    probs = np.linspace(0, 1, CDF_POINTS)
+    for column, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("e2e_ms", "E2E")):
+        fig = go.Figure()
+        for mode in modes:
+            v = pc.fill_null(ok.filter(pc.equal(ok["mode"], mode))[column].cast(pa.float64()), math.nan).to_numpy()
+            v = v[np.isfinite(v)]
+            if len(v):
+                fig.add_trace(go.Scatter(x=np.quantile(v, probs), y=probs, mode="lines", name=mode))
+        figs.append(_layout(fig, f"{name}: cumulative share of requests", f"{name} (ms)", "share of requests"))
+    return figs
+
+
+def speedup_by_tenant(summary: pa.Table) -> go.Figure | None:
+    rows = [r for r in summary.to_pylist() if r["metric"] == "speedup_e2e" and r["statistic"] == "geomean"]
+    if not rows:
+        return None
+    fig = go.Figure()
+    for mode in dict.fromkeys(r["mode"] for r in rows):
+        mine = [r for r in rows if r["mode"] == mode]
+        fig.add_trace(go.Bar(x=[r["tenant"] for r in mine], y=[r["value"] for r in mine], name=mode,
+                             error_y={"type": "data", "array": [r["ci_high"] - r["value"] for r in mine],
+                                      "arrayminus": [r["value"] - r["ci_low"] for r in mine]}))
+    fig.add_hline(y=1.0, line_dash="dot", annotation_text="baseline")
+    return _layout(fig, "E2E speedup over the baseline by tenant (paired, 95% interval)", "tenant", "speedup (x)")
+
+
+def goodput_by_mode(summary: pa.Table) -> go.Figure | None:
+    rows = [r for r in summary.to_pylist() if r["metric"] == "goodput_req_per_s" and r["tenant"] == ALL]
+    if not rows:
+        return None
+    fig = go.Figure(go.Bar(x=[r["mode"] for r in rows], y=[r["value"] for r in rows]))
+    return _layout(fig, "goodput: requests within every SLO of their tenant, per second", "mode", "req/s")
+
+
+def acceptance_by_position(summary: pa.Table) -> go.Figure | None:
+    rows = [r for r in summary.to_pylist() if r["metric"] == "acceptance_at_position"]
+    if not rows:
+        return None
+    fig = go.Figure()
+    for mode in dict.fromkeys(r["mode"] for r in rows):
+        mine = [r for r in rows if r["mode"] == mode]
+        fig.add_trace(go.Bar(x=[r["statistic"].removeprefix("pos") for r in mine], y=[r["value"] for r in mine],
+                             name=mode))
+    return _layout(fig, "server: share of drafts accepted at each position (/metrics)", "draft position",
+                   "accepted share")
+
+
+def over_time(records: pa.Table, metrics: pa.Table | None, modes: list[str]) -> list[go.Figure]:
+    """Completions per second (records) and the servers' queue and KV use (/metrics) against
+    seconds since each mode's first scheduled request."""
+    fig = go.Figure()
+    for mode in modes:
+        mine = records.filter(pc.and_(pc.equal(records["mode"], mode), pc.equal(records["status"], OK)))
+        if not mine.num_rows:
+            continue
+        start = pc.min(records.filter(pc.equal(records["mode"], mode))["scheduled_ns"]).as_py()
+        t = (mine["last_token_ns"].to_numpy() - start) / 1e9
+        counts = np.bincount(np.floor(t / TIME_BIN_S).astype(np.int64).clip(0))
+        fig.add_trace(go.Scatter(x=np.arange(len(counts)) * TIME_BIN_S, y=counts / TIME_BIN_S, name=mode,
+                                 mode="lines", line_shape="hv"))
+    figs = [_layout(fig, "completed requests per second", "seconds since the mode's first request", "req/s")]
+    if metrics is None or not metrics.num_rows:
+        return figs
+    for metric, label in SERVER_SERIES.items():
+        sub = metrics.filter(pc.equal(metrics["metric"], metric))
+        if not sub.num_rows:
+            continue
+        fig = go.Figure()
+        for mode in modes:
+            m = sub.filter(pc.equal(sub["mode"], mode))
+            if not m.num_rows:
+                continue
+            times = m["time_ns"].to_numpy()
+            per_time: dict[int, float] = {}
+            for tn, v in zip(times.tolist(), m["value"].to_pylist(), strict=True):  # summed over replicas
+                per_time[tn // 10**9] = per_time.get(tn // 10**9, 0.0) + v
+            first = min(per_time)
+            fig.add_trace(go.Scatter(x=[k - first for k in sorted(per_time)], y=[per_time[k] for k in sorted(per_time)],
+                                     name=mode, mode="lines"))
+        figs.append(_layout(fig, f"server: {label} (summed over a mode's replicas)", "seconds since the mode's "
+                            "first scrape", label))
+    return figs
+
+
+def report_html(title: str, report_md: str, records: pa.Table, summary: pa.Table, metrics: pa.Table | None,
+                modes: list[str]) -> str:
+    figs = [f for f in (goodput_by_mode(summary), speedup_by_tenant(summary)) if f is not None]
+    figs += latency_cdfs(records, modes)
+    figs += [f for f in (acceptance_by_position(summary),) if f is not None]
+    figs += over_time(records, metrics, modes)
+    plots = "\n".join(f'<div class="plot">{f.to_html(full_html=False, include_plotlyjs=False)}</div>' for f in figs)
+    cut = report_md.find("\n## ", report_md.find("## Modes") + 1)   # the modes table, then the plots
+    head, rest = (report_md, "") if cut < 0 else (report_md[:cut], report_md[cut:])
+    md = lambda text: markdown.markdown(text, extensions=["tables"])  # noqa: E731
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>\n"
+            f"{md(head)}\n<h2>Plots</h2>\n{plots}\n{md(rest)}\n</body></html>\n")

@@ -1,0 +1,125 @@
+"""report.md: the run's answer as Markdown tables, for tickets and pull requests. A view of the
+long summary (analysis.long_summary) and the SLO attainment; nothing here computes a statistic."""
+
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from analysis.long_summary import ALL, LATENCIES
+from analysis.slo import Attainment
+from analysis.stats import PERCENTILES, Ratio
+
+
+class _View:
+    """Look-ups into a long summary."""
+
+    def __init__(self, summary: pa.Table) -> None:
+        self.cells: dict[tuple[str, str, str, str], tuple[float, float | None, float | None]] = {}
+        for r in summary.to_pylist():
+            self.cells[(r["mode"], r["tenant"], r["metric"], r["statistic"])] = (r["value"], r["ci_low"], r["ci_high"])
+        self.modes = list(dict.fromkeys(summary["mode"].to_pylist()))
+        self.tenants = sorted(set(pc.unique(summary["tenant"]).to_pylist()) - {ALL})
+
+    def get(self, mode: str, metric: str, stat: str, tenant: str = ALL) -> float | None:
+        cell = self.cells.get((mode, tenant, metric, stat))
+        return None if cell is None or cell[0] is None or math.isnan(cell[0]) else cell[0]
+
+    def ratio(self, mode: str, metric: str, tenant: str = ALL) -> Ratio | None:
+        cell = self.cells.get((mode, tenant, metric, "geomean"))
+        if cell is None or cell[1] is None:
+            return None
+        return Ratio(cell[0], cell[1], cell[2], int(self.get(mode, metric, "pairs", tenant) or 0))
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+
+
+def _num(v: float | None, fmt: str = ".2f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def _ratio(r: Ratio | None) -> str:
+    if r is None:
+        return "-"
+    if not r.significant:
+        return f"{r.value:.2f}x (n.s.)"
+    return f"**{r.value:.2f}x** [{r.low:.2f}, {r.high:.2f}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    rule = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"
+    lines = ["| " + " | ".join(header) + " |", rule]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attainment] | None,
+                    notes: list[str]) -> str:
+    v = _View(summary)
+    out = [f"# {run_id}", "", about, ""]
+    rows = []
+    for m in v.modes:
+        ok = v.get(m, "requests", "ok")
+        failed = (v.get(m, "requests", "error") or 0) + (v.get(m, "requests", "timeout") or 0)
+        good = v.get(m, "goodput_req_per_s", "rate")
+        share = v.get(m, "goodput_share", "share")
+        rows.append([m, _num(v.get(m, "req_per_s", "rate")), _num(v.get(m, "out_tok_per_s", "rate"), ",.0f"),
+                     "-" if good is None else f"{good:.2f} ({share:.0%})",
+                     f"{_ms(v.get(m, 'ttft_ms', 'p50'))} / {_ms(v.get(m, 'ttft_ms', 'p99'))}",
+                     f"{_ms(v.get(m, 'tpot_ms', 'p50'))} / {_ms(v.get(m, 'tpot_ms', 'p99'))}",
+                     _ms(v.get(m, "e2e_ms", "p99")), _ratio(v.ratio(m, "speedup_e2e")),
+                     _num(v.get(m, "acceptance_rate", "server"), ".0%"), _num(v.get(m, "tokens_per_step", "mean")),
+                     f"{int(ok or 0):,}", f"{int(failed):,}", f"{int(v.get(m, 'requests', 'not_sent') or 0):,}"])
+    out += ["## Modes", "", _table(["mode", "done req/s", "out tok/s", "goodput req/s (share)", "TTFT p50 / p99",
+                                    "TPOT p50 / p99", "E2E p99", "speedup E2E (95% CI)", "acceptance (server)",
+                                    "tokens/step (client)", "ok", "errors", "not sent"], rows), ""]
+    out += ["Latencies in ms, from the send. Speedup: geometric mean over requests of the baseline's latency "
+            "over the mode's, paired by request, with a paired bootstrap 95% interval; *n.s.*: the interval "
+            "holds 1.0 (no significant difference). Tokens/step: completion tokens after the first chunk over "
+            "the chunks after the first (the client's view of the mean acceptance length).", ""]
+    spec_modes = [m for m in v.modes if any(v.ratio(m, "speedup_e2e", t) for t in v.tenants)]
+    if spec_modes and v.tenants:
+        for metric, title in (("speedup_e2e", "E2E"), ("speedup_ttft", "TTFT"), ("speedup_tpot", "TPOT")):
+            rows = [[t, *[_ratio(v.ratio(m, metric, t)) for m in spec_modes]] for t in v.tenants]
+            rows.append(["**all**", *[_ratio(v.ratio(m, metric)) for m in spec_modes]])
+            out += [f"## Speedup over the baseline by tenant: {title}", "", _table(["tenant", *spec_modes], rows), ""]
+        rows = [[t, *[_num(v.get(m, "tokens_per_step", "mean", t)) for m in v.modes]] for t in v.tenants]
+        out += ["## Tokens per step by tenant (client)", "", _table(["tenant", *v.modes], rows), ""]
+    if slos:
+        cells = {(a.tenant, a.mode): a for a in slos}
+        shown = [m for m in v.modes if any(a.mode == m for a in slos)]
+        rows = []
+        for t in sorted({a.tenant for a in slos}):
+            line = [t]
+            for m in shown:
+                a = cells.get((t, m))
+                line.append("-" if a is None else f"met ({a.share:.0%})" if a.passed
+                            else f"**missed** ({a.share:.0%}): " + "; ".join(a.missed()))
+            rows.append(line)
+        out += ["## SLOs by tenant", "", "Requests within every target of their tenant, and whether the tenant's "
+                "p99s met the targets.", "", _table(["tenant", *shown], rows), ""]
+    elif slos is None:
+        out += ["## SLOs", "", "This trace sets no SLO targets: no goodput or attainment.", ""]
+    metrics = [*LATENCIES, "itl_chunk_ms", "itl_token_ms", "lateness_ms"]
+    stats = [f"p{p}" for p in PERCENTILES] + ["max"]
+    out += ["## Latency percentiles (ms)", "",
+            "`_sched`: from the scheduled time (a late send counts); `itl_chunk`: gaps between text chunks "
+            "(what a user sees); `itl_token`: each gap over the tokens its chunk carried.", ""]
+    for m in v.modes:
+        rows = [[metric.removesuffix("_ms"), *[_ms(v.get(m, metric, s)) for s in stats]] for metric in metrics]
+        out += [f"### {m}", "", _table(["metric", *stats], rows), ""]
+    positions = sorted({k[3] for k in v.cells if k[2] == "acceptance_at_position"}, key=lambda s: int(s[3:]))
+    if positions:
+        rows = [[m, _num(v.get(m, "acceptance_rate", "server"), ".0%"),
+                 _num(v.get(m, "mean_acceptance_length", "server")),
+                 *[_num(v.get(m, "acceptance_at_position", p), ".0%") for p in positions]]
+                for m in v.modes if v.get(m, "acceptance_rate", "server") is not None]
+        out += ["## Acceptance (server, from /metrics counter increases)", "",
+                _table(["mode", "rate", "mean length", *positions], rows), ""]
+    if notes:
+        out += ["## Notes", "", *[f"- {n}" for n in notes], ""]
+    return "\n".join(out)

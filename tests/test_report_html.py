@@ -1,0 +1,56 @@
+"""report.html as a person sees it: a real run's report opened in headless Chromium (Debian's,
+installed by `make test`), driven by Playwright. Every plot must have drawn its traces, the page
+must log no error and ask the network for nothing (it opens offline), and the tables must be
+there. The screenshot is kept under tests/artifacts/ (ignored by git)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, ROOT, loadtest
+
+pytestmark = pytest.mark.e2e
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+
+def test_report_html_renders_every_plot_offline_with_no_console_error(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: `make browser` (part of `make test`) installs it"
+    run = loadtest("run", "--modes", "baseline,eagle", "--scenario", str(DATA / "tiny-mix.toml"), "--requests", "24",
+                   "--cooldown", "0", "--out", str(tmp_path), "--run-id", "h", timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = tmp_path / "h" / "report.html"
+    assert f"report: {tmp_path / 'h' / 'report.md'}" in run.stdout and report.exists()
+    errors, requests = [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+            page.goto(report.as_uri())
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length > 0")
+            plots = page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
+            drawn = page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].filter("
+                                  "d => d.querySelectorAll('.main-svg .trace').length > 0).length")
+            titles = page.evaluate("[...document.querySelectorAll('.gtitle')].map(t => t.textContent)")
+            tables = page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)")
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "report.png"))
+            page.locator(".plot").nth(1).scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "report-speedup.png"))
+        finally:
+            browser.close()
+    assert not errors, errors
+    assert not requests, f"the report asked the network for {requests}"
+    assert plots >= 7 and drawn == plots, (plots, drawn, titles)
+    for title in ("goodput", "E2E speedup over the baseline by tenant", "TTFT: cumulative", "completed requests "
+                  "per second", "server: running requests"):
+        assert any(t.startswith(title) for t in titles), (title, titles)
+    assert {"Modes", "Plots", "SLOs by tenant", "Latency percentiles (ms)"} <= set(tables), tables
