@@ -71,6 +71,29 @@ def paired_speedup_ci(base: np.ndarray, mode: np.ndarray, resamples: int = BOOTS
     return Ratio(float(np.exp(logs.mean())), float(np.exp(low)), float(np.exp(high)), n)
 
 
+def paired_quantile_ratio_ci(base: np.ndarray, new: np.ndarray, q: float, resamples: int = BOOTSTRAP_RESAMPLES,
+                             seed: int = BOOTSTRAP_SEED, confidence: float = CONFIDENCE) -> Ratio | None:
+    """How `new`'s q-th percentile compares to `base`'s, the same requests in both (element i of
+    each): p_q(new) / p_q(base), with a percentile-bootstrap interval that resamples the pairs
+    (so the same requests are drawn for both). Pairs with a non-finite value are dropped."""
+    b, n_ = np.asarray(base, dtype=np.float64), np.asarray(new, dtype=np.float64)
+    keep = np.isfinite(b) & np.isfinite(n_)
+    b, n_ = b[keep], n_[keep]
+    n = len(b)
+    if n == 0 or np.percentile(b, q) <= 0:
+        return None
+    rng = np.random.default_rng(seed)
+    ratios = np.empty(resamples)
+    block = max(1, BOOTSTRAP_BLOCK_CELLS // n)
+    for start in range(0, resamples, block):
+        k = min(block, resamples - start)
+        idx = rng.integers(0, n, size=(k, n))
+        ratios[start:start + k] = np.percentile(n_[idx], q, axis=1) / np.percentile(b[idx], q, axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return Ratio(float(np.percentile(n_, q) / np.percentile(b, q)), float(low), float(high), n)
+
+
 def meets_slos(ttft_ms: np.ndarray, tpot_ms: np.ndarray, e2e_ms: np.ndarray, slo_ttft: np.ndarray,
                slo_tpot: np.ndarray, slo_e2e: np.ndarray, ok: np.ndarray) -> np.ndarray:
     """Per request: succeeded, and within every SLO its tenant sets (a NaN target is no SLO; a

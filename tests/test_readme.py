@@ -39,6 +39,8 @@ def test_example_paths_are_the_demo_runs_folder():
 
 def test_help_promises_nothing_that_is_not_computed():
     top = loadtest("--help").stdout
-    # Written by later parts of the analysis issue; until then neither promised.
-    assert "report.html" not in top and "compare" not in top.split("positional arguments")[1]
-    assert "goodput" in top and "--slo-gate" in loadtest("run", "--help").stdout
+    commands = top.split("positional arguments")[1]
+    assert "report" in commands and "compare" in commands and "goodput" in top
+    for later in ("sweep", "capacity", "soak", "calibrate"):   # later issues; until then not promised
+        assert later not in commands, later
+    assert "--slo-gate" in loadtest("run", "--help").stdout

@@ -1,4 +1,6 @@
-"""`loadtest report RUN [RUN ...]`: the analysis of finished runs, again, from their folders alone
+"""`loadtest report RUN [RUN ...]` and `loadtest compare BASE NEW`.
+
+`report`: the analysis of finished runs, again, from their folders alone
 (records, trace, server metrics, manifest): the tables on the console, summary.parquet (long
 format), modes.parquet and report.md in each run folder. With --slo-gate it exits 1 when a tenant
 missed an SLO; the manifest is not rewritten."""
@@ -8,7 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from analysis.reader import ContractError
+from rich.table import Table
+
+from analysis.compare import DEFAULT_METRICS, CompareError, compare_runs
+from analysis.reader import ContractError, read_requests
 from common import exits
 from common.exits import print_error
 from loadtest.commands.console import new_console
@@ -47,3 +52,39 @@ def main(args: argparse.Namespace) -> int:
             console.print(f"[red bold]gate failed: {m} missed its SLO (--slo-gate)[/red bold]")
         return exits.GATE_FAILED
     return exits.OK
+
+
+COMPARED = ["mode", "tenant", "request_id", "status", "ttft_ms", "tpot_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms"]
+
+
+def compare(args: argparse.Namespace) -> int:
+    console = new_console()
+    try:
+        tables = []
+        for text in (args.base, args.new):
+            if not (Path(text) / "requests").is_dir():
+                raise CompareError(f"{text}: not a run folder (no requests/)")
+            tables.append(read_requests(Path(text), columns=COMPARED))
+        changes = compare_runs(*tables, args.metric or list(DEFAULT_METRICS))
+    except (CompareError, ContractError) as exc:
+        print_error("loadtest compare", str(exc))
+        return exits.BAD_INPUT
+    limit = args.max_regression
+    table = Table("mode", "tenant", "metric", "base ms", "new ms", "new / base (95% CI)", "verdict",
+                  title=f"{args.new} against {args.base} (paired by request)", header_style="bold")
+    colour = {"regressed": "red bold", "better": "green", "worse (within threshold)": "yellow"}
+    for c in changes:
+        verdict = c.verdict(limit)
+        r = c.ratio
+        table.add_row(c.mode, c.tenant, c.metric, f"{c.base:,.1f}", f"{c.new:,.1f}",
+                      f"{r.value:.3f} [{r.low:.3f}, {r.high:.3f}]",
+                      f"[{colour[verdict]}]{verdict}[/{colour[verdict]}]" if verdict in colour else verdict)
+    console.print(table)
+    regressed = [c for c in changes if c.verdict(limit) == "regressed"]
+    for c in regressed:
+        console.print(f"[red bold]gate failed: {c.mode}/{c.tenant} {c.metric} regressed {c.ratio.value - 1:+.1%} "
+                      f"(95% CI {c.ratio.low - 1:+.1%} to {c.ratio.high - 1:+.1%}; --max-regression "
+                      f"{limit:.0%})[/red bold]", soft_wrap=True)
+    if not regressed:
+        console.print(f"no metric regressed beyond {limit:.0%} with significance ({len(changes)} compared)")
+    return exits.GATE_FAILED if regressed else exits.OK

@@ -6,6 +6,14 @@ from __future__ import annotations
 import argparse
 
 from common.exits import BAD_INPUT
+from loadtest.commands.argtypes import (
+    non_negative_float,
+    percent,
+    port,
+    positive_float,
+    positive_int,
+    window,
+)
 
 DEFAULT_STATE = ".loadtest/cluster.json"  # cluster.state.DEFAULT_STATE, without importing requests here
 DEFAULT_MAX_ERRORS = 0.10  # analysis.gate.DEFAULT_MAX_ERROR_SHARE, without importing pyarrow here
@@ -32,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         "speculation mode on Ray, replay the same multi-tenant trace against each with Locust, and "
         "compare latency (TTFT, TPOT, ITL, E2E), throughput, goodput under the tenants' SLOs and acceptance "
         "from per-request Parquet records, with paired 95% confidence intervals on every speedup. "
-        "Exit codes: 0 passed, 1 a check failed (a mode's errors, a missed SLO with --slo-gate, an unhealthy "
-        "fleet), 2 bad input, 3 the run "
+        "Exit codes: 0 passed, 1 a check failed (a mode's errors, a missed SLO with --slo-gate, a regression "
+        "found by compare, an unhealthy fleet), 2 bad input, 3 the run "
         "could not complete, 130 interrupted.",
     )
     top.add_argument("--version", action="version", version=_version())
@@ -66,16 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
                      "h100-70b's your-org/... Medusa heads, or a model path that does not exist); without it such "
                      "a mode is refused before anything starts (exit 2)")
     _replay_options(run, "per mode")
-    run.add_argument("--cooldown", type=_non_negative_float, default=2.0, metavar="S",
+    run.add_argument("--cooldown", type=non_negative_float, default=2.0, metavar="S",
                      help="pause between modes after the previous one drains, in seconds (default 2)")
-    run.add_argument("--deadline", type=_positive_float, default=None, metavar="S",
+    run.add_argument("--deadline", type=positive_float, default=None, metavar="S",
                      help="per mode, stop sending S seconds after the start: in-flight requests time out at "
                      "the deadline and unsent ones are recorded as not_sent (default: none)")
     run.add_argument("--parallel-modes", action="store_true",
                      help="replay all modes at once, each with its own Locust process(es), instead of one after "
                      "the other (faster; the modes share the client machine, and the manifest says so); refused "
                      "(exit 2) when the cluster cannot hold every mode at once")
-    run.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+    run.add_argument("--workers", type=positive_int, default=None, metavar="N",
                      help="Locust worker processes: 1 runs one process; more run a master and N workers, each "
                      "replaying its shard of the trace (default: one per core, minus what local simulator "
                      "replicas reserve)")
@@ -93,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--mode", default=None, metavar="MODE", help="the mode to replay against (default: the first)")
     ui.add_argument("--web-host", default="127.0.0.1", metavar="HOST",
                     help="address the web UI listens on (default 127.0.0.1, this machine only)")
-    ui.add_argument("--web-port", type=_port, default=8089, metavar="PORT", help="web UI port (default 8089)")
+    ui.add_argument("--web-port", type=port, default=8089, metavar="PORT", help="web UI port (default 8089)")
     _replay_options(ui, "in the replay")
 
     rep = sub.add_parser("report", help="analyse finished runs again: tables, summary.parquet, report.md",
@@ -103,6 +111,20 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("runs", nargs="+", metavar="RUN", help="run folders (results/<run_id>/)")
     rep.add_argument("--slo-gate", action="store_true",
                      help="exit 1 when any tenant of any run missed an SLO target (exit 2 when a run has none)")
+
+    cmp = sub.add_parser("compare", help="what got better and worse between two runs, with significance",
+                         description="Compare two runs of the same requests (e.g. before and after a change): per "
+                         "mode and tenant, each --metric of NEW against BASE, paired by request (only requests that "
+                         "succeeded in both), with a paired bootstrap 95%% interval on NEW / BASE. Exit 1 when a "
+                         "metric regressed: worse by more than --max-regression and significantly worse; 0 "
+                         "otherwise; 2 when the runs cannot be compared (a missing run, no common mode or request).")
+    cmp.add_argument("base", metavar="BASE", help="the reference run folder")
+    cmp.add_argument("new", metavar="NEW", help="the run folder to judge")
+    cmp.add_argument("--metric", action="append", default=None, metavar="LATENCY_pNN",
+                     help="a gated metric, repeatable: ttft, tpot, e2e, ttft_sched or e2e_sched at a percentile, "
+                     "e.g. e2e_p99 (default: ttft_p99, tpot_p99, e2e_p99)")
+    cmp.add_argument("--max-regression", type=percent, default=0.05, metavar="PCT",
+                     help="how much worse a metric may get before it fails, in percent (default 5)")
 
     clus = sub.add_parser("cluster", help="hold a fleet up across runs: up, status, down",
                           description="A long-lived fleet for the web UI and soak tests. `up` provisions it "
@@ -150,12 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Compile a scenario into trace.parquet, deterministic per seed.")
     tb.add_argument("--scenario", required=True, metavar="NAME|PATH", help="built-in scenario name or TOML file")
     tb.add_argument("--out", required=True, metavar="FILE", help="where to write the trace (Parquet)")
-    tb.add_argument("--requests", type=_positive_int, default=None, metavar="N",
+    tb.add_argument("--requests", type=positive_int, default=None, metavar="N",
                     help="number of requests (default: the scenario's requests or duration)")
-    tb.add_argument("--duration", type=_positive_float, default=None, metavar="S",
+    tb.add_argument("--duration", type=positive_float, default=None, metavar="S",
                     help="seconds of traffic instead of a request count")
     tb.add_argument("--seed", type=int, default=None, metavar="N", help="seed (default: the scenario's)")
-    tb.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
+    tb.add_argument("--rate-scale", type=positive_float, default=None, metavar="X",
                     help="multiply the scenario's arrival rates by X")
     ti = tsub.add_parser("import", help="turn a real trace (ShareGPT, JSONL, Azure, BurstGPT) into a trace file",
                          description="Import a real trace. Length-only traces get prompts generated to their "
@@ -164,13 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
     ti.add_argument("--format", required=True, choices=["sharegpt", "jsonl", "azure", "burstgpt"],
                     help="the file's layout")
     ti.add_argument("--out", required=True, metavar="FILE", help="where to write the trace (Parquet)")
-    ti.add_argument("--speedup", type=_positive_float, default=1.0, metavar="X",
+    ti.add_argument("--speedup", type=positive_float, default=1.0, metavar="X",
                     help="replay X times faster than recorded (default 1)")
-    ti.add_argument("--window", type=_window, default=None, metavar="START:END",
+    ti.add_argument("--window", type=window, default=None, metavar="START:END",
                     help="keep only requests between START and END seconds of the recorded timeline")
-    ti.add_argument("--sample", type=_positive_float, default=None, metavar="N|F",
+    ti.add_argument("--sample", type=positive_float, default=None, metavar="N|F",
                     help="keep N requests (N >= 1) or a fraction F (< 1), chosen by --seed")
-    ti.add_argument("--rate", type=_positive_float, default=1.0, metavar="R",
+    ti.add_argument("--rate", type=positive_float, default=1.0, metavar="R",
                     help="arrivals per second for traces without times (default 1)")
     ti.add_argument("--seed", type=int, default=0, metavar="N", help="seed of sampling and generated parts")
     tsh = tsub.add_parser("show", help="summarise a trace: tenants, rates over time, burstiness, lengths",
@@ -195,29 +217,29 @@ def _replay_options(p: argparse.ArgumentParser, scope: str) -> None:
     p.add_argument("--trace", default=None, metavar="FILE",
                    help="replay this trace.parquet (from `loadtest trace build` or `trace import`) instead of "
                    "building one from --scenario; --requests keeps its first N rows, --rate-scale speeds it up")
-    p.add_argument("--requests", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--requests", type=positive_int, default=None, metavar="N",
                    help="requests in the trace (default: the scenario's demo size; --requests 50000 "
                    "runs saas-mix in full)")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="trace seed (default: the scenario's; a --trace file keeps the seed it was built with)")
-    p.add_argument("--rate-scale", type=_positive_float, default=None, metavar="X",
+    p.add_argument("--rate-scale", type=positive_float, default=None, metavar="X",
                    help="multiply the arrival rates by X: the scenario's (default: its rate_scale), or a --trace "
                    "file's (its times divided by X; not for a closed-loop trace)")
     p.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
     p.add_argument("--run-id", default=None, metavar="ID",
                    help="name of this run's folder under --out (default: UTC time and scenario)")
-    p.add_argument("--max-inflight", type=_positive_int, default=1024, metavar="N",
+    p.add_argument("--max-inflight", type=positive_int, default=1024, metavar="N",
                    help=f"most requests in flight {scope}; past it a request waits and its lateness is "
                    "recorded (default 1024)")
-    p.add_argument("--timeout", type=_positive_float, default=600.0, metavar="S",
+    p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S",
                    help="per-request timeout in seconds (default 600)")
     p.add_argument("--api-key-env", default="LOADTEST_API_KEY", metavar="NAME",
                    help="environment variable holding the servers' API key, sent as a Bearer token; the key "
                    "is never taken on the command line nor written anywhere (default LOADTEST_API_KEY)")
-    p.add_argument("--lateness-limit", type=_positive_float, default=10.0, metavar="MS",
+    p.add_argument("--lateness-limit", type=positive_float, default=10.0, metavar="MS",
                    help="mark a replay client_limited when its send lateness p99 exceeds MS (default 10) or a "
                    "Locust process ran above 90%% of a core")
-    p.add_argument("--max-errors", type=_percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
+    p.add_argument("--max-errors", type=percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
                    help=f"fail (exit 1) when the errors and timeouts {scope} pass PCT percent of the requests "
                    "sent, or when none succeeded (default 10; not-sent requests do not count)")
     p.add_argument("--slo-gate", action="store_true",
@@ -230,58 +252,6 @@ def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPa
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
     return {}
-
-
-def _number(text: str, ok, words: str, scale: float = 1.0) -> float:
-    """`text` as a float that `ok` accepts (inf and nan never), else argparse's one-line error."""
-    try:
-        value = float(text.strip().removesuffix("%") if words.startswith("a percentage") else text)
-    except ValueError:
-        value = float("nan")
-    if value != value or value == float("inf") or not ok(value):
-        raise argparse.ArgumentTypeError(f"expected {words}, got {text!r}")
-    return value * scale
-
-
-def _positive_float(text: str) -> float:
-    return _number(text, lambda v: v > 0, "a positive number")
-
-
-def _non_negative_float(text: str) -> float:
-    return _number(text, lambda v: v >= 0, "a number of seconds (0 or more)")
-
-
-def _percent(text: str) -> float:
-    """`10` or `10%`: a share of 0.10."""
-    return _number(text, lambda v: 0 <= v <= 100, "a percentage from 0 to 100", scale=0.01)
-
-
-def _window(text: str) -> tuple[float, float]:
-    """`START:END` in seconds, 0 <= START < END."""
-    try:
-        start, end = (float(x) for x in text.split(":"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected START:END in seconds, got {text!r}") from None
-    if not 0 <= start < end:
-        raise argparse.ArgumentTypeError(f"expected 0 <= START < END, got {text!r}")
-    return start, end
-
-
-def _port(text: str) -> int:
-    value = _positive_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def _version() -> str:

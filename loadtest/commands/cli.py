@@ -89,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         from loadtest.commands.analyse import main as report_main
 
         return report_main(args)
+    if args.command == "compare":
+        from loadtest.commands.analyse import compare as compare_main
+
+        return compare_main(args)
     if args.command == "cluster":
         return _cluster(args)
     if args.command in ("scenario", "trace"):

@@ -1,0 +1,58 @@
+"""The types of the CLI's flags: each checks its value and says, in argparse's one line, what it
+expected (`expected a positive number, got '0'`)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def number(text: str, ok, words: str, scale: float = 1.0) -> float:
+    """`text` as a float that `ok` accepts (inf and nan never), else argparse's one-line error."""
+    try:
+        value = float(text.strip().removesuffix("%") if words.startswith("a percentage") else text)
+    except ValueError:
+        value = float("nan")
+    if value != value or value == float("inf") or not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {words}, got {text!r}")
+    return value * scale
+
+
+def positive_float(text: str) -> float:
+    return number(text, lambda v: v > 0, "a positive number")
+
+
+def non_negative_float(text: str) -> float:
+    return number(text, lambda v: v >= 0, "a number of seconds (0 or more)")
+
+
+def percent(text: str) -> float:
+    """`10` or `10%`: a share of 0.10."""
+    return number(text, lambda v: 0 <= v <= 100, "a percentage from 0 to 100", scale=0.01)
+
+
+def window(text: str) -> tuple[float, float]:
+    """`START:END` in seconds, 0 <= START < END."""
+    try:
+        start, end = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START:END in seconds, got {text!r}") from None
+    if not 0 <= start < end:
+        raise argparse.ArgumentTypeError(f"expected 0 <= START < END, got {text!r}")
+    return start, end
+
+
+def port(text: str) -> int:
+    value = positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value

@@ -1,0 +1,65 @@
+"""`loadtest compare BASE NEW` as a release pipeline uses it: runs of the same trace against a
+server made slower (exit 1, the regression named), one made faster (exit 0, better), and runs
+that cannot be compared (exit 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analysis.stats import paired_quantile_ratio_ci
+from tests.conftest import DATA, loadtest, sim_server
+
+pytestmark = pytest.mark.e2e
+TP4 = ("--tensor-parallel-size", "4", "--served-model-name", "m")
+
+
+def _run(url: str, tmp_path, run_id: str, mode: str = "baseline"):
+    out = loadtest("run", "--endpoints", f"{mode}={url}", "--scenario", str(DATA / "tiny-mix.toml"), "--requests",
+                   "40", "--out", str(tmp_path), "--run-id", run_id, timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return str(tmp_path / run_id)
+
+
+def test_compare_flags_a_slower_server_passes_a_faster_one_and_refuses_unrelated_runs(tmp_path):
+    with sim_server(*TP4, "--time-scale", "0.5") as url:
+        base = _run(url, tmp_path, "base")
+    with sim_server(*TP4, "--time-scale", "0.8") as url:    # every duration 60% longer
+        slower = _run(url, tmp_path, "slower")
+    with sim_server(*TP4, "--time-scale", "0.3") as url:    # 40% shorter
+        faster = _run(url, tmp_path, "faster")
+        other = _run(url, tmp_path, "other", mode="eagle")
+
+    worse = loadtest("compare", base, slower, "--metric", "e2e_p99", "--metric", "tpot_p50", timeout=120)
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    assert "gate failed: baseline/all e2e_p99 regressed +" in worse.stdout
+    assert "gate failed: baseline/all tpot_p50 regressed +" in worse.stdout
+
+    lenient = loadtest("compare", base, slower, "--metric", "tpot_p50", "--max-regression", "100", timeout=120)
+    assert lenient.returncode == 0, lenient.stdout   # significantly worse, but within 100%
+    assert "worse (within threshold)" in lenient.stdout
+
+    better = loadtest("compare", base, faster, timeout=120)
+    assert better.returncode == 0, better.stdout + better.stderr
+    assert "better" in better.stdout and "gate failed" not in better.stdout
+    assert "no metric regressed beyond 5% with significance" in better.stdout
+
+    unrelated = loadtest("compare", base, other, timeout=60)
+    assert unrelated.returncode == 2, unrelated.stdout + unrelated.stderr
+    assert "the runs have no mode in common (BASE: baseline; NEW: eagle)" in unrelated.stderr
+    missing = loadtest("compare", base, str(tmp_path / "nope"), timeout=60)
+    assert missing.returncode == 2 and "nope: not a run folder (no requests/)" in missing.stderr
+    bad = loadtest("compare", base, slower, "--metric", "e2e_max", timeout=60)
+    assert bad.returncode == 2 and "--metric 'e2e_max': expected LATENCY_pNN" in bad.stderr
+
+
+def test_the_paired_percentile_ratio_against_numpy():
+    rng = np.random.default_rng(4)
+    base = rng.lognormal(6, 0.5, 400)
+    new = base * rng.lognormal(0.2, 0.1, 400)
+    r = paired_quantile_ratio_ci(base, new, 99, resamples=500)
+    assert r.value == pytest.approx(np.percentile(new, 99) / np.percentile(base, 99))
+    idx = np.random.default_rng(2026).integers(0, 400, size=(500, 400))
+    boot = np.percentile(new[idx], 99, axis=1) / np.percentile(base[idx], 99, axis=1)
+    assert (r.low, r.high) == (pytest.approx(np.percentile(boot, 2.5)), pytest.approx(np.percentile(boot, 97.5)))
+    assert r.significant and r.low > 1
