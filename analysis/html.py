@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pyarrow as pa
 import pyarrow.compute as pc
+from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
 from analysis.long_summary import ALL
@@ -26,6 +27,12 @@ STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200p
 table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px}
 td{text-align:right}td:first-child{text-align:left}th{background:#f3f3f3}.plot{margin:1.5em 0}
 code{background:#f3f3f3;padding:0 3px}"""
+
+
+def colours(modes: list[str]) -> dict[str, str]:
+    """One colour per mode, the same in every plot."""
+    palette = qualitative.Plotly
+    return {m: palette[i % len(palette)] for i, m in enumerate(modes)}
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
@@ -45,12 +52,13 @@ def latency_cdfs(records: pa.Table, modes: list[str]) -> list[go.Figure]:
             v = pc.fill_null(ok.filter(pc.equal(ok["mode"], mode))[column].cast(pa.float64()), math.nan).to_numpy()
             v = v[np.isfinite(v)]
             if len(v):
-                fig.add_trace(go.Scatter(x=np.quantile(v, probs), y=probs, mode="lines", name=mode))
+                fig.add_trace(go.Scatter(x=np.quantile(v, probs), y=probs, mode="lines", name=mode,
+                                         line={"color": colours(modes)[mode]}))
         figs.append(_layout(fig, f"{name}: cumulative share of requests", f"{name} (ms)", "share of requests"))
     return figs
 
 
-def speedup_by_tenant(summary: pa.Table) -> go.Figure | None:
+def speedup_by_tenant(summary: pa.Table, modes: list[str]) -> go.Figure | None:
     rows = [r for r in summary.to_pylist() if r["metric"] == "speedup_e2e" and r["statistic"] == "geomean"]
     if not rows:
         return None
@@ -58,21 +66,23 @@ def speedup_by_tenant(summary: pa.Table) -> go.Figure | None:
     for mode in dict.fromkeys(r["mode"] for r in rows):
         mine = [r for r in rows if r["mode"] == mode]
         fig.add_trace(go.Bar(x=[r["tenant"] for r in mine], y=[r["value"] for r in mine], name=mode,
+                             marker_color=colours(modes)[mode],
                              error_y={"type": "data", "array": [r["ci_high"] - r["value"] for r in mine],
                                       "arrayminus": [r["value"] - r["ci_low"] for r in mine]}))
     fig.add_hline(y=1.0, line_dash="dot", annotation_text="baseline")
     return _layout(fig, "E2E speedup over the baseline by tenant (paired, 95% interval)", "tenant", "speedup (x)")
 
 
-def goodput_by_mode(summary: pa.Table) -> go.Figure | None:
+def goodput_by_mode(summary: pa.Table, modes: list[str]) -> go.Figure | None:
     rows = [r for r in summary.to_pylist() if r["metric"] == "goodput_req_per_s" and r["tenant"] == ALL]
     if not rows:
         return None
-    fig = go.Figure(go.Bar(x=[r["mode"] for r in rows], y=[r["value"] for r in rows]))
+    fig = go.Figure(go.Bar(x=[r["mode"] for r in rows], y=[r["value"] for r in rows],
+                           marker_color=[colours(modes)[r["mode"]] for r in rows]))
     return _layout(fig, "goodput: requests within every SLO of their tenant, per second", "mode", "req/s")
 
 
-def acceptance_by_position(summary: pa.Table) -> go.Figure | None:
+def acceptance_by_position(summary: pa.Table, modes: list[str]) -> go.Figure | None:
     rows = [r for r in summary.to_pylist() if r["metric"] == "acceptance_at_position"]
     if not rows:
         return None
@@ -80,7 +90,7 @@ def acceptance_by_position(summary: pa.Table) -> go.Figure | None:
     for mode in dict.fromkeys(r["mode"] for r in rows):
         mine = [r for r in rows if r["mode"] == mode]
         fig.add_trace(go.Bar(x=[r["statistic"].removeprefix("pos") for r in mine], y=[r["value"] for r in mine],
-                             name=mode))
+                             name=mode, marker_color=colours(modes)[mode]))
     return _layout(fig, "server: share of drafts accepted at each position (/metrics)", "draft position",
                    "accepted share")
 
@@ -97,7 +107,7 @@ def over_time(records: pa.Table, metrics: pa.Table | None, modes: list[str]) -> 
         t = (mine["last_token_ns"].to_numpy() - start) / 1e9
         counts = np.bincount(np.floor(t / TIME_BIN_S).astype(np.int64).clip(0))
         fig.add_trace(go.Scatter(x=np.arange(len(counts)) * TIME_BIN_S, y=counts / TIME_BIN_S, name=mode,
-                                 mode="lines", line_shape="hv"))
+                                 mode="lines", line_shape="hv", line={"color": colours(modes)[mode]}))
     figs = [_layout(fig, "completed requests per second", "seconds since the mode's first request", "req/s")]
     if metrics is None or not metrics.num_rows:
         return figs
@@ -115,8 +125,9 @@ def over_time(records: pa.Table, metrics: pa.Table | None, modes: list[str]) -> 
             for tn, v in zip(times.tolist(), m["value"].to_pylist(), strict=True):  # summed over replicas
                 per_time[tn // 10**9] = per_time.get(tn // 10**9, 0.0) + v
             first = min(per_time)
-            fig.add_trace(go.Scatter(x=[k - first for k in sorted(per_time)], y=[per_time[k] for k in sorted(per_time)],
-                                     name=mode, mode="lines"))
+            keys = sorted(per_time)
+            fig.add_trace(go.Scatter(x=[k - first for k in keys], y=[per_time[k] for k in keys], name=mode,
+                                     mode="lines", line={"color": colours(modes)[mode]}))
         figs.append(_layout(fig, f"server: {label} (summed over a mode's replicas)", "seconds since the mode's "
                             "first scrape", label))
     return figs
@@ -124,9 +135,9 @@ def over_time(records: pa.Table, metrics: pa.Table | None, modes: list[str]) -> 
 
 def report_html(title: str, report_md: str, records: pa.Table, summary: pa.Table, metrics: pa.Table | None,
                 modes: list[str]) -> str:
-    figs = [f for f in (goodput_by_mode(summary), speedup_by_tenant(summary)) if f is not None]
+    figs = [f for f in (goodput_by_mode(summary, modes), speedup_by_tenant(summary, modes)) if f is not None]
     figs += latency_cdfs(records, modes)
-    figs += [f for f in (acceptance_by_position(summary),) if f is not None]
+    figs += [f for f in (acceptance_by_position(summary, modes),) if f is not None]
     figs += over_time(records, metrics, modes)
     plots = "\n".join(f'<div class="plot">{f.to_html(full_html=False, include_plotlyjs=False)}</div>' for f in figs)
     cut = report_md.find("\n## ", report_md.find("## Modes") + 1)   # the modes table, then the plots

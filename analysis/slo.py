@@ -53,6 +53,10 @@ def request_meets(table: pa.Table) -> np.ndarray:
                       *(_np(table[c]) for c in SLO_COLUMNS), ok)
 
 
+def _ms(v: float) -> str:
+    return f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+
+
 @dataclass(frozen=True)
 class Attainment:
     """One tenant's SLOs in one mode: its p99 of each targeted latency against the target."""
@@ -72,7 +76,7 @@ class Attainment:
         return all(not math.isnan(p99) and p99 <= target for p99, target in self.checks.values())
 
     def missed(self) -> list[str]:
-        return [f"{m} p99 {p99:,.0f} > {target:,.0f} ms" if not math.isnan(p99) else f"{m}: no request succeeded"
+        return [f"{m} p99 {_ms(p99)} > {_ms(target)} ms" if not math.isnan(p99) else f"{m}: no request succeeded"
                 for m, (p99, target) in self.checks.items() if math.isnan(p99) or p99 > target]
 
 

@@ -38,7 +38,7 @@ def main(args: argparse.Namespace) -> int:
     missed = []
     for run_dir, manifest in runs:
         try:
-            print_summary(console, run_dir, manifest.modes, manifest)
+            print_summary(console, run_dir, manifest.modes, manifest, slo_details=args.slo_gate)
         except ContractError as exc:
             print_error("loadtest report", str(exc))
             return exits.BAD_INPUT

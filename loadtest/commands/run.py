@@ -96,7 +96,7 @@ def main(args: argparse.Namespace) -> int:
             manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
             manifest.write(run_dir)
 
-    checks = print_summary(console, run_dir, fleet.modes, manifest, args.max_errors)
+    checks = print_summary(console, run_dir, fleet.modes, manifest, args.max_errors, args.slo_gate)
     if code == exits.OK:
         if not record_gate(manifest, checks, console, args.slo_gate):
             code = exits.GATE_FAILED

@@ -116,7 +116,7 @@ def main(args: argparse.Namespace) -> int:
     manifest.write(run_dir)
     if not (run_dir / "requests").exists():
         console.print("no request was sent (Start was never pressed)")
-    checks = print_summary(console, run_dir, [mode], manifest, args.max_errors)
+    checks = print_summary(console, run_dir, [mode], manifest, args.max_errors, args.slo_gate)
     gate_passed = record_gate(manifest, checks, console, args.slo_gate) if completed else True
     manifest.write(run_dir)
     if (run_dir / "report.md").exists():
