@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from analysis.long_summary import ALL, LATENCIES
 from analysis.slo import Attainment
-from analysis.stats import PERCENTILES, Ratio
+from analysis.stats import PERCENTILES, Ratio, ms_text
 
 
 class _View:
@@ -32,10 +32,6 @@ class _View:
         if cell is None or cell[1] is None:
             return None
         return Ratio(cell[0], cell[1], cell[2], int(self.get(mode, metric, "pairs", tenant) or 0))
-
-
-def _ms(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
 
 
 def _num(v: float | None, fmt: str = ".2f") -> str:
@@ -69,9 +65,9 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
         share = v.get(m, "goodput_share", "share")
         rows.append([m, _num(v.get(m, "req_per_s", "rate")), _num(v.get(m, "out_tok_per_s", "rate"), ",.0f"),
                      "-" if good is None else f"{good:.2f} ({share:.0%})",
-                     f"{_ms(v.get(m, 'ttft_ms', 'p50'))} / {_ms(v.get(m, 'ttft_ms', 'p99'))}",
-                     f"{_ms(v.get(m, 'tpot_ms', 'p50'))} / {_ms(v.get(m, 'tpot_ms', 'p99'))}",
-                     _ms(v.get(m, "e2e_ms", "p99")), _ratio(v.ratio(m, "speedup_e2e")),
+                     f"{ms_text(v.get(m, 'ttft_ms', 'p50'))} / {ms_text(v.get(m, 'ttft_ms', 'p99'))}",
+                     f"{ms_text(v.get(m, 'tpot_ms', 'p50'))} / {ms_text(v.get(m, 'tpot_ms', 'p99'))}",
+                     ms_text(v.get(m, "e2e_ms", "p99")), _ratio(v.ratio(m, "speedup_e2e")),
                      _num(v.get(m, "acceptance_rate", "server"), ".0%"), _num(v.get(m, "tokens_per_step", "mean")),
                      f"{int(ok or 0):,}", f"{int(failed):,}", f"{int(v.get(m, 'requests', 'not_sent') or 0):,}"])
     out += ["## Modes", "", _table(["mode", "done req/s", "out tok/s", "goodput req/s (share)", "TTFT p50 / p99",
@@ -110,7 +106,7 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
             "`_sched`: from the scheduled time (a late send counts); `itl_chunk`: gaps between text chunks "
             "(what a user sees); `itl_token`: each gap over the tokens its chunk carried.", ""]
     for m in v.modes:
-        rows = [[metric.removesuffix("_ms"), *[_ms(v.get(m, metric, s)) for s in stats]] for metric in metrics]
+        rows = [[metric.removesuffix("_ms"), *[ms_text(v.get(m, metric, s)) for s in stats]] for metric in metrics]
         out += [f"### {m}", "", _table(["metric", *stats], rows), ""]
     positions = sorted({k[3] for k in v.cells if k[2] == "acceptance_at_position"}, key=lambda s: int(s[3:]))
     if positions:

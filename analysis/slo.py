@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analysis.stats import meets_slos
+from analysis.stats import meets_slos, ms_text
 from loadtest.records import OK
 
 SLO_COLUMNS = ("slo_ttft_p99_ms", "slo_tpot_p99_ms", "slo_e2e_p99_ms")
@@ -53,10 +53,6 @@ def request_meets(table: pa.Table) -> np.ndarray:
                       *(_np(table[c]) for c in SLO_COLUMNS), ok)
 
 
-def _ms(v: float) -> str:
-    return f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
-
-
 @dataclass(frozen=True)
 class Attainment:
     """One tenant's SLOs in one mode: its p99 of each targeted latency against the target."""
@@ -76,7 +72,8 @@ class Attainment:
         return all(not math.isnan(p99) and p99 <= target for p99, target in self.checks.values())
 
     def missed(self) -> list[str]:
-        return [f"{m} p99 {_ms(p99)} > {_ms(target)} ms" if not math.isnan(p99) else f"{m}: no request succeeded"
+        return [f"{m} p99 {ms_text(p99)} > {ms_text(target)} ms" if not math.isnan(p99)
+                else f"{m}: no request succeeded"
                 for m, (p99, target) in self.checks.items() if math.isnan(p99) or p99 > target]
 
 

@@ -29,6 +29,12 @@ def percentiles(values: np.ndarray) -> dict[str, float]:
     return {**{f"p{p}": float(q) for p, q in zip(PERCENTILES, qs, strict=True)}, "max": float(v.max())}
 
 
+def ms_text(v: float | None) -> str:
+    """A latency as every table prints it: whole milliseconds from 100 up, one decimal below,
+    `-` when there is none."""
+    return "-" if v is None or math.isnan(v) else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+
+
 @dataclass(frozen=True)
 class Ratio:
     """A paired speedup: the geometric mean over requests of baseline / mode, and its CI."""

@@ -7,12 +7,8 @@ import math
 from rich.table import Table
 
 from analysis.slo import Attainment
-from analysis.stats import Ratio
+from analysis.stats import Ratio, ms_text
 from analysis.summary import STEADY_SPAN_OVER_E2E_P99, ModeSummary
-
-
-def _ms(v: float) -> str:
-    return "-" if v is None or math.isnan(v) else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
 
 
 def ratio_cell(r: Ratio | None) -> str:
@@ -83,10 +79,10 @@ def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str,
         speed = ratio_cell(s.speedup_ratio) if s.speedup is not None else "ref" if s.mode == "baseline" else "-"
         good = "-" if math.isnan(s.goodput_req_per_s) else f"{_rate(s.goodput_req_per_s)} ({s.goodput_share:.0%})"
         t.add_row(s.mode, f"{_rate(s.offered_req_per_s)} / {_rate(s.req_per_s)}", f"{s.peak_in_flight:,}",
-                  f"{s.out_tok_per_s:,.0f}", f"{_ms(s.ttft_p50_ms)} / {_ms(s.ttft_p99_ms)}",
-                  f"{_ms(s.tpot_p50_ms)} / {_ms(s.tpot_p99_ms)}", _ms(s.e2e_p99_ms),
+                  f"{s.out_tok_per_s:,.0f}", f"{ms_text(s.ttft_p50_ms)} / {ms_text(s.ttft_p99_ms)}",
+                  f"{ms_text(s.tpot_p50_ms)} / {ms_text(s.tpot_p99_ms)}", ms_text(s.e2e_p99_ms),
                   "-" if math.isnan(s.tokens_per_chunk) else f"{s.tokens_per_chunk:.2f}", _accept(s), speed, good,
-                  f"{_ms(s.lateness_p50_ms)} / {_ms(s.lateness_p99_ms)}", _count(s.errors), _count(s.not_sent))
+                  f"{ms_text(s.lateness_p50_ms)} / {ms_text(s.lateness_p99_ms)}", _count(s.errors), _count(s.not_sent))
     for mode in skipped or {}:
         t.add_row(f"[yellow]{mode}[/yellow]", "[yellow]skipped[/yellow]", *["-"] * (len(t.columns) - 2))
     t.caption = ("latencies in ms; req/s offered = the trace's arrival rate, done = completed requests from first "
