@@ -91,7 +91,7 @@ def test_slo_attainment_is_shown_and_gated_with_slo_gate(tmp_path):
     assert "SLOs by tenant" in shown.stdout and "missed" in shown.stdout
     assert gated.returncode == 1, gated.stdout + gated.stderr
     assert "gate failed: baseline: rust missed its SLO (--slo-gate)" in gated.stdout
-    assert "baseline: rust missed its SLO: e2e p99" in gated.stdout and "> 1 ms" in gated.stdout
+    assert "baseline: rust missed its SLO: e2e p99" in gated.stdout and "> 1.0 ms" in gated.stdout
     slos = {s["tenant"]: s for s in json.loads((tmp_path / "gated" / "manifest.json").read_text())["slos"]}
     assert slos["chat"]["passed"] and slos["chat"]["met_share"] == 1.0
     assert not slos["rust"]["passed"] and slos["rust"]["met_share"] == 0.0
