@@ -5,7 +5,6 @@ more than the threshold and the interval says it got worse at all (its low end i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.long_summary import ALL
-from analysis.stats import Ratio, paired_quantile_ratio_ci
+from analysis.stats import Ratio, floats, paired_quantile_ratio_ci
 from loadtest.records import OK
 
 COLUMNS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms", "ttft_sched": "ttft_sched_ms",
@@ -76,8 +75,7 @@ def compare_runs(base: pa.Table, new: pa.Table, metrics: list[str], resamples: i
         for tenant in [ALL, *sorted(set(tenants))]:
             rows = np.ones(len(tenants), bool) if tenant == ALL else tenants == tenant
             for name, col, q in parsed:
-                bv = pc.fill_null(joined[col].cast(pa.float64()), math.nan).to_numpy()[rows]
-                nv = pc.fill_null(joined[f"new_{col}"].cast(pa.float64()), math.nan).to_numpy()[rows]
+                bv, nv = floats(joined[col])[rows], floats(joined[f"new_{col}"])[rows]
                 r = paired_quantile_ratio_ci(bv, nv, q, resamples=resamples)
                 if r is not None:
                     keep = np.isfinite(bv) & np.isfinite(nv)

@@ -6,7 +6,6 @@ completions, running and waiting requests and KV use over time."""
 from __future__ import annotations
 
 import html
-import math
 
 import markdown
 import numpy as np
@@ -17,6 +16,7 @@ from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
 from analysis.long_summary import ALL
+from analysis.stats import floats
 from loadtest.records import OK
 
 CDF_POINTS = 400          # quantiles drawn per CDF line: the file stays small for 50,000 requests
@@ -49,7 +49,7 @@ def latency_cdfs(records: pa.Table, modes: list[str]) -> list[go.Figure]:
     for column, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("e2e_ms", "E2E")):
         fig = go.Figure()
         for mode in modes:
-            v = pc.fill_null(ok.filter(pc.equal(ok["mode"], mode))[column].cast(pa.float64()), math.nan).to_numpy()
+            v = floats(ok.filter(pc.equal(ok["mode"], mode))[column])
             v = v[np.isfinite(v)]
             if len(v):
                 fig.add_trace(go.Scatter(x=np.quantile(v, probs), y=probs, mode="lines", name=mode,

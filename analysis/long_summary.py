@@ -19,16 +19,13 @@ Metrics (latencies in ms, over requests that succeeded unless said):
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from analysis.server import SpecDecodeStats
-from analysis.slo import SLO_COLUMNS, request_meets
-from analysis.stats import itl_per_chunk, itl_per_token, paired_speedup_ci, percentiles, tokens_per_step
+from analysis.slo import has_slos, request_meets
+from analysis.stats import floats, itl_per_chunk, itl_per_token, paired_speedup_ci, percentiles, tokens_per_step
 from analysis.summary import paired
 from loadtest.records import OK, STATUSES
 
@@ -41,10 +38,6 @@ LONG_SCHEMA = pa.schema([
     pa.field("metric", pa.string()), pa.field("statistic", pa.string()), pa.field("value", pa.float64()),
     pa.field("ci_low", pa.float64()), pa.field("ci_high", pa.float64()),
 ])
-
-
-def _np(col: pa.ChunkedArray) -> np.ndarray:
-    return pc.fill_null(col.cast(pa.float64()), math.nan).to_numpy()
 
 
 class _Rows:
@@ -67,9 +60,9 @@ def _group(out: _Rows, mode: str, tenant: str, t: pa.Table, base_ok: pa.Table | 
         for row in pc.value_counts(pc.binary_join_element_wise(kinds["status"], kinds["error_kind"], "/")).to_pylist():
             out.add(mode, tenant, "requests", row["values"], row["counts"])
     for metric in LATENCIES:
-        for stat, value in percentiles(_np(ok[metric])).items():
+        for stat, value in percentiles(floats(ok[metric])).items():
             out.add(mode, tenant, metric, stat, value)
-    for stat, value in percentiles(_np(t["lateness_ms"])).items():
+    for stat, value in percentiles(floats(t["lateness_ms"])).items():
         out.add(mode, tenant, "lateness_ms", stat, value)
     for name, values in (("itl_chunk_ms", itl_per_chunk(ok["itl_ms"])),
                          ("itl_token_ms", itl_per_token(ok["itl_ms"], ok["chunk_tokens"]))):
@@ -82,7 +75,7 @@ def _group(out: _Rows, mode: str, tenant: str, t: pa.Table, base_ok: pa.Table | 
     duration = ((pc.max(ok["last_token_ns"]).as_py() - span_start) / 1e9) if ok.num_rows else math.nan
     out.add(mode, tenant, "req_per_s", "rate", ok.num_rows / duration if ok.num_rows else 0.0)
     out.add(mode, tenant, "out_tok_per_s", "rate", tokens / duration if ok.num_rows else 0.0)
-    if all(c in t.column_names for c in SLO_COLUMNS):
+    if has_slos(t):
         met = int(request_meets(t).sum())
         out.add(mode, tenant, "goodput_req_per_s", "rate", met / duration if ok.num_rows else 0.0)
         out.add(mode, tenant, "goodput_share", "share", met / t.num_rows if t.num_rows else math.nan)
@@ -120,15 +113,3 @@ def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str =
             for i, share in enumerate(spec.per_position):
                 out.add(mode, ALL, "acceptance_at_position", f"pos{i + 1}", share)
     return pa.Table.from_pylist(out.rows, schema=LONG_SCHEMA)
-
-
-def write_long_summary(table: pa.Table, path: Path) -> None:
-    pq.write_table(table, path)
-
-
-def value(summary: pa.Table, mode: str, metric: str, statistic: str, tenant: str = ALL) -> float | None:
-    """One value of a long summary (None when absent)."""
-    rows = summary.filter(pc.and_(pc.and_(pc.equal(summary["mode"], mode), pc.equal(summary["tenant"], tenant)),
-                                  pc.and_(pc.equal(summary["metric"], metric),
-                                          pc.equal(summary["statistic"], statistic))))
-    return rows["value"][0].as_py() if rows.num_rows else None

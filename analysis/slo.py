@@ -17,11 +17,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analysis.stats import meets_slos, ms_text
+from analysis.stats import floats, meets_slos, ms_text
 from loadtest.records import OK
 
 SLO_COLUMNS = ("slo_ttft_p99_ms", "slo_tpot_p99_ms", "slo_e2e_p99_ms")
 METRIC_OF = {"slo_ttft_p99_ms": "ttft_ms", "slo_tpot_p99_ms": "tpot_ms", "slo_e2e_p99_ms": "e2e_ms"}
+
+
+def has_slos(table: pa.Table | pa.Schema) -> bool:
+    """Whether a table (or schema) carries the SLO columns (a trace, or records joined by with_slos)."""
+    names = table.names if isinstance(table, pa.Schema) else table.column_names
+    return all(c in names for c in SLO_COLUMNS)
+
+
+def has_targets(trace: pa.Table) -> bool:
+    """Whether a trace sets any target at all."""
+    return has_slos(trace) and any(trace[c].null_count < trace.num_rows for c in SLO_COLUMNS)
 
 
 def with_slos(records: pa.Table, run_dir: Path) -> pa.Table | None:
@@ -30,11 +41,10 @@ def with_slos(records: pa.Table, run_dir: Path) -> pa.Table | None:
     path = Path(run_dir) / "trace.parquet"
     if not path.is_file():
         return None
-    names = pq.read_schema(path).names
-    if not all(c in names for c in SLO_COLUMNS):
+    if not has_slos(pq.read_schema(path)):
         return None
     targets = pq.read_table(path, columns=["request_id", *SLO_COLUMNS])
-    if all(targets[c].null_count == targets.num_rows for c in SLO_COLUMNS):
+    if not has_targets(targets):
         return None
     index = pc.index_in(records["request_id"], value_set=targets["request_id"])  # records keep their order
     for c in SLO_COLUMNS:
@@ -42,15 +52,11 @@ def with_slos(records: pa.Table, run_dir: Path) -> pa.Table | None:
     return records
 
 
-def _np(col: pa.ChunkedArray) -> np.ndarray:
-    return pc.fill_null(col.cast(pa.float64()), math.nan).to_numpy()
-
-
 def request_meets(table: pa.Table) -> np.ndarray:
     """Per row of a table from `with_slos`: succeeded within every target of its tenant."""
     ok = pc.equal(table["status"], OK).to_numpy(zero_copy_only=False)
-    return meets_slos(_np(table["ttft_ms"]), _np(table["tpot_ms"]), _np(table["e2e_ms"]),
-                      *(_np(table[c]) for c in SLO_COLUMNS), ok)
+    return meets_slos(floats(table["ttft_ms"]), floats(table["tpot_ms"]), floats(table["e2e_ms"]),
+                      *(floats(table[c]) for c in SLO_COLUMNS), ok)
 
 
 @dataclass(frozen=True)
@@ -89,10 +95,10 @@ def attainment(table: pa.Table, modes: list[str]) -> list[Attainment]:
             rows = (modes_col == mode) & (tenants_col == tenant)
             checks = {}
             for slo in SLO_COLUMNS:
-                targets = _np(table[slo])[rows]
+                targets = floats(table[slo])[rows]
                 if np.isnan(targets).all():
                     continue
-                values = _np(table[METRIC_OF[slo]])[rows & ok]
+                values = floats(table[METRIC_OF[slo]])[rows & ok]
                 values = values[np.isfinite(values)]
                 p99 = float(np.percentile(values, 99)) if len(values) else math.nan
                 checks[METRIC_OF[slo].removesuffix("_ms")] = (p99, float(np.nanmax(targets)))

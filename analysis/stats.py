@@ -55,6 +55,21 @@ class Ratio:
         return f"{self.value:.2f}x [{self.low:.2f}, {self.high:.2f}]"
 
 
+def _bootstrap(n: int, statistic, resamples: int, seed: int, confidence: float) -> tuple[float, float]:
+    """The percentile-bootstrap interval of a statistic over `n` pairs: `statistic` takes a
+    (k, n) array of resampled pair indices and returns the k values; drawn in blocks of at most
+    BOOTSTRAP_BLOCK_CELLS indices, so memory stays bounded."""
+    rng = np.random.default_rng(seed)
+    values = np.empty(resamples)
+    block = max(1, BOOTSTRAP_BLOCK_CELLS // n)
+    for start in range(0, resamples, block):
+        k = min(block, resamples - start)
+        values[start:start + k] = statistic(rng.integers(0, n, size=(k, n)))
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
 def paired_speedup_ci(base: np.ndarray, mode: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES,
                       seed: int = BOOTSTRAP_SEED, confidence: float = CONFIDENCE) -> Ratio | None:
     """Speedup of `mode` over `base`, paired (element i of each is the same request): the
@@ -63,18 +78,10 @@ def paired_speedup_ci(base: np.ndarray, mode: np.ndarray, resamples: int = BOOTS
     b, m = np.asarray(base, dtype=np.float64), np.asarray(mode, dtype=np.float64)
     keep = np.isfinite(b) & np.isfinite(m) & (b > 0) & (m > 0)
     logs = np.log(b[keep]) - np.log(m[keep])
-    n = len(logs)
-    if n == 0:
+    if not len(logs):
         return None
-    rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
-    block = max(1, BOOTSTRAP_BLOCK_CELLS // n)
-    for start in range(0, resamples, block):
-        k = min(block, resamples - start)
-        means[start:start + k] = logs[rng.integers(0, n, size=(k, n))].mean(axis=1)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return Ratio(float(np.exp(logs.mean())), float(np.exp(low)), float(np.exp(high)), n)
+    low, high = _bootstrap(len(logs), lambda idx: logs[idx].mean(axis=1), resamples, seed, confidence)
+    return Ratio(float(np.exp(logs.mean())), float(np.exp(low)), float(np.exp(high)), len(logs))
 
 
 def paired_quantile_ratio_ci(base: np.ndarray, new: np.ndarray, q: float, resamples: int = BOOTSTRAP_RESAMPLES,
@@ -82,22 +89,19 @@ def paired_quantile_ratio_ci(base: np.ndarray, new: np.ndarray, q: float, resamp
     """How `new`'s q-th percentile compares to `base`'s, the same requests in both (element i of
     each): p_q(new) / p_q(base), with a percentile-bootstrap interval that resamples the pairs
     (so the same requests are drawn for both). Pairs with a non-finite value are dropped."""
-    b, n_ = np.asarray(base, dtype=np.float64), np.asarray(new, dtype=np.float64)
-    keep = np.isfinite(b) & np.isfinite(n_)
-    b, n_ = b[keep], n_[keep]
-    n = len(b)
-    if n == 0 or np.percentile(b, q) <= 0:
+    b, nv = np.asarray(base, dtype=np.float64), np.asarray(new, dtype=np.float64)
+    keep = np.isfinite(b) & np.isfinite(nv)
+    b, nv = b[keep], nv[keep]
+    if not len(b) or np.percentile(b, q) <= 0:
         return None
-    rng = np.random.default_rng(seed)
-    ratios = np.empty(resamples)
-    block = max(1, BOOTSTRAP_BLOCK_CELLS // n)
-    for start in range(0, resamples, block):
-        k = min(block, resamples - start)
-        idx = rng.integers(0, n, size=(k, n))
-        ratios[start:start + k] = np.percentile(n_[idx], q, axis=1) / np.percentile(b[idx], q, axis=1)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    return Ratio(float(np.percentile(n_, q) / np.percentile(b, q)), float(low), float(high), n)
+    low, high = _bootstrap(len(b), lambda idx: np.percentile(nv[idx], q, axis=1) / np.percentile(b[idx], q, axis=1),
+                           resamples, seed, confidence)
+    return Ratio(float(np.percentile(nv, q) / np.percentile(b, q)), low, high, len(b))
+
+
+def floats(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A numeric Arrow column as float64 numpy, nulls as NaN (what every statistic here takes)."""
+    return pc.fill_null(col.cast(pa.float64()), math.nan).to_numpy()
 
 
 def meets_slos(ttft_ms: np.ndarray, tpot_ms: np.ndarray, e2e_ms: np.ndarray, slo_ttft: np.ndarray,

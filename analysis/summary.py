@@ -12,8 +12,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analysis.server import spec_decode_stats
-from analysis.slo import SLO_COLUMNS, request_meets
-from analysis.stats import Ratio, paired_speedup_ci
+from analysis.slo import has_slos, request_meets
+from analysis.stats import Ratio, floats, paired_speedup_ci
 from loadtest.records import ERROR, NOT_SENT, OK, TIMEOUT
 
 # A run shows a steady state only when its arrivals last well past the time the in-flight count
@@ -83,8 +83,7 @@ def paired(mode_ok: pa.Table, base_ok: pa.Table, column: str = "e2e_ms") -> tupl
     """`column` of the requests that succeeded in both, paired by request_id: (baseline, mode)."""
     joined = mode_ok.select(["request_id", column]).join(
         base_ok.select(["request_id", column]).rename_columns(["request_id", "base"]), "request_id")
-    return (pc.fill_null(joined["base"].cast(pa.float64()), math.nan).to_numpy(),
-            pc.fill_null(joined[column].cast(pa.float64()), math.nan).to_numpy())
+    return floats(joined["base"]), floats(joined[column])
 
 
 def paired_speedup(mode_ok: pa.Table, base_ok: pa.Table, column: str = "e2e_ms") -> Ratio | None:
@@ -96,7 +95,7 @@ def paired_speedup(mode_ok: pa.Table, base_ok: pa.Table, column: str = "e2e_ms")
 def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "baseline",
               server_metrics: pa.Table | None = None) -> list[ModeSummary]:
     modes = modes or sorted(set(table["mode"].to_pylist()))
-    has_slos = all(c in table.column_names for c in SLO_COLUMNS)   # joined by analysis.slo.with_slos
+    slos = has_slos(table)   # joined by analysis.slo.with_slos
     status_ok = pc.equal(table["status"], OK)
     base_ok = table.filter(pc.and_(status_ok, pc.equal(table["mode"], baseline)))
     out = []
@@ -116,7 +115,7 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
         span = (pc.max(t["offset_s"]).as_py() - pc.min(t["offset_s"]).as_py()) if t.num_rows else 0.0
         e2e_p99 = _q(ok["e2e_ms"], 0.99)
         ratio = None if mode == baseline or base_ok.num_rows == 0 else paired_speedup(ok, base_ok)
-        met = int(request_meets(t).sum()) if has_slos else 0
+        met = int(request_meets(t).sum()) if slos else 0
         out.append(ModeSummary(
             mode=mode,
             requests=t.num_rows,
@@ -144,8 +143,8 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
             mean_acceptance_length=spec.mean_acceptance_length if spec else None,
             speedup_low=ratio.low if ratio else None,
             speedup_high=ratio.high if ratio else None,
-            goodput_req_per_s=(met / duration if ok.num_rows else 0.0) if has_slos else math.nan,
-            goodput_share=met / t.num_rows if has_slos and t.num_rows else math.nan,
+            goodput_req_per_s=(met / duration if ok.num_rows else 0.0) if slos else math.nan,
+            goodput_share=met / t.num_rows if slos and t.num_rows else math.nan,
         ))
     return out
 

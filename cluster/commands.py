@@ -101,7 +101,7 @@ def up(console: Console, fleet_name: str, modes_text: str | None, state_path: Pa
     logs_dir.mkdir(parents=True, exist_ok=True)
     try:
         with Fleet(spec, modes, logs_dir, address=state.ray_address, cancelled=lambda: stop["signals"] > 0,
-                   on_ray_ready=arm, skipped=skipped) as fleet:
+                   on_ray_ready=arm) as fleet:
             console.print(fleet.plan.text(), soft_wrap=True)
             if not fleet.plan.all_at_once:
                 raise PlanError(f"`cluster up` keeps every mode up at once, and the cluster holds "

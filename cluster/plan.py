@@ -12,7 +12,7 @@ many modes per turn as fit together, so the replay order is the same whether or 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from cluster import FleetError
 from cluster.fleet import FleetSpec
@@ -88,7 +88,6 @@ class Plan:
     per_replica: float                       # units one replica takes
     cluster_units: float                     # units on the cluster's nodes (of the accelerator type)
     nodes: int = 0
-    skipped: dict[str, str] = field(default_factory=dict)   # mode -> why it is not run
 
     @property
     def at_once(self) -> int:
@@ -116,7 +115,7 @@ class Plan:
     def as_dict(self) -> dict:
         return {"turns": self.turns, "at_once": self.at_once, "replicas_per_mode": self.replicas_per_mode,
                 "replica_bundles": self.bundles, "unit": self.unit, "per_replica": self.per_replica,
-                "cluster_units": self.cluster_units, "nodes": self.nodes, "skipped": self.skipped,
+                "cluster_units": self.cluster_units, "nodes": self.nodes,
                 "text": self.text()}
 
 
@@ -171,7 +170,7 @@ def _shortfall(spec: FleetSpec, nodes: Sequence[Node], bundles: list[dict[str, f
     return f"a replica needs {need} on one node"
 
 
-def make_plan(spec: FleetSpec, modes: list[str], nodes: Sequence[Node], skipped: dict[str, str] | None = None) -> Plan:
+def make_plan(spec: FleetSpec, modes: list[str], nodes: Sequence[Node]) -> Plan:
     """The turns `modes` take on `nodes`; PlanError naming the shortfall when a mode fits nowhere."""
     if not modes:
         raise PlanError("no mode left to run")
@@ -193,5 +192,4 @@ def make_plan(spec: FleetSpec, modes: list[str], nodes: Sequence[Node], skipped:
             turns.append([mode])
     units = sum(_units_on(node, spec, key) for node in nodes)
     return Plan(modes=list(modes), replicas_per_mode=n, bundles=bundles, turns=turns, unit=unit,
-                per_replica=_total(bundles)[key], cluster_units=units, nodes=len(nodes),
-                skipped=dict(skipped or {}))
+                per_replica=_total(bundles)[key], cluster_units=units, nodes=len(nodes))

@@ -179,8 +179,7 @@ class Fleet:
     background and `release(mode)` stops it again; teardown always runs on the way out."""
 
     def __init__(self, spec: FleetSpec, modes: list[str], logs_dir: Path, address: str | None = None,
-                 cancelled: Callable[[], bool] = lambda: False, on_ray_ready: Callable[[], None] | None = None,
-                 skipped: dict[str, str] | None = None) -> None:
+                 cancelled: Callable[[], bool] = lambda: False, on_ray_ready: Callable[[], None] | None = None) -> None:
         unknown = [m for m in modes if m not in spec.modes]
         if unknown:
             raise FleetError(f"fleet {spec.name!r} has no mode {unknown[0]!r} (it has: {', '.join(spec.modes)})")
@@ -188,7 +187,6 @@ class Fleet:
         self.modes = modes
         self.logs_dir = logs_dir
         self.address = address
-        self.skipped = dict(skipped or {})
         self.replicas: list[Replica] = []
         self.plan: Plan | None = None
         self._started_ray = False
@@ -205,7 +203,7 @@ class Fleet:
     def __enter__(self) -> Fleet:
         try:
             self._init_ray()
-            self.plan = make_plan(self.spec, self.modes, nodes_from_ray(ray.nodes()), self.skipped)
+            self.plan = make_plan(self.spec, self.modes, nodes_from_ray(ray.nodes()))
         except BaseException:
             self.stop()
             raise

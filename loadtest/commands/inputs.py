@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from analysis.slo import has_targets
 from cluster import FleetError
 from cluster.fleet import FleetSpec, available_modes, load_fleet, redacted, resolve_modes
 from cluster.provision import Replica, ray_address
@@ -51,11 +52,6 @@ def prepare_trace(args: argparse.Namespace) -> Trace:
         raise ScenarioError(f"--slo-gate: the trace {trace.info['name']} sets no SLO target (slo_ttft_p99_ms, "
                             "slo_tpot_p99_ms, slo_e2e_p99_ms are empty); give tenants an `slo` in the scenario")
     return trace
-
-
-def has_targets(table: pa.Table) -> bool:
-    cols = [c for c in table.column_names if c.startswith("slo_")]
-    return any(table[c].null_count < table.num_rows for c in cols)
 
 
 def _trace(args: argparse.Namespace) -> Trace:

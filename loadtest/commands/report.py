@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from analysis.gate import ErrorCheck, error_checks
 from analysis.html import report_html
-from analysis.long_summary import long_summary, write_long_summary
+from analysis.long_summary import long_summary
 from analysis.markdown import report_markdown
 from analysis.reader import read_requests
 from analysis.server import load_server_metrics, spec_decode_stats
-from analysis.slo import SLO_COLUMNS, attainment, with_slos
+from analysis.slo import attainment, has_slos, with_slos
 from analysis.summary import summarize, tenant_speedups, write_summary, write_tenant_speedups
 from analysis.table import mode_table, slo_table, steady_state_note, tenant_table
 from loadtest.commands.manifest import Manifest
@@ -56,7 +57,7 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     write_summary(summaries, run_dir / "modes.parquet")
     server = {m: spec_decode_stats(metrics, m) for m in present} if metrics is not None else {}
     long = long_summary(table, manifest.run_id, present, server=server)
-    write_long_summary(long, run_dir / "summary.parquet")
+    pq.write_table(long, run_dir / "summary.parquet")
     notes: list[str] = []
     console.print(mode_table(summaries, title=f"{manifest.run_id} ({manifest.status})", skipped=manifest.skipped))
     for mode, why in manifest.skipped.items():
@@ -67,7 +68,7 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
         if len(by_tenant) > 1:
             console.print(tenant_table(by_tenant, modes))
     slos = None
-    if all(c in table.column_names for c in SLO_COLUMNS):
+    if has_slos(table):
         slos = attainment(table, [s.mode for s in summaries])
         console.print(slo_table(slos, modes))
         for a in slos if slo_details else []:   # under --slo-gate: why the gate fails (report.md has them all)

@@ -111,7 +111,6 @@ def main(args: argparse.Namespace) -> int:
 class Stage:
     """What every mode's replay shares once the fleet is up."""
 
-    fleet: Fleet | ExistingFleet
     progress: Progress
     tasks: dict[str, TaskID]   # mode -> its progress bar
     scraper: Scraper
@@ -138,7 +137,7 @@ class Run:
             modes = self.choice.modes
             tasks = {m: progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting", live="")
                      for m in modes}
-            stage = Stage(fleet, progress, tasks, stack.enter_context(Scraper(self.run_dir)), bringup)
+            stage = Stage(progress, tasks, stack.enter_context(Scraper(self.run_dir)), bringup)
             if self.args.parallel_modes:
                 self.manifest.mode_order = "parallel (all modes at once, sharing the client machine)"
                 self._up(stage, modes)
@@ -163,7 +162,7 @@ class Run:
         if existing is None:
             return Fleet(self.choice.spec, self.choice.modes, self.run_dir / "logs",
                          address=ray_address(self.args.address), cancelled=lambda: self.signals.stop,
-                         on_ray_ready=self.signals.rearm, skipped=self.choice.skipped)
+                         on_ray_ready=self.signals.rearm)
         if self.args.ray_workers and init_ray(ray_address(self.args.address) or existing.ray_address,
                                               log_file=self.run_dir / "logs" / "ray.log"):
             self.signals.rearm()  # ray.init installs its own SIGTERM handler
@@ -197,7 +196,7 @@ class Run:
         if mode in scraper.problems:
             self.console.print(f"[yellow]{mode}: no server-side metrics ({scraper.problems[mode]}); the replay "
                                "is unaffected, the acceptance column stays empty[/yellow]", soft_wrap=True)
-        self._report_dead_replicas(stage.fleet, replicas, mr)
+        self._report_dead_replicas(stage.bringup.fleet, replicas, mr)
         mr.ended_at = utc_now()
         self.manifest.write(self.run_dir)
 
