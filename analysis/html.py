@@ -83,15 +83,20 @@ def goodput_by_mode(summary: pa.Table, modes: list[str]) -> go.Figure | None:
 
 
 def acceptance_by_position(summary: pa.Table, modes: list[str]) -> go.Figure | None:
-    rows = [r for r in summary.to_pylist() if r["metric"] == "acceptance_at_position"]
+    """Both of the server's views, each trace named by its source: /metrics counters (solid) and
+    the responses' own per-request counts (hatched)."""
+    sources = {"acceptance_at_position": ("/metrics", ""), "request_acceptance_at_position": ("per request", "/")}
+    rows = [r for r in summary.to_pylist() if r["metric"] in sources and r["tenant"] == ALL]
     if not rows:
         return None
     fig = go.Figure()
-    for mode in dict.fromkeys(r["mode"] for r in rows):
-        mine = [r for r in rows if r["mode"] == mode]
-        fig.add_trace(go.Bar(x=[r["statistic"].removeprefix("pos") for r in mine], y=[r["value"] for r in mine],
-                             name=mode, marker_color=colours(modes)[mode]))
-    return _layout(fig, "server: share of drafts accepted at each position (/metrics)", "draft position",
+    for metric, (source, hatch) in sources.items():
+        for mode in dict.fromkeys(r["mode"] for r in rows if r["metric"] == metric):
+            mine = [r for r in rows if r["mode"] == mode and r["metric"] == metric]
+            fig.add_trace(go.Bar(x=[r["statistic"].removeprefix("pos") for r in mine], y=[r["value"] for r in mine],
+                                 name=f"{mode} ({source})", marker_color=colours(modes)[mode],
+                                 marker_pattern_shape=hatch))
+    return _layout(fig, "server: share of steps that accepted the draft at each position", "draft position",
                    "accepted share")
 
 

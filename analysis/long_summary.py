@@ -10,8 +10,11 @@ Metrics (latencies in ms, over requests that succeeded unless said):
 - `requests` by `status` and `error_kind` (statistic `count`);
 - `req_per_s`, `out_tok_per_s`, `goodput_req_per_s` (statistic `rate`), `goodput_share`;
 - `tokens_per_step` (client: completion tokens after the first chunk over chunks after the
-  first), `tokens_per_chunk`; server `acceptance_rate`, `mean_acceptance_length`,
-  `acceptance_at_position` (statistic `pos1`, `pos2`, ...), from /metrics counter increases;
+  first), `tokens_per_chunk`; the server's `acceptance_rate`, `mean_acceptance_length`,
+  `acceptance_at_position` (statistic `pos1`, `pos2`, ...) from /metrics counter increases
+  (statistic `server`, tenant `all`), and `acceptance_rate`, `mean_acceptance_length` (statistic
+  `requests`) and `request_acceptance_at_position` from each response's own counts (vLLM's
+  per-request metrics, the `spec_*` columns), per tenant too;
 - `speedup_ttft`, `speedup_tpot`, `speedup_e2e`: paired geometric mean over the baseline with
   `ci_low`/`ci_high`, and statistic `pairs` for how many requests were paired.
 """
@@ -19,19 +22,21 @@ Metrics (latencies in ms, over requests that succeeded unless said):
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analysis.cells import ALL, WORKERS, Cells, cell_stats, cells_of, codes
 from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
-from analysis.stats import floats, itl_per_chunk, itl_per_token, paired_speedup_ci, percentiles, tokens_per_step
-from analysis.summary import paired
+from analysis.stats import floats, paired_speedups_ci, percentiles
 from loadtest.records import OK, STATUSES
 
-ALL = "all"
 LATENCIES = ("ttft_ms", "tpot_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms")
 SPEEDUPS = {"speedup_ttft": "ttft_ms", "speedup_tpot": "tpot_ms", "speedup_e2e": "e2e_ms"}
+LIST_COLUMNS = ("itl_ms", "chunk_tokens")
 
 LONG_SCHEMA = pa.schema([
     pa.field("run_id", pa.string()), pa.field("mode", pa.string()), pa.field("tenant", pa.string()),
@@ -39,77 +44,208 @@ LONG_SCHEMA = pa.schema([
     pa.field("ci_low", pa.float64()), pa.field("ci_high", pa.float64()),
 ])
 
-
-class _Rows:
-    def __init__(self, run_id: str) -> None:
-        self.run_id, self.rows = run_id, []
-
-    def add(self, mode: str, tenant: str, metric: str, statistic: str, value: float | None,
-            low: float | None = None, high: float | None = None) -> None:
-        self.rows.append({"run_id": self.run_id, "mode": mode, "tenant": tenant, "metric": metric,
-                          "statistic": statistic, "value": math.nan if value is None else float(value),
-                          "ci_low": low, "ci_high": high})
+Cell = tuple[str, str]
+Rows = dict[Cell, list[tuple[str, str, float, float | None, float | None]]]
 
 
-def _group(out: _Rows, mode: str, tenant: str, t: pa.Table, base_ok: pa.Table | None, span_start: int) -> None:
-    ok = t.filter(pc.equal(t["status"], OK))
-    for status in STATUSES:
-        out.add(mode, tenant, "requests", status, pc.sum(pc.equal(t["status"], status)).as_py() or 0)
-    kinds = t.filter(pc.is_valid(t["error_kind"]))
-    if kinds.num_rows:
-        for row in pc.value_counts(pc.binary_join_element_wise(kinds["status"], kinds["error_kind"], "/")).to_pylist():
-            out.add(mode, tenant, "requests", row["values"], row["counts"])
-    for metric in LATENCIES:
-        for stat, value in percentiles(floats(ok[metric])).items():
-            out.add(mode, tenant, metric, stat, value)
-    for stat, value in percentiles(floats(t["lateness_ms"])).items():
-        out.add(mode, tenant, "lateness_ms", stat, value)
-    for name, values in (("itl_chunk_ms", itl_per_chunk(ok["itl_ms"])),
-                         ("itl_token_ms", itl_per_token(ok["itl_ms"], ok["chunk_tokens"]))):
-        for stat, value in percentiles(values).items():
-            out.add(mode, tenant, name, stat, value)
-    tokens = pc.sum(ok["completion_tokens"]).as_py() or 0
-    chunks = pc.sum(ok["n_chunks"]).as_py() or 0
-    out.add(mode, tenant, "tokens_per_chunk", "mean", tokens / chunks if chunks else math.nan)
-    out.add(mode, tenant, "tokens_per_step", "mean", tokens_per_step(ok["chunk_tokens"]))
-    duration = ((pc.max(ok["last_token_ns"]).as_py() - span_start) / 1e9) if ok.num_rows else math.nan
-    out.add(mode, tenant, "req_per_s", "rate", ok.num_rows / duration if ok.num_rows else 0.0)
-    out.add(mode, tenant, "out_tok_per_s", "rate", tokens / duration if ok.num_rows else 0.0)
-    if has_slos(t):
-        met = int(request_meets(t).sum())
-        out.add(mode, tenant, "goodput_req_per_s", "rate", met / duration if ok.num_rows else 0.0)
-        out.add(mode, tenant, "goodput_share", "share", met / t.num_rows if t.num_rows else math.nan)
-    if base_ok is not None:
-        for name, column in SPEEDUPS.items():
-            r = paired_speedup_ci(*paired(ok, base_ok, column))
-            if r is not None:
-                out.add(mode, tenant, name, "geomean", r.value, r.low, r.high)
-                out.add(mode, tenant, name, "pairs", r.pairs)
+def _add(rows: Rows, cell: Cell, metric: str, statistic: str, value: float | None,
+         low: float | None = None, high: float | None = None) -> None:
+    rows.setdefault(cell, []).append((metric, statistic, math.nan if value is None else float(value), low, high))
+
+
+def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> None:
+    """Counts, latency percentiles, rates and goodput: one pass per column over the rows in cell order."""
+    status = table["status"]
+    by_status = cells.counts(codes(status, list(STATUSES)), len(STATUSES))
+    for cell, n in by_status.items():
+        for name, count in zip(STATUSES, n, strict=True):
+            _add(rows, cell, "requests", name, count)
+    kinds = pc.binary_join_element_wise(status, table["error_kind"], "/")
+    names = sorted(k for k in pc.unique(kinds).to_pylist() if k is not None)
+    for cell, n in cells.counts(codes(kinds, names), len(names)).items():
+        for name, count in zip(names, n, strict=True):
+            if count:
+                _add(rows, cell, "requests", name, count)
+    columns = {m: np.where(ok, floats(table[m]), math.nan) for m in LATENCIES}
+    columns["lateness_ms"] = floats(table["lateness_ms"])
+    for metric, by_cell in cell_stats(cells, columns, percentiles).items():
+        for cell, stats in by_cell.items():
+            for stat, value in stats.items():
+                _add(rows, cell, metric, stat, value)
+    tokens = cells.sums(np.where(ok, floats(table["completion_tokens"]), 0.0))
+    chunks = cells.sums(np.where(ok, floats(table["n_chunks"]), 0.0))
+    done = {cell: float(n[STATUSES.index(OK)]) for cell, n in by_status.items()}
+    met = cells.sums(request_meets(table).astype(np.float64)) if has_slos(table) else None
+    scheduled = {cell: float(n.sum()) for cell, n in by_status.items()}
+    # each cell's rates over its mode's span: first scheduled send to the cell's last token
+    last = np.where(ok, pc.fill_null(table["last_token_ns"], 0).to_numpy(), 0)[cells.order]
+    first = table["scheduled_ns"].to_numpy()[cells.order]
+    start = {}
+    for mode, tenant, s in cells.cells():
+        if tenant == ALL:
+            start[mode] = first[s].min()
+        cell = (mode, tenant)
+        end = last[s].max()
+        duration = (end - start[mode]) / 1e9 if done[cell] else math.nan
+        _add(rows, cell, "tokens_per_chunk", "mean", tokens[cell] / chunks[cell] if chunks[cell] else math.nan)
+        _add(rows, cell, "req_per_s", "rate", done[cell] / duration if done[cell] else 0.0)
+        _add(rows, cell, "out_tok_per_s", "rate", tokens[cell] / duration if done[cell] else 0.0)
+        if met is not None:
+            _add(rows, cell, "goodput_req_per_s", "rate", met[cell] / duration if done[cell] else 0.0)
+            _add(rows, cell, "goodput_share", "share", met[cell] / scheduled[cell] if scheduled[cell] else math.nan)
+
+
+def _request_acceptance_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> None:
+    """The server's acceptance as each response reported it (`spec_*`, vLLM's per-request
+    metrics), summed per cell over the requests that succeeded and carry it: statistic
+    `requests` beside the /metrics view's `server`, and per draft position (steps that accepted
+    at least i drafts over all steps) as `request_acceptance_at_position`."""
+    steps_col = table["spec_steps"]
+    if steps_col.null_count == len(steps_col):
+        return
+    has = ok & pc.is_valid(steps_col).to_numpy(zero_copy_only=False)
+    steps = cells.sums(np.where(has, floats(steps_col), 0.0))
+    drafts = cells.sums(np.where(has, floats(table["spec_draft_tokens"]), 0.0))
+    accepted = cells.sums(np.where(has, floats(table["spec_accepted_tokens"]), 0.0))
+    hist = table["spec_acceptance_histogram"].combine_chunks()
+    lengths = pc.fill_null(pc.list_value_length(hist), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    lengths = np.where(has, lengths, 0)
+    width = int(lengths.max()) if len(lengths) else 0
+    by_position = None
+    if width > 1:
+        values = pc.list_flatten(hist).to_numpy(zero_copy_only=False).astype(np.float64)
+        all_lengths = pc.fill_null(pc.list_value_length(hist), 0).to_numpy(zero_copy_only=False)
+        row_of = np.repeat(np.arange(len(all_lengths)), all_lengths)
+        position = np.arange(len(values)) - np.repeat(np.cumsum(all_lengths) - all_lengths, all_lengths)
+        keep = has[row_of]
+        n_cells = len(cells.bounds) - 1
+        per = np.bincount(cells.bins[row_of[keep]] * width + position[keep], weights=values[keep],
+                          minlength=(n_cells + 1) * width)[:n_cells * width]
+        # steps that accepted at least i drafts: the histogram's tail from i
+        by_position = cells._per_mode(np.cumsum(per.reshape(n_cells, width)[:, ::-1], axis=1)[:, ::-1])
+    for cell in steps:
+        if not steps[cell]:
+            continue
+        _add(rows, cell, "acceptance_rate", "requests", accepted[cell] / drafts[cell] if drafts[cell] else math.nan)
+        _add(rows, cell, "mean_acceptance_length", "requests", 1 + accepted[cell] / steps[cell])
+        if by_position is not None:
+            for i in range(1, width):
+                _add(rows, cell, "request_acceptance_at_position", f"pos{i}", by_position[cell][i] / steps[cell])
+
+
+def _flat_after_first(lists: pa.Array, keep_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The values of each kept row's list after its first (the prefill chunk), in row order, and
+    how many each row gave."""
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    values = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+    keep = np.repeat(keep_rows, lengths)
+    keep[np.cumsum(lengths)[(lengths > 0)] - lengths[lengths > 0]] = False      # each list's first
+    return values[keep], np.where(keep_rows, np.maximum(lengths - 1, 0), 0)
+
+
+def _split(mode: str, tenants: list[str], bounds: np.ndarray, values: np.ndarray,
+           per_row: np.ndarray) -> list[tuple[Cell, np.ndarray]]:
+    """One mode's flattened values (its rows in cell order gave `per_row` each; its tenant k's
+    rows are bounds[k]:bounds[k + 1]) as the mode's and each tenant's."""
+    ends = np.concatenate([[0], np.cumsum(per_row)])[bounds]
+    cuts = [(ALL, slice(ends[0], ends[-1]))]
+    cuts += [(tenant, slice(ends[j], ends[j + 1])) for j, tenant in enumerate(tenants) if bounds[j + 1] > bounds[j]]
+    return [((mode, tenant), values[s]) for tenant, s in cuts]
+
+
+def _chunk_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> None:
+    """ITL per chunk and per token and tokens per step, one mode at a time (its lists flattened
+    in cell order), so memory holds one mode's chunks."""
+    t = len(cells.tenants)
+    for m, mode in enumerate(cells.modes):
+        order = cells.order[cells.bounds[m * t]:cells.bounds[m * t + t]]
+        if not len(order):
+            continue
+        bounds = cells.bounds[m * t:m * t + t + 1] - cells.bounds[m * t]
+        idx = pa.array(order)
+        itl = table["itl_ms"].take(idx).combine_chunks()
+        tokens = table["chunk_tokens"].take(idx).combine_chunks()
+        mine_ok = ok[order]
+        same = pc.fill_null(pc.equal(pc.list_value_length(itl), pc.list_value_length(tokens)), False)
+        both = mine_ok & same.to_numpy(zero_copy_only=False)
+        gaps, gap_rows = _flat_after_first(itl, mine_ok)
+        step_tokens, token_rows = _flat_after_first(tokens, mine_ok)
+        if (both == mine_ok).all():          # the usual case: every record has a count per chunk
+            paired_gaps, pair_rows, paired_tokens = gaps, gap_rows, step_tokens
+        else:
+            paired_gaps, pair_rows = _flat_after_first(itl, both)
+            paired_tokens, _ = _flat_after_first(tokens, both)
+        per_token_ok = paired_tokens > 0
+        if per_token_ok.all():
+            per_token = paired_gaps / paired_tokens
+        else:
+            per_token = paired_gaps[per_token_ok] / paired_tokens[per_token_ok]
+            pair_rows = np.bincount(np.repeat(np.arange(len(order)), pair_rows)[per_token_ok], minlength=len(order))
+        jobs = [(name, cell, part) for name, values, per_row in (("itl_chunk_ms", gaps, gap_rows),
+                                                                ("itl_token_ms", per_token, pair_rows))
+                for cell, part in _split(mode, cells.tenants, bounds, values, per_row)]
+        with ThreadPoolExecutor(WORKERS) as pool:     # numpy's partition releases the GIL
+            for (name, cell, _), stats in zip(jobs, pool.map(lambda job: percentiles(job[2]), jobs), strict=True):
+                for stat, value in stats.items():
+                    _add(rows, cell, name, stat, value)
+        for cell, part in _split(mode, cells.tenants, bounds, step_tokens, token_rows):
+            _add(rows, cell, "tokens_per_step", "mean", part.mean(dtype=np.float64) if len(part) else math.nan)
+
+
+def _speedup_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray, baseline: str) -> None:
+    """Paired speedups over the baseline, the pairs found by request_id (the same request in both)."""
+    if baseline not in cells.modes:
+        return
+    t = len(cells.tenants)
+    ids = pc.dictionary_encode(table["request_id"].combine_chunks())      # one dictionary: ids as integers
+    id_code = ids.indices.to_numpy(zero_copy_only=False)
+    mode_code = np.where(cells.key >= 0, cells.key // t, -1)
+    tenant_code = cells.key % t
+    base_rows = np.flatnonzero(ok & (mode_code == cells.modes.index(baseline)))
+    if not len(base_rows):
+        return
+    base_at = np.full(len(ids.dictionary), -1, dtype=np.int64)
+    base_at[id_code[base_rows]] = base_rows
+    values = {c: floats(table[c]) for c in SPEEDUPS.values()}
+    for m, mode in enumerate(cells.modes):
+        if mode == baseline:
+            continue
+        mine = np.flatnonzero(ok & (mode_code == m))
+        at = base_at[id_code[mine]]
+        mine, at = mine[at >= 0], at[at >= 0]
+        groups = [(ALL, slice(None))] + [(name, tenant_code[mine] == j) for j, name in enumerate(cells.tenants)]
+        pairs = {name: (values[column][at], values[column][mine]) for name, column in SPEEDUPS.items()}
+        for tenant_name, rows_in in groups:
+            ratios = paired_speedups_ci([(old[rows_in], new[rows_in]) for old, new in pairs.values()])
+            for name, r in zip(pairs, ratios, strict=True):
+                if r is not None:
+                    _add(rows, (mode, tenant_name), name, "geomean", r.value, r.low, r.high)
+                    _add(rows, (mode, tenant_name), name, "pairs", r.pairs)
 
 
 def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str = "baseline",
                  server: dict[str, SpecDecodeStats | None] | None = None) -> pa.Table:
-    """The summary of one run's records (joined with their SLO targets when it has them)."""
-    out = _Rows(run_id)
-    base_all = table.filter(pc.and_(pc.equal(table["mode"], baseline), pc.equal(table["status"], OK)))
-    tenants = sorted(set(table["tenant"].to_pylist()))
+    """The summary of one run's records (joined with their SLO targets when it has them). The
+    per-chunk statistics need the list columns; a table read without them has none."""
+    cells = cells_of(table, modes)
+    ok = pc.equal(table["status"], OK).to_numpy(zero_copy_only=False)
+    rows: Rows = {}
+    _request_rows(rows, table, cells, ok)
+    if "spec_steps" in table.column_names:
+        _request_acceptance_rows(rows, table, cells, ok)
+    if all(c in table.column_names for c in LIST_COLUMNS):
+        _chunk_rows(rows, table, cells, ok)
+    _speedup_rows(rows, table, cells, ok, baseline)
     for mode in modes:
-        mine = table.filter(pc.equal(table["mode"], mode))
-        if not mine.num_rows:
-            continue
-        start = pc.min(mine["scheduled_ns"]).as_py()
-        paired_with = base_all if mode != baseline and base_all.num_rows else None
-        _group(out, mode, ALL, mine, paired_with, start)
-        for tenant in tenants:
-            t = mine.filter(pc.equal(mine["tenant"], tenant))
-            if t.num_rows:
-                base = (paired_with.filter(pc.equal(paired_with["tenant"], tenant))
-                        if paired_with is not None else None)
-                _group(out, mode, tenant, t, base, start)
         spec = (server or {}).get(mode)
         if spec is not None:
-            out.add(mode, ALL, "acceptance_rate", "server", spec.acceptance_rate)
-            out.add(mode, ALL, "mean_acceptance_length", "server", spec.mean_acceptance_length)
+            _add(rows, (mode, ALL), "acceptance_rate", "server", spec.acceptance_rate)
+            _add(rows, (mode, ALL), "mean_acceptance_length", "server", spec.mean_acceptance_length)
             for i, share in enumerate(spec.per_position):
-                out.add(mode, ALL, "acceptance_at_position", f"pos{i + 1}", share)
-    return pa.Table.from_pylist(out.rows, schema=LONG_SCHEMA)
+                _add(rows, (mode, ALL), "acceptance_at_position", f"pos{i + 1}", share)
+    out = {f.name: [] for f in LONG_SCHEMA}
+    for mode, tenant, _ in cells.cells():
+        for metric, statistic, value, low, high in rows.get((mode, tenant), []):
+            for name, v in zip(out, (run_id, mode, tenant, metric, statistic, value, low, high), strict=True):
+                out[name].append(v)
+    return pa.table(out, schema=LONG_SCHEMA)

@@ -85,6 +85,16 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
             out += [f"## Speedup over the baseline by tenant: {title}", "", _table(["tenant", *spec_modes], rows), ""]
         rows = [[t, *[_num(v.get(m, "tokens_per_step", "mean", t)) for m in v.modes]] for t in v.tenants]
         out += ["## Tokens per step by tenant (client)", "", _table(["tenant", *v.modes], rows), ""]
+        told = [m for m in v.modes if v.get(m, "mean_acceptance_length", "requests") is not None]
+        if told:
+            rows = [[t, *[f"{_num(v.get(m, 'mean_acceptance_length', 'requests', t))} "
+                          f"({_num(v.get(m, 'acceptance_rate', 'requests', t), '.0%')})" for m in told]]
+                    for t in [*v.tenants, ALL]]
+            out += ["## Acceptance by tenant (server, per request)", "",
+                    "Mean acceptance length (draft acceptance rate), from each response's own "
+                    "`metrics.speculative_decoding` summed over the tenant's requests: the server's count, "
+                    "which the client's tokens per step can only estimate.", "",
+                    _table(["tenant", *told], rows), ""]
     if slos:
         cells = {(a.tenant, a.mode): a for a in slos}
         shown = [m for m in v.modes if any(a.mode == m for a in slos)]
@@ -115,6 +125,14 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
                  *[_num(v.get(m, "acceptance_at_position", p), ".0%") for p in positions]]
                 for m in v.modes if v.get(m, "acceptance_rate", "server") is not None]
         out += ["## Acceptance (server, from /metrics counter increases)", "",
+                _table(["mode", "rate", "mean length", *positions], rows), ""]
+    positions = sorted({k[3] for k in v.cells if k[2] == "request_acceptance_at_position"}, key=lambda s: int(s[3:]))
+    if positions:
+        rows = [[m, _num(v.get(m, "acceptance_rate", "requests"), ".0%"),
+                 _num(v.get(m, "mean_acceptance_length", "requests")),
+                 *[_num(v.get(m, "request_acceptance_at_position", p), ".0%") for p in positions]]
+                for m in v.modes if v.get(m, "acceptance_rate", "requests") is not None]
+        out += ["## Acceptance (server, per request: each response's metrics.speculative_decoding)", "",
                 _table(["mode", "rate", "mean length", *positions], rows), ""]
     if notes:
         out += ["## Notes", "", *[f"- {n}" for n in notes], ""]

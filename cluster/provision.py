@@ -26,7 +26,7 @@ from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from cluster import FleetError, StartupCancelled
-from cluster.argv import serve_argv
+from cluster.argv import installed_vllm_version, serve_argv
 from cluster.fleet import FleetSpec
 from cluster.plan import Plan, PlanError, make_plan, nodes_from_ray, replica_bundles
 from common.process import die_with_parent, stop_group
@@ -297,7 +297,8 @@ class Fleet:
         cuda = None
         if gpu:
             cuda = ray.get(rep.actor.gpu_ids.remote()) + [g for h in rep.holders for g in ray.get(h.gpu_ids.remote())]
-        argv = serve_argv(spec, mode, port)
+        argv = serve_argv(spec, mode, port, vllm_version=installed_vllm_version(spec.vllm_python)
+                          if spec.engine == "vllm" else None)
         log.info("starting %s: %s", rep.label, argv)
         env = dict(spec.env)
         if spec.engine == "vllm" and spec.device == "cpu" and "VLLM_CPU_OMP_THREADS_BIND" not in env:

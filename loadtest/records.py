@@ -8,6 +8,10 @@ Columns named in the result contract are never renamed; later work may add colum
 - `ttft_ms`, `e2e_ms` run from the send; `ttft_sched_ms`, `e2e_sched_ms` from the scheduled time,
   so a client that fell behind cannot hide the queueing it caused (coordinated omission).
 - `tpot_ms` = (e2e - ttft) / (completion_tokens - 1), tokens from `usage`, never counted events.
+- `spec_*`: the server's own count of this request's speculation, where it sends one (vLLM 0.29+
+  with `--per-request-spec-decode-metrics`, and the simulator): steps that verified drafts,
+  draft tokens, accepted draft tokens, and `spec_acceptance_histogram[k]` = steps that accepted
+  k drafts. Null when the server sent none.
 """
 
 from __future__ import annotations
@@ -51,7 +55,15 @@ REQUEST_SCHEMA = pa.schema([
     pa.field("http_status", pa.int32()),
     pa.field("error_kind", pa.string()),
     pa.field("error", pa.string()),
+    pa.field("spec_steps", pa.int32()),
+    pa.field("spec_draft_tokens", pa.int32()),
+    pa.field("spec_accepted_tokens", pa.int32()),
+    pa.field("spec_acceptance_histogram", pa.list_(pa.int32())),
 ])
+
+# Columns added to the contract after its first version: a dataset written before lacks them, and
+# reads as if each of its rows held null there.
+ADDED_COLUMNS = ("spec_steps", "spec_draft_tokens", "spec_accepted_tokens", "spec_acceptance_histogram")
 
 
 @dataclass(slots=True)
@@ -83,6 +95,10 @@ class RequestRecord:
     http_status: int | None = None
     error_kind: str | None = None
     error: str | None = None
+    spec_steps: int | None = None
+    spec_draft_tokens: int | None = None
+    spec_accepted_tokens: int | None = None
+    spec_acceptance_histogram: list[int] | None = None
 
     @property
     def n_chunks(self) -> int:

@@ -100,9 +100,20 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
         client_len = (pc.sum(ok["completion_tokens"]).as_py() - ok.num_rows) / passes
         if mode == "baseline":
             assert summary["mean_acceptance_length"] is None
+            assert ok["spec_steps"].null_count == 16      # no speculation, no per-request counts
         else:
             assert summary["mean_acceptance_length"] == pytest.approx(client_len, rel=0.05), mode
             assert 0 < summary["acceptance_rate"] < 1
+            # each response's own count (--per-request-spec-decode-metrics summary): the prefill's
+            # token, then 1 + accepted per verification step
+            for r in ok.to_pylist():
+                assert 1 + r["spec_steps"] + r["spec_accepted_tokens"] == r["completion_tokens"], r
+                assert sum(r["spec_acceptance_histogram"]) == r["spec_steps"]
+            long = {(r["tenant"], r["metric"], r["statistic"]): r["value"]
+                    for r in pq.read_table(run_dir / "summary.parquet").to_pylist() if r["mode"] == mode}
+            steps, accepted = pc.sum(ok["spec_steps"]).as_py(), pc.sum(ok["spec_accepted_tokens"]).as_py()
+            assert long[("all", "mean_acceptance_length", "requests")] == pytest.approx(1 + accepted / steps)
+            assert any(t != "all" and m == "mean_acceptance_length" and st == "requests" for t, m, st in long)
     assert list((run_dir / "server_metrics").glob("mode=*/part-*.parquet"))
     for mode in MODES:  # the client's report on itself
         client = manifest["mode_runs"][mode]["client"]

@@ -107,6 +107,40 @@ def test_acceptance_from_metrics_matches_client_tokens_per_chunk(mode):
     assert 1 + accepted / drafts == pytest.approx(tokens / chunks, rel=0.05)
 
 
+def test_per_request_acceptance_is_on_the_final_usage_chunk_and_adds_up_to_metrics():
+    """--per-request-spec-decode-metrics summary, as vLLM 0.29+: the last chunk (with the usage)
+    carries `metrics.speculative_decoding`, consistent with the usage, and the requests' counts
+    sum to the increase of /metrics's counters."""
+    with sim_server("--speculative-config", SPECS["eagle"], "-tp", "4", "--time-scale", "0.05",
+                    "--per-request-spec-decode-metrics", "summary") as url:
+        before = _spec_counters(url)
+        steps = accepted = 0
+        for i in range(4):
+            chunks = _stream(url, 90, prompt=make_prompt("chat", None, 600, i, i))
+            assert [c for c in chunks if "metrics" in c] == [chunks[-1]] and not chunks[-1]["choices"]
+            spec = chunks[-1]["metrics"]["speculative_decoding"]
+            hist = spec["acceptance_histogram"]
+            assert len(hist) == 5 + 1 and sum(hist) == spec["num_spec_steps"]
+            assert spec["num_accepted_draft_tokens"] == sum(k * n for k, n in enumerate(hist))
+            assert spec["num_draft_tokens"] == 5 * spec["num_spec_steps"]
+            assert spec["mean_acceptance_length"] == pytest.approx(1 + spec["num_accepted_draft_tokens"]
+                                                                   / spec["num_spec_steps"])
+            # one token from prefill, then 1 + accepted per verification step
+            assert 1 + spec["num_spec_steps"] + spec["num_accepted_draft_tokens"] == 90
+            steps += spec["num_spec_steps"]
+            accepted += spec["num_accepted_draft_tokens"]
+        after = _spec_counters(url)
+        whole = requests.post(f"{url}/v1/completions", json={"model": MODEL, "prompt": PROSE, "max_tokens": 20,
+                                                              "ignore_eos": True}, timeout=60).json()
+        assert whole["metrics"]["speculative_decoding"]["num_spec_steps"] > 0
+    assert steps == after["vllm:spec_decode_num_drafts"] - before["vllm:spec_decode_num_drafts"]
+    assert accepted == after["vllm:spec_decode_num_accepted_tokens"] - before["vllm:spec_decode_num_accepted_tokens"]
+
+
+def test_no_per_request_acceptance_unless_asked(draft_sim):
+    assert all("metrics" not in c for c in _stream(draft_sim, 30))
+
+
 def test_streamed_timing_follows_the_model():
     with sim_server("-tp", "4") as url:  # real time
         model_step = requests.get(f"{url}/sim/info", timeout=5).json()["performance_model"]["single_stream_step_s"]

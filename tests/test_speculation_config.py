@@ -77,10 +77,23 @@ def test_vllm_argv_per_method(mode, expected):
 
 def test_sim_argv_is_vllm_argv_plus_sim_flags():
     mode = {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}
-    vllm, sim = serve_argv(_fleet("vllm", **mode), "m", 9000), serve_argv(_fleet("sim", **mode), "m", 9000)
+    vllm = serve_argv(_fleet("vllm", **mode), "m", 9000, vllm_version="0.32.0")
+    sim = serve_argv(_fleet("sim", **mode), "m", 9000)
     assert sim[1:3] == ["-m", "cluster.sim"]  # the simulator starts without the client packages
     assert sim[3:3 + len(vllm) - 2] == vllm[2:]
     assert "--hardware" in sim and "--time-scale" in sim
+    assert vllm[vllm.index("--per-request-spec-decode-metrics") + 1] == "summary"
+
+
+def test_per_request_acceptance_is_asked_for_only_where_the_server_has_the_flag():
+    mode = {"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3-Instruct-70B", "num_speculative_tokens": 3}
+    for version, asked in (("0.28.1", False), ("0.29.0", True), (None, False)):
+        assert ("--per-request-spec-decode-metrics" in serve_argv(_fleet("vllm", **mode), "m", 1, vllm_version=version)
+                ) is asked
+    assert "--per-request-spec-decode-metrics" not in serve_argv(_fleet("sim", method="none"), "m", 1)
+    off = FleetSpec.model_validate({"name": "t", "engine": "sim", "model": "m-8B", "per_request_spec_decode_metrics":
+                                    "none", "modes": {"m": mode}})
+    assert "--per-request-spec-decode-metrics" not in serve_argv(off, "m", 1)
 
 
 @pytest.mark.parametrize("legacy, expected", [

@@ -19,6 +19,7 @@ from analysis.stats import (
     itl_per_token,
     meets_slos,
     paired_speedup_ci,
+    paired_speedups_ci,
     percentiles,
     tokens_per_step,
 )
@@ -70,6 +71,35 @@ def test_the_95_percent_interval_holds_the_true_ratio_in_about_95_percent_of_cas
         r = paired_speedup_ci(base, mode, resamples=1000, seed=seed)
         hits += r.low <= math.exp(true_log) <= r.high
     assert 0.91 <= hits / cases <= 0.98, hits / cases
+
+
+def test_past_20000_pairs_the_little_bootstraps_hold_the_true_ratio_in_about_95_percent_of_cases():
+    """The bag of little bootstraps (forced here at 3,000 pairs so the test is quick), for two
+    metrics at once, one missing on every 7th request as TPOT is on one-token answers."""
+    hits, cases = np.zeros(2), 300
+    for seed in range(cases):
+        rng = np.random.default_rng(20_000 + seed)
+        true_log = rng.uniform(-0.5, 0.8)
+        base = rng.lognormal(7, 0.6, 3000)
+        mode = base / np.exp(rng.normal(true_log, 0.4, 3000))
+        gappy = mode.copy()
+        gappy[::7] = math.nan
+        ratios = paired_speedups_ci([(base, mode), (base, gappy)], seed=seed, exact_max_pairs=0)
+        hits += [r.low <= math.exp(true_log) <= r.high for r in ratios]
+        assert ratios[1].pairs == 3000 - len(range(0, 3000, 7))
+        assert ratios[1].value == pytest.approx(math.exp(np.nanmean(np.log(base / gappy))))
+    assert all(0.92 <= h / cases <= 0.98 for h in hits), hits / cases
+
+
+def test_the_little_bootstraps_agree_with_the_full_bootstrap_on_one_large_sample():
+    rng = np.random.default_rng(8)
+    base = rng.lognormal(7, 0.6, 30_000)
+    mode = base / rng.lognormal(0.2, 0.5, 30_000)
+    blb = paired_speedup_ci(base, mode)                           # 30,000 pairs: the little bootstraps
+    full = paired_speedup_ci(base, mode, exact_max_pairs=10**9)
+    assert blb.value == full.value
+    width = full.high - full.low
+    assert abs(blb.low - full.low) < 0.1 * width and abs(blb.high - full.high) < 0.1 * width
 
 
 def test_slos_per_request():
@@ -229,3 +259,20 @@ def test_the_long_summary_against_numpy_on_raw_rows():
                 assert low < value < high
                 assert got[(*key, "speedup_tpot", "pairs")][0] == len(pairs)
     assert ("baseline", "all", "speedup_e2e", "geomean") not in got
+
+
+def test_the_long_summary_leaves_out_modes_not_asked_for_and_modes_without_rows():
+    from analysis.long_summary import long_summary
+
+    rows = [_row(mode, i, ("chat", "code")[i % 3 == 0], e2e=100.0 + i) for mode in ("baseline", "ngram", "eagle")
+            for i in range(30)]
+    rows = [r for r in rows if not (r["mode"] == "eagle" and r["tenant"] == "code")]   # eagle served no code
+    long = long_summary(pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA), "r", ["baseline", "eagle", "medusa"])
+    cells = {(r["mode"], r["tenant"]) for r in long.to_pylist()}
+    assert cells == {("baseline", "all"), ("baseline", "chat"), ("baseline", "code"), ("eagle", "all"),
+                     ("eagle", "chat")}
+    got = {(r["mode"], r["tenant"], r["metric"], r["statistic"]): r["value"] for r in long.to_pylist()}
+    eagle = [r["e2e_ms"] for r in rows if r["mode"] == "eagle"]
+    assert got[("eagle", "all", "e2e_ms", "p90")] == pytest.approx(np.percentile(eagle, 90))
+    assert got[("eagle", "all", "requests", "ok")] == len(eagle)
+    assert got[("eagle", "chat", "speedup_e2e", "pairs")] == len(eagle)

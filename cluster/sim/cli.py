@@ -37,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9,
                    help="Fraction of GPU memory vLLM may use (default 0.9).")
     p.add_argument("--api-key", help="Require `Authorization: Bearer KEY` on /v1 routes.")
+    p.add_argument("--per-request-spec-decode-metrics", choices=("none", "summary", "detailed"), default="none",
+                   help="As vLLM 0.29+: add each request's acceptance (metrics.speculative_decoding) to its "
+                        "response, on the final usage chunk of a stream (default none; detailed = summary here).")
     sim = p.add_argument_group("simulator-only options")
     sim.add_argument("--hardware", default="h100-sxm", choices=sorted(HARDWARE), help="GPU profile (default h100-sxm).")
     sim.add_argument("--seed", type=int, default=0, help="Seed of the acceptance draws (default 0).")
@@ -86,7 +89,8 @@ def build(args: argparse.Namespace) -> tuple[SimServer, str, int]:
         )
     names = tuple(args.served_model_name or [model])
     engine = Engine(dep, max_num_seqs=args.max_num_seqs, time_scale=args.time_scale, seed=args.seed)
-    cfg = ServerConfig(model, names, args.max_model_len or DEFAULT_MAX_MODEL_LEN, args.api_key, faults, args.seed)
+    cfg = ServerConfig(model, names, args.max_model_len or DEFAULT_MAX_MODEL_LEN, args.api_key, faults, args.seed,
+                       args.per_request_spec_decode_metrics)
     server = SimServer(cfg, engine)
     return server, args.host, args.port
 

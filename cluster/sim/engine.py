@@ -43,6 +43,12 @@ class Sequence:
     outbox: asyncio.Queue[int] = field(default_factory=asyncio.Queue)  # tokens per chunk; 0 = done
     alphas: np.ndarray | None = None  # per-position acceptance, set when the engine takes it
     stop: tuple[int, int, str] | None = None  # a stop string ends it: (tokens, visible chars, string)
+    # Its own speculation, as vLLM's --per-request-spec-decode-metrics reports it: steps that
+    # verified drafts, drafted and accepted tokens, and how many steps accepted 0, 1, ... K.
+    spec_steps: int = 0
+    spec_draft_tokens: int = 0
+    spec_accepted: int = 0
+    spec_histogram: list[int] = field(default_factory=list)
 
     @property
     def context(self) -> int:
@@ -253,6 +259,12 @@ class Engine:
                 for pos in range(k):
                     st.accepted_per_pos[pos] += int((accepted > pos).sum())
                 for s, a in zip(decoding, accepted.tolist(), strict=True):
+                    s.spec_steps += 1
+                    s.spec_draft_tokens += k
+                    s.spec_accepted += a
+                    if not s.spec_histogram:
+                        s.spec_histogram = [0] * (k + 1)
+                    s.spec_histogram[a] += 1
                     self._emit(s, 1 + a, now)
             else:
                 for s in decoding:

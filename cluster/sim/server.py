@@ -88,6 +88,7 @@ class ServerConfig:
     api_key: str | None = None
     faults: Faults = field(default_factory=Faults)
     seed: int = 0
+    per_request_spec_decode_metrics: str = "none"    # vLLM's flag: none, summary or detailed
 
 
 class RequestError(Exception):
@@ -337,6 +338,9 @@ class SimServer:
             obj = "text_completion"
         out = {"id": rid, "object": obj, "created": int(time.time()), "model": body.get("model") or
                self.cfg.served_model_names[0], "choices": [choice], "usage": usage}
+        spec = spec_decode_metrics(seq, self.cfg.per_request_spec_decode_metrics)
+        if spec is not None:
+            out["metrics"] = {"speculative_decoding": spec}
         return web.Response(body=orjson.dumps(out), content_type="application/json")
 
     async def _stream(self, request: web.Request, body: dict[str, Any], seq: Sequence,
@@ -356,6 +360,10 @@ class SimServer:
             if continuous or choice is None:
                 chunk["usage"] = {"prompt_tokens": seq.prompt_tokens, "total_tokens": seq.prompt_tokens + tokens,
                                   "completion_tokens": tokens}
+            if choice is None:   # the final usage chunk carries the request's own acceptance, as vLLM's does
+                spec = spec_decode_metrics(seq, self.cfg.per_request_spec_decode_metrics)
+                if spec is not None:
+                    chunk["metrics"] = {"speculative_decoding": spec}
             return b"data: " + orjson.dumps(chunk) + b"\n\n"
 
         if chat:
@@ -395,6 +403,20 @@ class SimServer:
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
+
+
+def spec_decode_metrics(seq: Sequence, level: str) -> dict[str, Any] | None:
+    """The response's `metrics.speculative_decoding`, as vLLM (0.29 and later) sends it with
+    `--per-request-spec-decode-metrics summary` (field names from vLLM's own test of the flag,
+    tests/e2e/.../test_per_request_spec_decode_metrics.py); None when no step of the request
+    verified drafts or the flag is off. `detailed` adds nothing here: the simulator keeps no
+    per-step lists."""
+    if level == "none" or not seq.spec_steps:
+        return None
+    return {"mean_acceptance_length": 1 + seq.spec_accepted / seq.spec_steps,
+            "draft_acceptance_rate": seq.spec_accepted / seq.spec_draft_tokens if seq.spec_draft_tokens else 0.0,
+            "acceptance_histogram": list(seq.spec_histogram), "num_spec_steps": seq.spec_steps,
+            "num_accepted_draft_tokens": seq.spec_accepted, "num_draft_tokens": seq.spec_draft_tokens}
 
 
 def _percentiles(values) -> dict[str, float | int]:

@@ -17,7 +17,7 @@ from geventhttpclient.client import HTTPClientPool
 from geventhttpclient.url import URL
 
 from loadtest.records import RequestRecord
-from loadtest.request.sse import StreamError, StreamMeasurement
+from loadtest.request.sse import StreamError, StreamMeasurement, spec_counts
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,9 @@ def _fill(rec: RequestRecord, m: StreamMeasurement, scheduled: float, clock: Clo
     rec.finish_reason = m.finish_reason
     rec.itl_ms = m.itl_ms
     rec.chunk_tokens = m.tokens_per_chunk
+    if m.spec is not None:
+        rec.spec_steps, rec.spec_draft_tokens, rec.spec_accepted_tokens, rec.spec_acceptance_histogram = \
+            spec_counts(m.spec)
     if m.chunk_times:
         first, last = m.chunk_times[0], m.chunk_times[-1]
         rec.first_token_ns, rec.last_token_ns = clock.to_ns(first), clock.to_ns(last)

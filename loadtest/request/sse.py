@@ -33,6 +33,7 @@ class StreamMeasurement:
     done: bool = False
     saw_data: bool = False                        # a `data:` line came (else the body was not SSE)
     first_line: bytes = b""                       # the body's first line, to show when it was not SSE
+    spec: dict | None = None                      # the server's metrics.speculative_decoding for this request
     _tokens_so_far: int = 0
 
     def feed(self, line: bytes, now: float) -> None:
@@ -59,6 +60,11 @@ class StreamMeasurement:
             msg = err.get("message", str(err)) if isinstance(err, dict) else str(err)
             raise StreamError("server_error", f"server error in stream: {msg}"[:500])
         usage = obj.get("usage")
+        if "metrics" in obj:          # vLLM 0.29+ with --per-request-spec-decode-metrics: on the final usage chunk
+            metrics = obj["metrics"]
+            spec = metrics.get("speculative_decoding") if type(metrics) is dict else None
+            if type(spec) is dict:
+                self.spec = spec
         if usage is not None and type(usage) is dict:
             self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
             completion = usage.get("completion_tokens")
@@ -99,3 +105,19 @@ class StreamMeasurement:
     @property
     def tokens_per_chunk(self) -> list[int] | None:
         return self.chunk_tokens if self.running_usage and self.chunk_times else None
+
+
+def _count(value) -> int | None:
+    return value if type(value) is int and 0 <= value < 2**31 else None
+
+
+def spec_counts(spec: dict) -> tuple[int | None, int | None, int | None, list[int] | None]:
+    """(spec steps, draft tokens, accepted draft tokens, acceptance histogram) from a response's
+    `metrics.speculative_decoding`; a field that is missing or not a count is None (the request
+    itself still counts: this is the server's extra view of it, not its answer)."""
+    hist = spec.get("acceptance_histogram")
+    if type(hist) is not list or not all(_count(h) is not None for h in hist):
+        hist = None
+    return (_count(spec.get("num_spec_steps")), _count(spec.get("num_draft_tokens")),
+            _count(spec.get("num_accepted_draft_tokens")), hist)
+
