@@ -8,7 +8,9 @@ Metrics (latencies in ms, over requests that succeeded unless said):
 - `itl_chunk_ms` (gaps between text chunks: what a user sees) and `itl_token_ms` (each gap over
   the tokens its chunk carried); statistics p50, p90, p95, p99, max;
 - `requests` by `status` and `error_kind` (statistic `count`);
-- `req_per_s`, `out_tok_per_s`, `goodput_req_per_s` (statistic `rate`), `goodput_share`;
+- `req_per_s`, `out_tok_per_s`, `goodput_req_per_s` (statistic `rate`: completions inside the
+  mode's steady window per second, NaN when the replay was too short for one; see
+  analysis.steady), `steady_window_s` (`length`), `goodput_share` (of all scheduled);
 - `tokens_per_step` (client: completion tokens after the first chunk over chunks after the
   first), `tokens_per_chunk`; the server's `acceptance_rate`, `mean_acceptance_length`,
   `acceptance_at_position` (statistic `pos1`, `pos2`, ...) from /metrics counter increases
@@ -32,6 +34,7 @@ from analysis.cells import ALL, WORKERS, Cells, cell_stats, cells_of, codes
 from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
 from analysis.stats import floats, paired_speedups_ci, percentiles
+from analysis.steady import in_window, steady_window
 from loadtest.records import OK, STATUSES
 
 LATENCIES = ("ttft_ms", "tpot_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms")
@@ -74,24 +77,34 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
                 _add(rows, cell, metric, stat, value)
     tokens = cells.sums(np.where(ok, floats(table["completion_tokens"]), 0.0))
     chunks = cells.sums(np.where(ok, floats(table["n_chunks"]), 0.0))
-    done = {cell: float(n[STATUSES.index(OK)]) for cell, n in by_status.items()}
-    met = cells.sums(request_meets(table).astype(np.float64)) if has_slos(table) else None
+    meets = request_meets(table) if has_slos(table) else None
+    met = cells.sums(meets.astype(np.float64)) if meets is not None else None
     scheduled = {cell: float(n.sum()) for cell, n in by_status.items()}
-    # each cell's rates over its mode's span: first scheduled send to the cell's last token
-    last = np.where(ok, pc.fill_null(table["last_token_ns"], 0).to_numpy(), 0)[cells.order]
-    first = table["scheduled_ns"].to_numpy()[cells.order]
-    start = {}
+    # rates over each mode's steady window (analysis.steady): completions inside it, per second
+    last_ns = pc.fill_null(table["last_token_ns"], 0).to_numpy()
+    arrivals = table["scheduled_ns"].to_numpy()[cells.order]
+    in_steady = np.zeros(len(ok), dtype=bool)
+    windows = {}
     for mode, tenant, s in cells.cells():
         if tenant == ALL:
-            start[mode] = first[s].min()
-        cell = (mode, tenant)
-        end = last[s].max()
-        duration = (end - start[mode]) / 1e9 if done[cell] else math.nan
+            e2e_p99 = next((v for metric, stat, v, _, _ in rows[(mode, ALL)] if (metric, stat) == ("e2e_ms", "p99")),
+                           math.nan)
+            windows[mode] = steady_window(int(arrivals[s].min()), int(arrivals[s].max()), e2e_p99)
+            mine = cells.order[s]
+            in_steady[mine] = in_window(last_ns[mine], ok[mine], windows[mode])
+    steady_done = cells.sums(in_steady.astype(np.float64))
+    steady_tokens = cells.sums(np.where(in_steady, floats(table["completion_tokens"]), 0.0))
+    steady_met = cells.sums((meets & in_steady).astype(np.float64)) if meets is not None else None
+    for mode, tenant, _ in cells.cells():
+        cell, window = (mode, tenant), windows[mode]
+        length = (window[1] - window[0]) / 1e9 if window else math.nan
+        if tenant == ALL:
+            _add(rows, cell, "steady_window_s", "length", length)
         _add(rows, cell, "tokens_per_chunk", "mean", tokens[cell] / chunks[cell] if chunks[cell] else math.nan)
-        _add(rows, cell, "req_per_s", "rate", done[cell] / duration if done[cell] else 0.0)
-        _add(rows, cell, "out_tok_per_s", "rate", tokens[cell] / duration if done[cell] else 0.0)
+        _add(rows, cell, "req_per_s", "rate", steady_done[cell] / length)
+        _add(rows, cell, "out_tok_per_s", "rate", steady_tokens[cell] / length)
         if met is not None:
-            _add(rows, cell, "goodput_req_per_s", "rate", met[cell] / duration if done[cell] else 0.0)
+            _add(rows, cell, "goodput_req_per_s", "rate", steady_met[cell] / length)
             _add(rows, cell, "goodput_share", "share", met[cell] / scheduled[cell] if scheduled[cell] else math.nan)
 
 
@@ -223,10 +236,16 @@ def _speedup_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray, bas
                     _add(rows, (mode, tenant_name), name, "pairs", r.pairs)
 
 
+MEMORY = ("weights_gb_per_gpu", "proposer_weights_gb_per_gpu", "kv_cache_gb_per_gpu", "kv_capacity_tokens")
+
+
 def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str = "baseline",
-                 server: dict[str, SpecDecodeStats | None] | None = None) -> pa.Table:
+                 server: dict[str, SpecDecodeStats | None] | None = None,
+                 memory: dict[str, dict | None] | None = None) -> pa.Table:
     """The summary of one run's records (joined with their SLO targets when it has them). The
-    per-chunk statistics need the list columns; a table read without them has none."""
+    per-chunk statistics need the list columns; a table read without them has none. `memory`:
+    per mode, its first replica's memory as the manifest holds it (cluster.memory, statistic
+    `startup`)."""
     cells = cells_of(table, modes)
     ok = pc.equal(table["status"], OK).to_numpy(zero_copy_only=False)
     rows: Rows = {}
@@ -243,6 +262,11 @@ def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str =
             _add(rows, (mode, ALL), "mean_acceptance_length", "server", spec.mean_acceptance_length)
             for i, share in enumerate(spec.per_position):
                 _add(rows, (mode, ALL), "acceptance_at_position", f"pos{i + 1}", share)
+        held = (memory or {}).get(mode)
+        if held:
+            for name in MEMORY:
+                if held.get(name) is not None:
+                    _add(rows, (mode, ALL), name, "startup", held[name])
     out = {f.name: [] for f in LONG_SCHEMA}
     for mode, tenant, _ in cells.cells():
         for metric, statistic, value, low, high in rows.get((mode, tenant), []):

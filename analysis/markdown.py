@@ -134,6 +134,25 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
                 for m in v.modes if v.get(m, "acceptance_rate", "requests") is not None]
         out += ["## Acceptance (server, per request: each response's metrics.speculative_decoding)", "",
                 _table(["mode", "rate", "mean length", *positions], rows), ""]
+    held = [m for m in v.modes if v.get(m, "kv_capacity_tokens", "startup") is not None
+            or v.get(m, "weights_gb_per_gpu", "startup") is not None]
+    if held:
+        base = v.get(v.modes[0], "kv_capacity_tokens", "startup") if "baseline" not in held else \
+            v.get("baseline", "kv_capacity_tokens", "startup")
+        rows = []
+        for m in held:
+            tokens = v.get(m, "kv_capacity_tokens", "startup")
+            rows.append([m, _num(v.get(m, "weights_gb_per_gpu", "startup")),
+                         _num(v.get(m, "proposer_weights_gb_per_gpu", "startup")),
+                         _num(v.get(m, "kv_cache_gb_per_gpu", "startup")),
+                         "-" if tokens is None else f"{int(tokens):,}",
+                         "-" if tokens is None or not base else f"{tokens / base:.0%}"])
+        out += ["## Memory (per GPU, as each mode's first replica reported it at start-up)", "",
+                "From the simulator's `/sim/info`, or vLLM's start-up log and `vllm:cache_config_info`; "
+                "`-`: the server did not say. KV capacity against the baseline's: what speculation's "
+                "weights (and a draft model's own KV) cost in tokens the cache can hold.", "",
+                _table(["mode", "weights GB", "of which proposer GB", "KV cache GB", "KV capacity (tokens)",
+                        "KV capacity vs baseline"], rows), ""]
     if notes:
         out += ["## Notes", "", *[f"- {n}" for n in notes], ""]
     return "\n".join(out)

@@ -14,13 +14,8 @@ import pyarrow.parquet as pq
 from analysis.server import spec_decode_stats
 from analysis.slo import has_slos, request_meets
 from analysis.stats import Ratio, floats, paired_speedup_ci
+from analysis.steady import in_window, steady_window
 from loadtest.records import ERROR, NOT_SENT, OK, TIMEOUT
-
-# A run shows a steady state only when its arrivals last well past the time the in-flight count
-# takes to fill (about the longest request's life, E2E p99): with arrivals shorter than twice that,
-# at least half the run is warm-up and drain, and "done req/s" is the rate a burst was drained at,
-# not a throughput the fleet sustains.
-STEADY_SPAN_OVER_E2E_P99 = 2.0
 
 
 @dataclass(frozen=True)
@@ -31,12 +26,12 @@ class ModeSummary:
     errors: int            # status error or timeout
     not_sent: int
     duration_s: float      # first scheduled send to last token
-    req_per_s: float       # completed requests per second
-    out_tok_per_s: float   # completion tokens (from usage) per second
+    req_per_s: float       # completed requests per second over the steady window (nan: none)
+    out_tok_per_s: float   # completion tokens (from usage) per second, the same
     offered_req_per_s: float   # scheduled requests / the span of their scheduled times (nan: closed loop)
     arrival_span_s: float      # first to last scheduled time
     peak_in_flight: int        # most requests between send and last token at once (ok requests)
-    steady: bool               # arrivals lasted >= STEADY_SPAN_OVER_E2E_P99 x E2E p99
+    steady: bool               # it had a steady window (analysis.steady)
     ttft_p50_ms: float
     ttft_p99_ms: float
     tpot_p50_ms: float
@@ -51,8 +46,9 @@ class ModeSummary:
     mean_acceptance_length: float | None = None  # server: 1 + Δaccepted / Δdrafts
     speedup_low: float | None = None             # the speedup's paired-bootstrap 95% interval
     speedup_high: float | None = None
-    goodput_req_per_s: float = math.nan          # requests within every SLO of their tenant, per second
+    goodput_req_per_s: float = math.nan          # requests within every SLO of their tenant, per steady second
     goodput_share: float = math.nan              # ... as a share of the requests scheduled (nan: no SLOs)
+    steady_s: float = math.nan                   # the steady window's length (nan: too short for one)
 
     @property
     def speedup_ratio(self) -> Ratio | None:
@@ -115,7 +111,14 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
         span = (pc.max(t["offset_s"]).as_py() - pc.min(t["offset_s"]).as_py()) if t.num_rows else 0.0
         e2e_p99 = _q(ok["e2e_ms"], 0.99)
         ratio = None if mode == baseline or base_ok.num_rows == 0 else paired_speedup(ok, base_ok)
-        met = int(request_meets(t).sum()) if slos else 0
+        meets = request_meets(t) if slos else None
+        met = int(meets.sum()) if slos else 0
+        window = steady_window(pc.min(t["scheduled_ns"]).as_py(), pc.max(t["scheduled_ns"]).as_py(), e2e_p99) \
+            if t.num_rows else None
+        steady_s = (window[1] - window[0]) / 1e9 if window else math.nan
+        done = in_window(pc.fill_null(t["last_token_ns"], 0).to_numpy(),
+                         pc.equal(t["status"], OK).to_numpy(zero_copy_only=False), window)
+        steady_tokens = float(floats(t["completion_tokens"])[done].sum())
         out.append(ModeSummary(
             mode=mode,
             requests=t.num_rows,
@@ -123,12 +126,12 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
             errors=counts.get(ERROR, 0) + counts.get(TIMEOUT, 0),
             not_sent=counts.get(NOT_SENT, 0),
             duration_s=duration,
-            req_per_s=ok.num_rows / duration if ok.num_rows else 0.0,
-            out_tok_per_s=tokens / duration if ok.num_rows else 0.0,
+            req_per_s=done.sum() / steady_s if window else math.nan,
+            out_tok_per_s=steady_tokens / steady_s if window else math.nan,
             offered_req_per_s=t.num_rows / span if span > 0 else math.nan,
             arrival_span_s=span,
             peak_in_flight=peak_in_flight(ok["sent_ns"].to_numpy(), ok["last_token_ns"].to_numpy()),
-            steady=bool(span > 0 and not math.isnan(e2e_p99) and span * 1e3 >= STEADY_SPAN_OVER_E2E_P99 * e2e_p99),
+            steady=window is not None,
             ttft_p50_ms=_q(ok["ttft_ms"], 0.5),
             ttft_p99_ms=_q(ok["ttft_ms"], 0.99),
             tpot_p50_ms=_q(ok["tpot_ms"], 0.5),
@@ -143,8 +146,9 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
             mean_acceptance_length=spec.mean_acceptance_length if spec else None,
             speedup_low=ratio.low if ratio else None,
             speedup_high=ratio.high if ratio else None,
-            goodput_req_per_s=(met / duration if ok.num_rows else 0.0) if slos else math.nan,
+            goodput_req_per_s=float((meets & done).sum()) / steady_s if slos and window else math.nan,
             goodput_share=met / t.num_rows if slos and t.num_rows else math.nan,
+            steady_s=steady_s,
         ))
     return out
 

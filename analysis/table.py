@@ -8,7 +8,8 @@ from rich.table import Table
 
 from analysis.slo import Attainment
 from analysis.stats import Ratio, ms_text
-from analysis.summary import STEADY_SPAN_OVER_E2E_P99, ModeSummary
+from analysis.steady import STEADY_SPAN_OVER_E2E_P99
+from analysis.summary import ModeSummary
 
 
 def ratio_cell(r: Ratio | None) -> str:
@@ -77,20 +78,23 @@ def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str,
         t.add_column(name, justify="left" if name == "mode" else "right", no_wrap=True)
     for s in summaries:
         speed = ratio_cell(s.speedup_ratio) if s.speedup is not None else "ref" if s.mode == "baseline" else "-"
-        good = "-" if math.isnan(s.goodput_req_per_s) else f"{_rate(s.goodput_req_per_s)} ({s.goodput_share:.0%})"
+        good = "-" if math.isnan(s.goodput_share) else f"{_rate(s.goodput_req_per_s)} ({s.goodput_share:.0%})"
         t.add_row(s.mode, f"{_rate(s.offered_req_per_s)} / {_rate(s.req_per_s)}", f"{s.peak_in_flight:,}",
-                  f"{s.out_tok_per_s:,.0f}", f"{ms_text(s.ttft_p50_ms)} / {ms_text(s.ttft_p99_ms)}",
+                  _rate(s.out_tok_per_s), f"{ms_text(s.ttft_p50_ms)} / {ms_text(s.ttft_p99_ms)}",
                   f"{ms_text(s.tpot_p50_ms)} / {ms_text(s.tpot_p99_ms)}", ms_text(s.e2e_p99_ms),
                   "-" if math.isnan(s.tokens_per_chunk) else f"{s.tokens_per_chunk:.2f}", _accept(s), speed, good,
                   f"{ms_text(s.lateness_p50_ms)} / {ms_text(s.lateness_p99_ms)}", _count(s.errors), _count(s.not_sent))
     for mode in skipped or {}:
         t.add_row(f"[yellow]{mode}[/yellow]", "[yellow]skipped[/yellow]", *["-"] * (len(t.columns) - 2))
-    t.caption = ("latencies in ms; req/s offered = the trace's arrival rate, done = completed requests from first "
-                 "send to last token; peak in flight = most requests between send and last token at once; "
+    t.caption = ("latencies in ms; req/s offered = the trace's arrival rate, done = completed requests per second "
+                 "over the steady window (first arrival + E2E p99 to the last arrival: warm-up and drain left out; "
+                 "- when the arrivals were too short for one), out tok/s and goodput over the same window; "
+                 "peak in flight = most requests between send and last token at once; "
                  "tok/chunk = completion tokens (usage) / text chunks; accept = server acceptance rate / mean "
                  "acceptance length (/metrics); speedup = geometric mean over requests of baseline E2E / mode E2E, "
                  "with its paired bootstrap 95% interval (n.s.: the interval holds 1.0); goodput = requests "
-                 "within every SLO of their tenant, per second (share of all scheduled; - when no SLOs); "
+                 "within every SLO of their tenant, per second (share of all scheduled; - when no SLOs or no "
+                 "steady window); "
                  "late = send lateness; errors = error or timeout; not sent = never sent (deadline, interrupt)")
     return t
 
@@ -103,5 +107,5 @@ def steady_state_note(summaries: list[ModeSummary]) -> str | None:
     worst = max(short, key=lambda s: s.e2e_p99_ms)
     return (f"too short for a steady state ({', '.join(s.mode for s in short)}): arrivals lasted "
             f"{worst.arrival_span_s:,.1f} s, less than {STEADY_SPAN_OVER_E2E_P99:g} x the E2E p99 "
-            f"({worst.e2e_p99_ms / 1e3:,.1f} s in {worst.mode}) the in-flight count needs to settle; 'done' req/s "
-            "is how fast a burst was drained, not a throughput the fleet sustains (replay more requests: --requests)")
+            f"({worst.e2e_p99_ms / 1e3:,.1f} s in {worst.mode}) the in-flight count needs to settle, so no throughput "
+            "is given (replay more requests: --requests)")

@@ -25,9 +25,10 @@ import requests
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from cluster import FleetError, StartupCancelled
+from cluster import FleetError, StartupCancelled, memory
 from cluster.argv import installed_vllm_version, serve_argv
 from cluster.fleet import FleetSpec
+from cluster.memory import ReplicaMemory
 from cluster.plan import Plan, PlanError, make_plan, nodes_from_ray, replica_bundles
 from common.process import die_with_parent, stop_group
 from common.times import utc_now
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 10.0       # SIGTERM, then SIGKILL after this long
 HEALTH_POLL_S = 0.25
+MEMORY_LOG_LINES = 5000   # the start-up log lines searched for the memory figures (vLLM prints them once)
 
 
 @ray.remote(num_cpus=0)
@@ -110,6 +112,7 @@ class Replica:
     node_id: str = ""
     started: float = 0.0          # monotonic time its server was started
     timing: ReplicaTiming = field(default_factory=lambda: ReplicaTiming())
+    memory: ReplicaMemory | None = None   # what its memory holds, read once it is ready
 
     @property
     def label(self) -> str:
@@ -308,6 +311,19 @@ class Fleet:
         rep.started = time.monotonic()
         return rep
 
+    def _memory(self, rep: Replica, http: requests.Session) -> ReplicaMemory | None:
+        """Weights, KV cache and KV capacity as the server says them (None when it says nothing
+        readable: the run goes on, and its report says the figures are missing)."""
+        try:
+            if self.spec.engine == "sim":
+                return memory.from_sim_info(http.get(f"{rep.url}/sim/info", timeout=5).json())
+            metrics = http.get(f"{rep.url}/metrics", timeout=5)
+            return memory.from_vllm(ray.get(rep.actor.log_tail.remote(MEMORY_LOG_LINES)),
+                                    metrics.text if metrics.status_code == 200 else None)
+        except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+            log.warning("replica %s: no memory figures (%s)", rep.label, exc)
+            return None
+
     def _wait_ready(self, rep: Replica, deadline: float) -> None:
         stage = "/health"
         with requests.Session() as http:
@@ -342,6 +358,7 @@ class Fleet:
                         if r.status_code == 200:
                             rep.timing.ready_s = time.monotonic() - rep.started
                             rep.timing.ready_at = utc_now()
+                            rep.memory = self._memory(rep, http)
                             return
                         raise FleetError(f"replica {rep.label}: warm-up completion failed: "
                                          f"HTTP {r.status_code} {r.text[:200]}")

@@ -115,6 +115,11 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
             assert long[("all", "mean_acceptance_length", "requests")] == pytest.approx(1 + accepted / steps)
             assert any(t != "all" and m == "mean_acceptance_length" and st == "requests" for t, m, st in long)
     assert list((run_dir / "server_metrics").glob("mode=*/part-*.parquet"))
+    # what each replica's memory held, recorded at start-up: a draft model's weights and KV cost capacity
+    memory = {m: manifest["mode_runs"][m]["replicas"][0]["memory"] for m in MODES}
+    assert memory["draft"]["proposer_weights_gb_per_gpu"] > 0 == memory["baseline"]["proposer_weights_gb_per_gpu"]
+    assert 0 < memory["draft"]["kv_capacity_tokens"] < memory["baseline"]["kv_capacity_tokens"]
+    assert "## Memory" in (run_dir / "report.md").read_text()
     for mode in MODES:  # the client's report on itself
         client = manifest["mode_runs"][mode]["client"]
         assert client["lateness_ms"]["count"] == 16 and client["client_limited"] in (True, False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -92,11 +93,14 @@ def test_offered_and_done_rates_peak_in_flight_and_the_steady_state():
     short = pa.Table.from_pylist([_rec("baseline", i, 200.0) for i in range(10)], schema=REQUEST_SCHEMA)
     (s,) = summarize(short, ["baseline"])
     assert s.offered_req_per_s == pytest.approx(10 / 0.9) and s.arrival_span_s == pytest.approx(0.9)
-    assert s.req_per_s == pytest.approx(10 / 1.1)  # first scheduled send to last token
+    # over the steady window, 0.2 s (one E2E p99 of warm-up) to 0.9 s (the last arrival): the 8 that end inside
+    assert s.steady_s == pytest.approx(0.7) and s.req_per_s == pytest.approx(8 / 0.7)
+    assert s.out_tok_per_s == pytest.approx(8 * 10 / 0.7)
     assert s.peak_in_flight == 2 and s.steady  # 0.9 s >= 2 x 200 ms
     slow = pa.Table.from_pylist([_rec("baseline", i, 600.0) for i in range(10)], schema=REQUEST_SCHEMA)
     (s,) = summarize(slow, ["baseline"])
     assert s.peak_in_flight == 6 and not s.steady  # 0.9 s < 2 x 600 ms: a burst being drained
+    assert math.isnan(s.req_per_s) and math.isnan(s.out_tok_per_s)     # so no throughput is given
     note = steady_state_note([s])
     assert note.startswith("too short for a steady state (baseline): arrivals lasted 0.9 s, less than 2 x the "
                            "E2E p99 (0.6 s in baseline)")

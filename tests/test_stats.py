@@ -155,11 +155,15 @@ def test_goodput_and_attainment_against_numpy_on_raw_rows():
               and (math.isnan(target[r["tenant"]][2]) or r["e2e_ms"] <= target[r["tenant"]][2]) for r in rows]
     assert meets.tolist() == expect
     base, eagle = summarize(table, ["baseline", "eagle"])
-    first = min(r["scheduled_ns"] for r in rows)
     for s, mode in ((base, "baseline"), (eagle, "eagle")):
         mine = [(r, m) for r, m in zip(rows, expect, strict=True) if r["mode"] == mode]
-        end = max(r["last_token_ns"] for r, _ in mine if r["status"] == "ok")
-        assert s.goodput_req_per_s == pytest.approx(sum(m for _, m in mine) / ((end - first) / 1e9))
+        # the steady window: from the first arrival plus the E2E p99 (warm-up) to the last arrival (then drain)
+        p99 = np.percentile([r["e2e_ms"] for r, _ in mine if r["status"] == "ok"], 99)
+        start = min(r["scheduled_ns"] for r, _ in mine) + p99 * 1e6
+        end = max(r["scheduled_ns"] for r, _ in mine)
+        inside = [m for r, m in mine if m and start <= r["last_token_ns"] <= end]
+        assert s.steady and s.steady_s == pytest.approx((end - start) / 1e9)
+        assert s.goodput_req_per_s == pytest.approx(len(inside) / ((end - start) / 1e9))
         assert s.goodput_share == pytest.approx(sum(m for _, m in mine) / 200)
     for a in attainment(table, ["baseline", "eagle"]):
         ok = [r for r in rows if r["mode"] == a.mode and r["tenant"] == a.tenant and r["status"] == "ok"]

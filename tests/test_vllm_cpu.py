@@ -38,7 +38,18 @@ def test_real_vllm_baseline_ngram_draft(tmp_path):
         else:  # multi-token chunks, and acceptance scraped from vLLM's own /metrics
             assert tokens_per_chunk > 1.2, mode
             assert summary[mode]["acceptance_rate"] > 0 and summary[mode]["mean_acceptance_length"] > 1.2
+            # each response's own count (vLLM 0.29+, --per-request-spec-decode-metrics summary)
+            assert rows["spec_steps"].null_count == 0, mode
+            for r in rows.to_pylist():
+                assert sum(r["spec_acceptance_histogram"]) == r["spec_steps"] > 0, r
+                assert r["spec_accepted_tokens"] == sum(k * n for k, n in enumerate(r["spec_acceptance_histogram"]))
+            per_request = 1 + pc.sum(rows["spec_accepted_tokens"]).as_py() / pc.sum(rows["spec_steps"]).as_py()
+            # the /metrics view also counts the warm-up request; the two agree closely
+            assert per_request == pytest.approx(summary[mode]["mean_acceptance_length"], rel=0.15), mode
     manifest = json.loads((run_dir / "manifest.json").read_text())
+    for mode, mr in manifest["mode_runs"].items():   # what vLLM said its memory holds, at start-up
+        memory = mr["replicas"][0]["memory"]
+        assert memory["kv_capacity_tokens"] > 0 and memory["source"].startswith("vLLM"), (mode, memory)
     for mr in manifest["mode_runs"].values():
         for rep in mr["replicas"]:
             assert not pid_alive(rep["pid"])

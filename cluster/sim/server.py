@@ -180,7 +180,8 @@ class SimServer:
                               "kv_bytes_per_token": dep.model.kv_bytes_per_token},
             "tensor_parallel_size": dep.tp,
             "speculative_config": dep.spec.model_dump() if dep.spec else None,
-            "draft_profile": asdict(dep.draft) if dep.draft else None,
+            "draft_profile": {**asdict(dep.draft), "weight_bytes": dep.draft.weight_bytes,
+                              "kv_bytes_per_token": dep.draft.kv_bytes_per_token} if dep.draft else None,
             "memory": {
                 "target_weight_bytes_per_gpu": dep.model.weight_bytes / dep.tp,
                 "proposer_weight_bytes": perf_model.proposer_weight_bytes(dep),

@@ -128,6 +128,7 @@ def replica_entry(rep: Replica | ReplicaState) -> dict:
     if isinstance(rep, Replica):
         entry.update(node_id=rep.node_id, **{k: round(v, 3) if isinstance(v, float) else v
                                              for k, v in asdict(rep.timing).items()})
+        entry["memory"] = rep.memory.as_dict() if rep.memory else None
     return entry
 
 
