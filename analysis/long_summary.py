@@ -17,6 +17,8 @@ Metrics (latencies in ms, over requests that succeeded unless said):
   (statistic `server`, tenant `all`), and `acceptance_rate`, `mean_acceptance_length` (statistic
   `requests`) and `request_acceptance_at_position` from each response's own counts (vLLM's
   per-request metrics, the `spec_*` columns), per tenant too;
+- `weights_gb_per_gpu`, `proposer_weights_gb_per_gpu`, `kv_cache_gb_per_gpu`,
+  `kv_capacity_tokens` (statistic `startup`, from the manifest); `client_limited` (`verdict`);
 - `speedup_ttft`, `speedup_tpot`, `speedup_e2e`: paired geometric mean over the baseline with
   `ci_low`/`ci_high`, and statistic `pairs` for how many requests were paired.
 """
@@ -241,11 +243,13 @@ MEMORY = ("weights_gb_per_gpu", "proposer_weights_gb_per_gpu", "kv_cache_gb_per_
 
 def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str = "baseline",
                  server: dict[str, SpecDecodeStats | None] | None = None,
-                 memory: dict[str, dict | None] | None = None) -> pa.Table:
+                 memory: dict[str, dict | None] | None = None,
+                 client_limited: dict[str, bool | None] | None = None) -> pa.Table:
     """The summary of one run's records (joined with their SLO targets when it has them). The
     per-chunk statistics need the list columns; a table read without them has none. `memory`:
     per mode, its first replica's memory as the manifest holds it (cluster.memory, statistic
-    `startup`)."""
+    `startup`); `client_limited`: per mode, the client's verdict on itself (1 when its own delay
+    is in the latencies, statistic `verdict`)."""
     cells = cells_of(table, modes)
     ok = pc.equal(table["status"], OK).to_numpy(zero_copy_only=False)
     rows: Rows = {}
@@ -262,6 +266,9 @@ def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str =
             _add(rows, (mode, ALL), "mean_acceptance_length", "server", spec.mean_acceptance_length)
             for i, share in enumerate(spec.per_position):
                 _add(rows, (mode, ALL), "acceptance_at_position", f"pos{i + 1}", share)
+        limited = (client_limited or {}).get(mode)
+        if limited is not None:
+            _add(rows, (mode, ALL), "client_limited", "verdict", float(limited))
         held = (memory or {}).get(mode)
         if held:
             for name in MEMORY:

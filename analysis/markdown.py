@@ -156,3 +156,21 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
     if notes:
         out += ["## Notes", "", *[f"- {n}" for n in notes], ""]
     return "\n".join(out)
+
+
+def runs_markdown(summary: pa.Table) -> str:
+    """Several runs' long summaries (concatenated) as one table: every run and mode side by side."""
+    rows = []
+    for run_id in dict.fromkeys(summary["run_id"].to_pylist()):
+        v = _View(summary.filter(pc.equal(summary["run_id"], run_id)))
+        for m in v.modes:
+            good = v.get(m, "goodput_req_per_s", "rate")
+            rows.append([run_id, m, _num(v.get(m, "req_per_s", "rate")), ms_text(v.get(m, "ttft_ms", "p99")),
+                         ms_text(v.get(m, "tpot_ms", "p99")), ms_text(v.get(m, "e2e_ms", "p99")),
+                         _ratio(v.ratio(m, "speedup_e2e")), _num(good), f"{int(v.get(m, 'requests', 'ok') or 0):,}"])
+    return "\n".join(["# Runs side by side", "",
+                      "Latencies in ms, from the send; rates over each mode's steady window (`-`: too short for "
+                      "one); speedup over the run's own baseline, paired by request, with its 95% interval.", "",
+                      _table(["run", "mode", "done req/s", "TTFT p99", "TPOT p99", "E2E p99", "speedup E2E (95% CI)",
+                              "goodput req/s", "ok"], rows), ""])
+

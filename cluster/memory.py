@@ -5,7 +5,8 @@ KV capacity in tokens, per GPU.
 - The simulator says it on `/sim/info` (`memory`, from its performance model).
 - vLLM says it in its start-up log (rank 0's lines: `Model loading took 15.2 GiB ...`,
   `Available KV cache memory: 50.1 GiB`, `GPU KV cache size: 409,600 tokens`; the CPU build says
-  `CPU KV cache size`) and on `/metrics` (`vllm:cache_config_info`, whose labels carry
+  `Explicitly set (1.0/23.59) GiB for KV cache` and `CPU KV cache size`, and nothing of its
+  weights with dummy ones) and on `/metrics` (`vllm:cache_config_info`, whose labels carry
   `num_gpu_blocks` and `block_size`). What neither says stays None; nothing is guessed.
 """
 
@@ -19,7 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 GB = 1e9
 GIB = 2**30
 _LOADED = re.compile(r"(?:Model loading took|Loading model weights took)\s+([\d.]+)\s*(GiB|GB)")
-_KV_MEMORY = re.compile(r"Available KV cache memory:\s*([\d.]+)\s*(GiB|GB)")
+# GPU: "Available KV cache memory: 31.87 GiB"; the CPU build: "Explicitly set (1.0/23.59) GiB for KV cache"
+_KV_MEMORY = re.compile(r"(?:Available KV cache memory:\s*([\d.]+)\s*(GiB|GB))"
+                        r"|(?:Explicitly set \(([\d.]+)/[\d.]+\)\s*(GiB|GB) for KV cache)")
 _KV_TOKENS = re.compile(r"(?:GPU|CPU)? ?KV cache size:\s*([\d,]+)\s*tokens")
 
 
@@ -51,10 +54,11 @@ def from_sim_info(info: dict) -> ReplicaMemory:
 
 
 def _gb(match: re.Match | None) -> float | None:
+    """A (value, unit) match in GB (the pattern's first pair of groups that matched)."""
     if match is None:
         return None
-    value = float(match.group(1))
-    return value * GIB / GB if match.group(2) == "GiB" else value
+    value, unit = next((v, u) for v, u in zip(match.groups()[::2], match.groups()[1::2], strict=True) if v)
+    return float(value) * GIB / GB if unit == "GiB" else float(value)
 
 
 def from_vllm(log_text: str, metrics_text: str | None) -> ReplicaMemory:

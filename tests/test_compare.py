@@ -5,6 +5,7 @@ that cannot be compared (exit 2)."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from analysis.stats import paired_quantile_ratio_ci
@@ -51,6 +52,17 @@ def test_compare_flags_a_slower_server_passes_a_faster_one_and_refuses_unrelated
     assert missing.returncode == 2 and "nope: not a run folder (no requests/)" in missing.stderr
     bad = loadtest("compare", base, slower, "--metric", "e2e_max", timeout=60)
     assert bad.returncode == 2 and "--metric 'e2e_max': expected LATENCY_pNN" in bad.stderr
+
+    # the same runs in one summary: every run's rows in one file, told apart by run_id
+    both = loadtest("report", base, slower, faster, "--out", str(tmp_path / "all"), timeout=180)
+    assert both.returncode == 0, both.stdout + both.stderr
+    combined = pq.read_table(tmp_path / "all" / "summary.parquet")
+    assert set(combined["run_id"].to_pylist()) == {"base", "slower", "faster"}
+    p99 = {r["run_id"]: r["value"] for r in combined.to_pylist()
+           if (r["mode"], r["tenant"], r["metric"], r["statistic"]) == ("baseline", "all", "e2e_ms", "p99")}
+    assert p99["faster"] < p99["base"] < p99["slower"]
+    side_by_side = (tmp_path / "all" / "report.md").read_text()
+    assert all(f"| {run} | baseline |" in side_by_side for run in ("base", "slower", "faster"))
 
 
 def test_the_paired_percentile_ratio_against_numpy():

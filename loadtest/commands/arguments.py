@@ -4,6 +4,7 @@ and the simulator's own option list are imported here, so `loadtest --help` star
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from common.exits import BAD_INPUT
 from loadtest.commands.argtypes import (
@@ -111,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("runs", nargs="+", metavar="RUN", help="run folders (results/<run_id>/)")
     rep.add_argument("--slo-gate", action="store_true",
                      help="exit 1 when any tenant of any run missed an SLO target (exit 2 when a run has none)")
+    rep.add_argument("--out", type=Path, default=None, metavar="DIR",
+                     help="also write DIR/summary.parquet (every run's summary rows in one file, told apart by "
+                     "run_id) and DIR/report.md (every run and mode side by side)")
 
     cmp = sub.add_parser("compare", help="what got better and worse between two runs, with significance",
                          description="Compare two runs of the same requests (e.g. before and after a change): per "

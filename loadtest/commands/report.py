@@ -58,7 +58,8 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     server = {m: spec_decode_stats(metrics, m) for m in present} if metrics is not None else {}
     memory = {m: next((r.get("memory") for r in manifest.mode_runs[m].replicas if r.get("memory")), None)
               for m in present if m in manifest.mode_runs}
-    long = long_summary(table, manifest.run_id, present, server=server, memory=memory)
+    limited = {m: mr.client.get("client_limited") for m, mr in manifest.mode_runs.items() if mr.client}
+    long = long_summary(table, manifest.run_id, present, server=server, memory=memory, client_limited=limited)
     pq.write_table(long, run_dir / "summary.parquet")
     notes: list[str] = []
     console.print(mode_table(summaries, title=f"{manifest.run_id} ({manifest.status})", skipped=manifest.skipped))
