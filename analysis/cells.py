@@ -5,7 +5,7 @@ rows it matches DuckDB on the same exact percentiles (the figures are in the REA
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -86,12 +86,13 @@ def cells_of(table: pa.Table, modes: list[str]) -> Cells:
     return Cells(modes, tenants, order, np.concatenate([[0], np.cumsum(counts)]), key, np.where(key >= 0, key, cells))
 
 
-def cell_stats(cells: Cells, columns: dict[str, np.ndarray], statistic) -> dict[str, dict[tuple[str, str], dict]]:
+def cell_stats(cells: Cells, columns: dict[str, np.ndarray | Callable[[], np.ndarray]],
+               statistic) -> dict[str, dict[tuple[str, str], dict]]:
     """`statistic(values)` -> {name: value} per column and cell, the values of a cell being the
-    column's rows in that cell (a column of other rows than the table's, such as the flattened
-    chunks, comes with its own Cells). Columns run in threads."""
-    def one(values: np.ndarray) -> dict[tuple[str, str], dict]:
-        ordered = values[cells.order]
+    column's rows in that cell. Columns run in threads; a column given as a function is made in
+    its thread too."""
+    def one(values) -> dict[tuple[str, str], dict]:
+        ordered = (values() if callable(values) else values)[cells.order]
         return {(mode, tenant): statistic(ordered[s]) for mode, tenant, s in cells.cells()}
 
     with ThreadPoolExecutor(min(WORKERS, max(1, len(columns)))) as pool:

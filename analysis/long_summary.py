@@ -65,19 +65,23 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
     for cell, n in by_status.items():
         for name, count in zip(STATUSES, n, strict=True):
             _add(rows, cell, "requests", name, count)
-    kinds = pc.binary_join_element_wise(status, table["error_kind"], "/")
+    with_kind = np.flatnonzero(pc.is_valid(table["error_kind"]).to_numpy(zero_copy_only=False))   # a few rows
+    kinds = pc.binary_join_element_wise(status.take(with_kind), table["error_kind"].take(with_kind), "/")
     names = sorted(k for k in pc.unique(kinds).to_pylist() if k is not None)
-    for cell, n in cells.counts(codes(kinds, names), len(names)).items():
+    labels = np.full(len(ok), -1, dtype=np.int64)
+    labels[with_kind] = codes(kinds, names)
+    for cell, n in cells.counts(labels, len(names)).items():
         for name, count in zip(names, n, strict=True):
             if count:
                 _add(rows, cell, "requests", name, count)
-    columns = {m: np.where(ok, floats(table[m]), math.nan) for m in LATENCIES}
-    columns["lateness_ms"] = floats(table["lateness_ms"])
+    columns = {m: lambda m=m: np.where(ok, floats(table[m]), math.nan) for m in LATENCIES}   # made in the threads
+    columns["lateness_ms"] = lambda: floats(table["lateness_ms"])
     for metric, by_cell in cell_stats(cells, columns, percentiles).items():
         for cell, stats in by_cell.items():
             for stat, value in stats.items():
                 _add(rows, cell, metric, stat, value)
-    tokens = cells.sums(np.where(ok, floats(table["completion_tokens"]), 0.0))
+    completion = floats(table["completion_tokens"])
+    tokens = cells.sums(np.where(ok, completion, 0.0))
     chunks = cells.sums(np.where(ok, floats(table["n_chunks"]), 0.0))
     meets = request_meets(table) if has_slos(table) else None
     met = cells.sums(meets.astype(np.float64)) if meets is not None else None
@@ -95,7 +99,7 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
             mine = cells.order[s]
             in_steady[mine] = in_window(last_ns[mine], ok[mine], windows[mode])
     steady_done = cells.sums(in_steady.astype(np.float64))
-    steady_tokens = cells.sums(np.where(in_steady, floats(table["completion_tokens"]), 0.0))
+    steady_tokens = cells.sums(np.where(in_steady, completion, 0.0))
     steady_met = cells.sums((meets & in_steady).astype(np.float64)) if meets is not None else None
     for mode, tenant, _ in cells.cells():
         cell, window = (mode, tenant), windows[mode]
