@@ -26,6 +26,7 @@ Metrics (latencies in ms, over requests that succeeded unless said):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -248,12 +249,15 @@ MEMORY = ("weights_gb_per_gpu", "proposer_weights_gb_per_gpu", "kv_cache_gb_per_
 def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str = "baseline",
                  server: dict[str, SpecDecodeStats | None] | None = None,
                  memory: dict[str, dict | None] | None = None,
-                 client_limited: dict[str, bool | None] | None = None) -> pa.Table:
+                 client_limited: dict[str, bool | None] | None = None,
+                 chunks_of: Callable[[str], pa.Table] | None = None) -> pa.Table:
     """The summary of one run's records (joined with their SLO targets when it has them). The
     per-chunk statistics need the list columns; a table read without them has none. `memory`:
     per mode, its first replica's memory as the manifest holds it (cluster.memory, statistic
     `startup`); `client_limited`: per mode, the client's verdict on itself (1 when its own delay
-    is in the latencies, statistic `verdict`)."""
+    is in the latencies, statistic `verdict`). `chunks_of(mode)`: that mode's list columns (with
+    mode, tenant, status), read when the table was read without them, so memory holds one mode's
+    chunks at a time."""
     cells = cells_of(table, modes)
     ok = pc.equal(table["status"], OK).to_numpy(zero_copy_only=False)
     rows: Rows = {}
@@ -262,6 +266,12 @@ def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str =
         _request_acceptance_rows(rows, table, cells, ok)
     if all(c in table.column_names for c in LIST_COLUMNS):
         _chunk_rows(rows, table, cells, ok)
+    elif chunks_of is not None:
+        for mode in modes:
+            mine = chunks_of(mode)
+            if mine.num_rows:
+                _chunk_rows(rows, mine, cells_of(mine, [mode]), pc.equal(mine["status"], OK).to_numpy(
+                    zero_copy_only=False))
     _speedup_rows(rows, table, cells, ok, baseline)
     for mode in modes:
         spec = (server or {}).get(mode)

@@ -11,6 +11,7 @@ import sys
 import time
 from datetime import datetime
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -120,6 +121,13 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
     assert memory["draft"]["proposer_weights_gb_per_gpu"] > 0 == memory["baseline"]["proposer_weights_gb_per_gpu"]
     assert 0 < memory["draft"]["kv_capacity_tokens"] < memory["baseline"]["kv_capacity_tokens"]
     assert "## Memory" in (run_dir / "report.md").read_text()
+    # the chunk statistics, read a mode at a time from the records' list columns
+    long = pq.read_table(run_dir / "summary.parquet").to_pylist()
+    for mode in MODES:
+        gaps = [g for r in records.filter(pc.equal(records["mode"], mode)).to_pylist() for g in r["itl_ms"][1:]]
+        p99 = next(r["value"] for r in long if (r["mode"], r["tenant"], r["metric"], r["statistic"])
+                   == (mode, "all", "itl_chunk_ms", "p99"))
+        assert p99 == pytest.approx(float(np.percentile(np.array(gaps, dtype=np.float32), 99)), rel=1e-5)
     for mode in MODES:  # the client's report on itself
         client = manifest["mode_runs"][mode]["client"]
         assert client["lateness_ms"]["count"] == 16 and client["client_limited"] in (True, False)

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from analysis.gate import ErrorCheck, error_checks
 from analysis.html import report_html
-from analysis.long_summary import long_summary
+from analysis.long_summary import LIST_COLUMNS, long_summary
 from analysis.markdown import report_markdown
 from analysis.reader import read_requests
 from analysis.server import load_server_metrics, spec_decode_stats
@@ -19,6 +21,7 @@ from analysis.slo import attainment, has_slos, with_slos
 from analysis.summary import summarize, tenant_speedups, write_summary, write_tenant_speedups
 from analysis.table import mode_table, slo_table, steady_state_note, tenant_table
 from loadtest.commands.manifest import Manifest
+from loadtest.records import REQUEST_SCHEMA
 from loadtest.replay import protocol
 
 
@@ -47,7 +50,9 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     """Summarise the run's records (summary.parquet in long format, modes.parquet as printed,
     tenant_speedups.parquet, report.md), print the tables and the client's warnings, and return
     the error gate of each mode (when `max_error_share`)."""
-    table = read_requests(run_dir) if (run_dir / "requests").exists() else None
+    # every column but the chunk lists; those are read a mode at a time (the long summary's chunks_of)
+    scalars = [c for c in REQUEST_SCHEMA.names if c not in LIST_COLUMNS]
+    table = read_requests(run_dir, columns=scalars) if (run_dir / "requests").exists() else None
     if table is None or not table.num_rows:
         return []
     table = with_slos(table, run_dir) or table
@@ -59,7 +64,12 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     memory = {m: next((r.get("memory") for r in manifest.mode_runs[m].replicas if r.get("memory")), None)
               for m in present if m in manifest.mode_runs}
     limited = {m: mr.client.get("client_limited") for m, mr in manifest.mode_runs.items() if mr.client}
-    long = long_summary(table, manifest.run_id, present, server=server, memory=memory, client_limited=limited)
+    def chunks_of(mode: str) -> pa.Table:
+        return read_requests(run_dir, columns=["mode", "tenant", "status", *LIST_COLUMNS],
+                             filter=pc.field("mode") == mode)
+
+    long = long_summary(table, manifest.run_id, present, server=server, memory=memory, client_limited=limited,
+                        chunks_of=chunks_of)
     pq.write_table(long, run_dir / "summary.parquet")
     notes: list[str] = []
     console.print(mode_table(summaries, title=f"{manifest.run_id} ({manifest.status})", skipped=manifest.skipped))
