@@ -39,7 +39,7 @@ class Cells:
                 if self.bounds[k + 1] > self.bounds[k]:
                     yield mode, tenant, slice(self.bounds[k], self.bounds[k + 1])
 
-    def _per_mode(self, per: np.ndarray) -> dict[tuple[str, str], np.ndarray]:
+    def per_mode(self, per: np.ndarray) -> dict[tuple[str, str], np.ndarray]:
         """Per-cell rows of `per` (one row per cell), and each mode's as their sum."""
         t = len(self.tenants)
         out = {}
@@ -53,7 +53,7 @@ class Cells:
         """Sum of `weights` (one per row) per cell and per mode."""
         cells = len(self.bounds) - 1
         per = np.bincount(self.bins, weights=weights, minlength=cells + 1)[:cells]
-        return {cell: float(v) for cell, v in self._per_mode(per).items()}
+        return {cell: float(v) for cell, v in self.per_mode(per).items()}
 
     def counts(self, labels: np.ndarray, n_labels: int) -> dict[tuple[str, str], np.ndarray]:
         """How many rows hold each label (0 .. n_labels - 1; -1 for none), per cell and per mode,
@@ -61,7 +61,7 @@ class Cells:
         cells = len(self.bounds) - 1
         flat = np.where(labels >= 0, self.bins * n_labels + labels, (cells + 1) * n_labels)
         per = np.bincount(flat, minlength=(cells + 1) * n_labels + 1)[:cells * n_labels]
-        return self._per_mode(per.reshape(cells, n_labels))
+        return self.per_mode(per.reshape(cells, n_labels))
 
     @property
     def bins(self) -> np.ndarray:

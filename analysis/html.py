@@ -101,19 +101,35 @@ def acceptance_by_position(summary: pa.Table, modes: list[str]) -> go.Figure | N
 
 
 def over_time(records: pa.Table, metrics: pa.Table | None, modes: list[str]) -> list[go.Figure]:
-    """Completions per second (records) and the servers' queue and KV use (/metrics) against
-    seconds since each mode's first scheduled request."""
-    fig = go.Figure()
+    """Offered and completed requests per second and output tokens per second (records), and the
+    servers' queue and KV use (/metrics), against seconds since each mode's first scheduled
+    request: a queue that grows during the run shows as completions falling behind arrivals."""
+    fig, tokens_fig = go.Figure(), go.Figure()
+
+    def per_second(t: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        counts = np.bincount(np.floor(t / TIME_BIN_S).astype(np.int64).clip(0), weights=weights)
+        return np.arange(len(counts)) * TIME_BIN_S, counts / TIME_BIN_S
+
     for mode in modes:
-        mine = records.filter(pc.and_(pc.equal(records["mode"], mode), pc.equal(records["status"], OK)))
+        everything = records.filter(pc.equal(records["mode"], mode))
+        mine = everything.filter(pc.equal(everything["status"], OK))
         if not mine.num_rows:
             continue
-        start = pc.min(records.filter(pc.equal(records["mode"], mode))["scheduled_ns"]).as_py()
-        t = (mine["last_token_ns"].to_numpy() - start) / 1e9
-        counts = np.bincount(np.floor(t / TIME_BIN_S).astype(np.int64).clip(0))
-        fig.add_trace(go.Scatter(x=np.arange(len(counts)) * TIME_BIN_S, y=counts / TIME_BIN_S, name=mode,
-                                 mode="lines", line_shape="hv", line={"color": colours(modes)[mode]}))
-    figs = [_layout(fig, "completed requests per second", "seconds since the mode's first request", "req/s")]
+        start = pc.min(everything["scheduled_ns"]).as_py()
+        colour = colours(modes)[mode]
+        x, y = per_second((everything["scheduled_ns"].to_numpy() - start) / 1e9)
+        fig.add_trace(go.Scatter(x=x, y=y, name=f"{mode} offered", mode="lines", line_shape="hv",
+                                 line={"color": colour, "dash": "dot"}))
+        done_s = (mine["last_token_ns"].to_numpy() - start) / 1e9
+        x, y = per_second(done_s)
+        fig.add_trace(go.Scatter(x=x, y=y, name=f"{mode} completed", mode="lines", line_shape="hv",
+                                 line={"color": colour}))
+        x, y = per_second(done_s, pc.fill_null(mine["completion_tokens"], 0).to_numpy().astype(np.float64))
+        tokens_fig.add_trace(go.Scatter(x=x, y=y, name=mode, mode="lines", line_shape="hv", line={"color": colour}))
+    figs = [_layout(fig, "offered (dotted) and completed requests per second", "seconds since the mode's first "
+                    "request", "req/s"),
+            _layout(tokens_fig, "output tokens per second (completion tokens of the requests done in each second)",
+                    "seconds since the mode's first request", "tok/s")]
     if metrics is None or not metrics.num_rows:
         return figs
     for metric, label in SERVER_SERIES.items():

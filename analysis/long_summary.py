@@ -142,7 +142,7 @@ def _request_acceptance_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.n
         per = np.bincount(cells.bins[row_of[keep]] * width + position[keep], weights=values[keep],
                           minlength=(n_cells + 1) * width)[:n_cells * width]
         # steps that accepted at least i drafts: the histogram's tail from i
-        by_position = cells._per_mode(np.cumsum(per.reshape(n_cells, width)[:, ::-1], axis=1)[:, ::-1])
+        by_position = cells.per_mode(np.cumsum(per.reshape(n_cells, width)[:, ::-1], axis=1)[:, ::-1])
     for cell in steps:
         if not steps[cell]:
             continue

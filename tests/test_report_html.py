@@ -49,8 +49,9 @@ def test_report_html_renders_every_plot_offline_with_no_console_error(tmp_path):
             browser.close()
     assert not errors, errors
     assert not requests, f"the report asked the network for {requests}"
-    assert plots >= 7 and drawn == plots, (plots, drawn, titles)
-    for title in ("goodput", "E2E speedup over the baseline by tenant", "TTFT: cumulative", "completed requests "
-                  "per second", "server: running requests"):
+    assert plots >= 8 and drawn == plots, (plots, drawn, titles)
+    for title in ("goodput", "E2E speedup over the baseline by tenant", "TTFT: cumulative", "offered (dotted) and "
+                  "completed requests per second", "output tokens per second", "server: running requests",
+                  "server: share of steps that accepted the draft"):
         assert any(t.startswith(title) for t in titles), (title, titles)
     assert {"Modes", "Plots", "SLOs by tenant", "Latency percentiles (ms)"} <= set(tables), tables

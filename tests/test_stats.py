@@ -280,3 +280,31 @@ def test_the_long_summary_leaves_out_modes_not_asked_for_and_modes_without_rows(
     assert got[("eagle", "all", "e2e_ms", "p90")] == pytest.approx(np.percentile(eagle, 90))
     assert got[("eagle", "all", "requests", "ok")] == len(eagle)
     assert got[("eagle", "chat", "speedup_e2e", "pairs")] == len(eagle)
+
+
+def test_per_request_acceptance_against_numpy_on_raw_rows():
+    """The responses' own counts (spec_*), summed per tenant: rate, mean length and per position."""
+    from analysis.long_summary import long_summary
+
+    rng = np.random.default_rng(12)
+    rows = []
+    for i in range(90):
+        r = _row("eagle", i, ("chat", "code")[i % 2], e2e=500.0, status="error" if i == 7 else "ok")
+        hist = rng.integers(0, 6, size=4).tolist()             # steps that accepted 0, 1, 2, 3 drafts
+        r.update(spec_steps=sum(hist), spec_draft_tokens=3 * sum(hist),
+                 spec_accepted_tokens=sum(k * n for k, n in enumerate(hist)), spec_acceptance_histogram=hist)
+        if i == 11:                                            # a response without the server's counts
+            r.update(spec_steps=None, spec_draft_tokens=None, spec_accepted_tokens=None, spec_acceptance_histogram=None)
+        rows.append(r)
+    long = long_summary(pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA), "r", ["eagle"])
+    got = {(r["tenant"], r["metric"], r["statistic"]): r["value"] for r in long.to_pylist()}
+    for tenant in ("all", "chat", "code"):
+        mine = [r for r in rows if r["status"] == "ok" and r["spec_steps"] is not None
+                and tenant in ("all", r["tenant"])]
+        hist = np.sum([r["spec_acceptance_histogram"] for r in mine], axis=0)
+        steps, accepted = hist.sum(), (np.arange(4) * hist).sum()
+        assert got[(tenant, "mean_acceptance_length", "requests")] == pytest.approx(1 + accepted / steps)
+        assert got[(tenant, "acceptance_rate", "requests")] == pytest.approx(accepted / (3 * steps))
+        for pos in (1, 2, 3):   # steps that accepted at least `pos` drafts
+            share = got[(tenant, "request_acceptance_at_position", f"pos{pos}")]
+            assert share == pytest.approx(hist[pos:].sum() / steps)
