@@ -81,22 +81,24 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
         for cell, stats in by_cell.items():
             for stat, value in stats.items():
                 _add(rows, cell, metric, stat, value)
-    completion = floats(table["completion_tokens"])
+    completion = np.nan_to_num(floats(table["completion_tokens"]))   # a reply without usage counts no tokens
     tokens = cells.sums(np.where(ok, completion, 0.0))
-    chunks = cells.sums(np.where(ok, floats(table["n_chunks"]), 0.0))
+    chunks = cells.sums(np.where(ok, np.nan_to_num(floats(table["n_chunks"])), 0.0))
     meets = request_meets(table) if has_slos(table) else None
     met = cells.sums(meets.astype(np.float64)) if meets is not None else None
     scheduled = {cell: float(n.sum()) for cell, n in by_status.items()}
     # rates over each mode's steady window (analysis.steady): completions inside it, per second
     last_ns = pc.fill_null(table["last_token_ns"], 0).to_numpy()
     arrivals = table["scheduled_ns"].to_numpy()[cells.order]
+    sent = pc.is_valid(table["sent_ns"]).to_numpy(zero_copy_only=False)[cells.order]   # a never-sent row is no arrival
     in_steady = np.zeros(len(ok), dtype=bool)
     windows = {}
     for mode, tenant, s in cells.cells():
         if tenant == ALL:
             e2e_p99 = next((v for metric, stat, v, _, _ in rows[(mode, ALL)] if (metric, stat) == ("e2e_ms", "p99")),
                            math.nan)
-            windows[mode] = steady_window(int(arrivals[s].min()), int(arrivals[s].max()), e2e_p99)
+            sent_at = arrivals[s][sent[s]]
+            windows[mode] = steady_window(int(sent_at.min()), int(sent_at.max()), e2e_p99) if len(sent_at) else None
             mine = cells.order[s]
             in_steady[mine] = in_window(last_ns[mine], ok[mine], windows[mode])
     steady_done = cells.sums(in_steady.astype(np.float64))
@@ -123,7 +125,9 @@ def _request_acceptance_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.n
     steps_col = table["spec_steps"]
     if steps_col.null_count == len(steps_col):
         return
-    has = ok & pc.is_valid(steps_col).to_numpy(zero_copy_only=False)
+    has = ok.copy()      # every count present (the client nulls a malformed field on its own)
+    for c in ("spec_steps", "spec_draft_tokens", "spec_accepted_tokens", "spec_acceptance_histogram"):
+        has &= pc.is_valid(table[c]).to_numpy(zero_copy_only=False)
     steps = cells.sums(np.where(has, floats(steps_col), 0.0))
     drafts = cells.sums(np.where(has, floats(table["spec_draft_tokens"]), 0.0))
     accepted = cells.sums(np.where(has, floats(table["spec_accepted_tokens"]), 0.0))
@@ -141,16 +145,17 @@ def _request_acceptance_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.n
         n_cells = len(cells.bounds) - 1
         per = np.bincount(cells.bins[row_of[keep]] * width + position[keep], weights=values[keep],
                           minlength=(n_cells + 1) * width)[:n_cells * width]
-        # steps that accepted at least i drafts: the histogram's tail from i
+        # steps that accepted at least i drafts: the histogram's tail from i (its 0th: all its steps)
         by_position = cells.per_mode(np.cumsum(per.reshape(n_cells, width)[:, ::-1], axis=1)[:, ::-1])
     for cell in steps:
         if not steps[cell]:
             continue
         _add(rows, cell, "acceptance_rate", "requests", accepted[cell] / drafts[cell] if drafts[cell] else math.nan)
         _add(rows, cell, "mean_acceptance_length", "requests", 1 + accepted[cell] / steps[cell])
-        if by_position is not None:
+        if by_position is not None and by_position[cell][0]:
             for i in range(1, width):
-                _add(rows, cell, "request_acceptance_at_position", f"pos{i}", by_position[cell][i] / steps[cell])
+                _add(rows, cell, "request_acceptance_at_position", f"pos{i}",
+                     by_position[cell][i] / by_position[cell][0])
 
 
 def _flat_after_first(lists: pa.Array, keep_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

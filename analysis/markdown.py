@@ -64,7 +64,7 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
         good = v.get(m, "goodput_req_per_s", "rate")
         share = v.get(m, "goodput_share", "share")
         rows.append([m, _num(v.get(m, "req_per_s", "rate")), _num(v.get(m, "out_tok_per_s", "rate"), ",.0f"),
-                     "-" if good is None else f"{good:.2f} ({share:.0%})",
+                     "-" if share is None else f"{_num(good)} ({share:.0%})",
                      f"{ms_text(v.get(m, 'ttft_ms', 'p50'))} / {ms_text(v.get(m, 'ttft_ms', 'p99'))}",
                      f"{ms_text(v.get(m, 'tpot_ms', 'p50'))} / {ms_text(v.get(m, 'tpot_ms', 'p99'))}",
                      ms_text(v.get(m, "e2e_ms", "p99")), _ratio(v.ratio(m, "speedup_e2e")),

@@ -76,10 +76,13 @@ def peak_in_flight(sent_ns: np.ndarray, end_ns: np.ndarray) -> int:
 
 
 def paired(mode_ok: pa.Table, base_ok: pa.Table, column: str = "e2e_ms") -> tuple[np.ndarray, np.ndarray]:
-    """`column` of the requests that succeeded in both, paired by request_id: (baseline, mode)."""
-    joined = mode_ok.select(["request_id", column]).join(
-        base_ok.select(["request_id", column]).rename_columns(["request_id", "base"]), "request_id")
-    return floats(joined["base"]), floats(joined[column])
+    """`column` of the requests that succeeded in both, paired by request_id: (baseline, mode), in
+    the mode's row order (as the long summary pairs them, so the same seeded bootstrap draws the
+    same pairs and both tables print the same interval; a hash join's order changes run to run)."""
+    where = pc.index_in(mode_ok["request_id"], value_set=base_ok["request_id"])
+    found = pc.is_valid(where)
+    return (floats(base_ok[column])[pc.drop_null(where).to_numpy().astype(np.int64)],
+            floats(mode_ok[column])[found.to_numpy(zero_copy_only=False)])
 
 
 def paired_speedup(mode_ok: pa.Table, base_ok: pa.Table, column: str = "e2e_ms") -> Ratio | None:
@@ -113,12 +116,12 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
         ratio = None if mode == baseline or base_ok.num_rows == 0 else paired_speedup(ok, base_ok)
         meets = request_meets(t) if slos else None
         met = int(meets.sum()) if slos else 0
-        window = steady_window(pc.min(t["scheduled_ns"]).as_py(), pc.max(t["scheduled_ns"]).as_py(), e2e_p99) \
-            if t.num_rows else None
+        sent_at = t["scheduled_ns"].filter(pc.is_valid(t["sent_ns"]))     # arrivals that were sent
+        window = steady_window(pc.min(sent_at).as_py(), pc.max(sent_at).as_py(), e2e_p99) if len(sent_at) else None
         steady_s = (window[1] - window[0]) / 1e9 if window else math.nan
         done = in_window(pc.fill_null(t["last_token_ns"], 0).to_numpy(),
                          pc.equal(t["status"], OK).to_numpy(zero_copy_only=False), window)
-        steady_tokens = float(floats(t["completion_tokens"])[done].sum())
+        steady_tokens = float(np.nansum(floats(t["completion_tokens"])[done]))   # a reply without usage: 0
         out.append(ModeSummary(
             mode=mode,
             requests=t.num_rows,

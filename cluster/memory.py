@@ -21,8 +21,9 @@ GB = 1e9
 GIB = 2**30
 _LOADED = re.compile(r"(?:Model loading took|Loading model weights took)\s+([\d.]+)\s*(GiB|GB)")
 # GPU: "Available KV cache memory: 31.87 GiB"; the CPU build: "Explicitly set (1.0/23.59) GiB for KV cache"
+# with VLLM_CPU_KVCACHE_SPACE, "Auto set (1.48/18.0) GiB for KV cache" without
 _KV_MEMORY = re.compile(r"(?:Available KV cache memory:\s*([\d.]+)\s*(GiB|GB))"
-                        r"|(?:Explicitly set \(([\d.]+)/[\d.]+\)\s*(GiB|GB) for KV cache)")
+                        r"|(?:(?:Explicitly|Auto) set \(([\d.]+)/[\d.]+\)\s*(GiB|GB) for KV cache)")
 _KV_TOKENS = re.compile(r"(?:GPU|CPU)? ?KV cache size:\s*([\d,]+)\s*tokens")
 
 

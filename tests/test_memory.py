@@ -37,6 +37,8 @@ def test_vllms_cpu_build_says_its_kv_cache_its_own_way():
     m = from_vllm(log, None)
     assert m.kv_cache_gb_per_gpu == pytest.approx(GIB / GB) and m.kv_capacity_tokens == 524_288
     assert m.weights_gb_per_gpu is None
+    auto = "INFO [cpu_worker.py:262] Auto set (1.48/18.0) GiB for KV cache on node 0, with 5.4 GiB requested memory\n"
+    assert from_vllm(auto, None).kv_cache_gb_per_gpu == pytest.approx(1.48 * GIB / GB)   # VLLM_CPU_KVCACHE_SPACE unset
 
 
 def test_what_vllm_does_not_say_stays_unknown():

@@ -147,3 +147,43 @@ def test_the_reader_refuses_records_that_break_the_contract(tmp_path):
         read_requests(tmp_path / "run")
     with pytest.raises(ContractError, match="no request records"):
         read_requests(tmp_path / "nothing")
+
+
+def _long(table: pa.Table, modes: list[str]) -> dict:
+    from analysis.long_summary import long_summary
+
+    rows = long_summary(table, "r", modes).to_pylist()
+    return {(r["mode"], r["tenant"], r["metric"], r["statistic"]): r for r in rows}
+
+
+def test_requests_never_sent_are_no_arrivals_of_the_steady_window():
+    # 60 arrivals 0.1 s apart, each 200 ms; a --deadline left the last 20 unsent
+    rows = [_rec("baseline", i, 200.0) if i < 40 else _rec("baseline", i, 0.0, status="not_sent") for i in range(60)]
+    (s,) = summarize(pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA), ["baseline"])
+    assert s.steady_s == pytest.approx(3.9 - 0.2)                  # to the last arrival that was sent
+    assert s.req_per_s == pytest.approx(38 / 3.7)                  # requests 0..37 end inside [0.2, 3.9] s
+    long = _long(pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA), ["baseline"])
+    assert long[("baseline", "all", "req_per_s", "rate")]["value"] == pytest.approx(s.req_per_s)
+
+
+def test_the_console_and_the_long_summary_print_the_same_interval_whatever_the_chunking():
+    rng = np.random.default_rng(9)
+    rows = [_rec(mode, i, float(rng.lognormal(6, 0.3)) * (0.8 if mode == "draft" else 1.0))
+            for mode in ("baseline", "draft") for i in range(600)]
+    table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
+    chunked = pa.concat_tables([table.slice(k, 50) for k in range(0, table.num_rows, 50)])   # as a dataset reads
+    _, draft = summarize(chunked, ["baseline", "draft"])
+    cell = _long(chunked, ["baseline", "draft"])[("draft", "all", "speedup_e2e", "geomean")]
+    assert (draft.speedup, draft.speedup_low, draft.speedup_high) == (
+        pytest.approx(cell["value"]), pytest.approx(cell["ci_low"]), pytest.approx(cell["ci_high"]))
+
+
+def test_a_reply_without_usage_counts_no_tokens_rather_than_wiping_out_the_rates():
+    rows = [_rec("baseline", i, 200.0) for i in range(40)]
+    rows[5]["completion_tokens"] = None
+    table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
+    (s,) = summarize(table, ["baseline"])
+    long = _long(table, ["baseline"])
+    assert s.out_tok_per_s > 0 and long[("baseline", "all", "out_tok_per_s", "rate")]["value"] == pytest.approx(
+        s.out_tok_per_s)
+    assert long[("baseline", "all", "tokens_per_chunk", "mean")]["value"] == pytest.approx(s.tokens_per_chunk)

@@ -295,11 +295,13 @@ def test_per_request_acceptance_against_numpy_on_raw_rows():
                  spec_accepted_tokens=sum(k * n for k, n in enumerate(hist)), spec_acceptance_histogram=hist)
         if i == 11:                                            # a response without the server's counts
             r.update(spec_steps=None, spec_draft_tokens=None, spec_accepted_tokens=None, spec_acceptance_histogram=None)
+        if i == 13:                                            # ... and one whose histogram alone was malformed
+            r.update(spec_acceptance_histogram=None)
         rows.append(r)
     long = long_summary(pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA), "r", ["eagle"])
     got = {(r["tenant"], r["metric"], r["statistic"]): r["value"] for r in long.to_pylist()}
     for tenant in ("all", "chat", "code"):
-        mine = [r for r in rows if r["status"] == "ok" and r["spec_steps"] is not None
+        mine = [r for r in rows if r["status"] == "ok" and r["spec_acceptance_histogram"] is not None
                 and tenant in ("all", r["tenant"])]
         hist = np.sum([r["spec_acceptance_histogram"] for r in mine], axis=0)
         steps, accepted = hist.sum(), (np.arange(4) * hist).sum()
