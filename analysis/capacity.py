@@ -1,0 +1,87 @@
+"""The highest offered rate at which every tenant meets its SLOs, found with as few probes as a
+noisy boundary allows: bracket by doubling from a start rate until a probe fails, then bisect
+between the last rate that passed and the first that failed until they are within `precision`
+of each other. Every rate the bisection decides on (and both ends of the bracket) is probed
+`repeats` times and decided by the majority, so one unlucky probe near the boundary cannot flip
+the answer. A probe is any function of the rate that says whether the SLOs held: a replay in
+production, a fake fleet in the tests, the offline simulator for a plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Probe:
+    rate: float
+    passed: bool
+    attempt: int          # 0, 1, ... for the repeats at one rate
+    phase: str            # "bracket", "confirm" or "bisect"
+
+
+@dataclass
+class Capacity:
+    rate: float | None            # the highest rate that passed (None: even `start` failed)
+    failed_at: float | None       # the lowest rate that failed (None: none failed up to max_rate)
+    probes: list[Probe] = field(default_factory=list)
+    reason: str = ""              # why the search stopped
+
+    @property
+    def precise(self) -> bool:
+        return self.rate is not None and self.failed_at is not None
+
+
+def _decide(probe: Callable[[float], bool], rate: float, repeats: int, phase: str, log: list[Probe]) -> bool:
+    """The majority of `repeats` probes at `rate` (stopping as soon as a majority is reached)."""
+    passed = failed = 0
+    need = repeats // 2 + 1
+    attempt = 0
+    while passed < need and failed < need:
+        ok = bool(probe(rate))
+        log.append(Probe(rate, ok, attempt, phase))
+        passed, failed, attempt = passed + ok, failed + (not ok), attempt + 1
+    return passed >= need
+
+
+def search_capacity(probe: Callable[[float], bool], start: float, max_rate: float, precision: float = 0.05,
+                    repeats: int = 3, max_probes: int = 200) -> Capacity:
+    """Bracket by doubling from `start` up to `max_rate`, then bisect until the bracket is within
+    `precision` (relative to its low end). `repeats` (odd) probes decide each rate near the
+    boundary; the bracketing climb probes once per rate and confirms both ends."""
+    if not (start > 0 and max_rate >= start and 0 < precision < 1 and repeats >= 1 and repeats % 2 == 1):
+        raise ValueError("need 0 < start <= max_rate, 0 < precision < 1 and an odd number of repeats")
+    log: list[Probe] = []
+    low, high = None, None
+    rate = start
+    while True:                                   # climb: one probe per rate
+        if probe(rate):
+            log.append(Probe(rate, True, 0, "bracket"))
+            low = rate
+            if rate >= max_rate:
+                break
+            rate = min(rate * 2, max_rate)
+        else:
+            log.append(Probe(rate, False, 0, "bracket"))
+            high = rate
+            break
+    # confirm the bracket's ends by majority (a single lucky or unlucky probe must not set it):
+    # a failure that the majority overturns becomes the low end, and the climb goes on
+    while high is not None and _decide(probe, high, repeats, "confirm", log):
+        low, high = high, (min(high * 2, max_rate) if high < max_rate else None)
+    while low is not None and not _decide(probe, low, repeats, "confirm", log):
+        high, low = low, (low / 2 if low / 2 >= start else None)
+    if low is None:
+        return Capacity(None, high, log, f"even {start:g} failed its SLOs")
+    if high is None:
+        return Capacity(low, None, log, f"every rate up to --max-rate {max_rate:g} met the SLOs")
+    while (high - low) / low > precision:
+        if len(log) >= max_probes:
+            return Capacity(low, high, log, f"stopped after {max_probes} probes")
+        mid = (low + high) / 2
+        if _decide(probe, mid, repeats, "bisect", log):
+            low = mid
+        else:
+            high = mid
+    return Capacity(low, high, log, f"bracket within {precision:.0%}")

@@ -1,0 +1,91 @@
+"""The sweep's and the capacity search's maths on fake fleets whose answers are known exactly:
+the crossover of a known speedup curve and its interval, and the search's bracket."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from analysis.capacity import search_capacity
+from analysis.crossover import BEYOND, CROSSES, NEVER_PAYS, crossover
+from analysis.stats import Ratio
+
+
+def _curve(loads, at_one_load, slope=-0.25, half_width=0.05):
+    """A speedup that falls as a power of the load, 1.0 at `at_one_load`; its interval a
+    constant factor either side."""
+    out = []
+    for x in loads:
+        v = (x / at_one_load) ** slope
+        out.append(Ratio(v, v * math.exp(-half_width), v * math.exp(half_width), 500))
+    return out
+
+
+def test_the_crossover_of_a_known_power_law_is_found_exactly_with_its_interval():
+    loads = [1, 4, 16, 64, 128, 256]
+    got = crossover(loads, _curve(loads, at_one_load=40.0))
+    assert got.verdict == CROSSES and got.load == pytest.approx(40.0)   # log-log is exact for a power law
+    # the bounds are the curve scaled by e^-+0.05: they cross where (x/40)^-0.25 = e^+-0.05
+    assert got.low == pytest.approx(40.0 * math.exp(-0.05 / 0.25))
+    assert got.high == pytest.approx(40.0 * math.exp(0.05 / 0.25))
+    assert got.low < got.load < got.high
+
+
+def test_a_mode_slower_even_alone_never_pays_and_one_still_ahead_is_beyond_the_range():
+    loads = [1, 4, 16, 64]
+    assert crossover(loads, _curve(loads, at_one_load=0.5)).verdict == NEVER_PAYS     # draft on Rust/C++
+    beyond = crossover(loads, _curve(loads, at_one_load=1000.0))
+    assert beyond.verdict == BEYOND and beyond.text() == "beyond the range swept"
+
+
+def test_an_interval_that_holds_1_at_the_top_leaves_the_crossover_open_above():
+    loads = [1, 4, 16, 64]
+    wide = _curve(loads, at_one_load=40.0, half_width=0.6)      # the high bound never falls below 1.0
+    got = crossover(loads, wide)
+    assert got.verdict == CROSSES and got.high is None and got.text().endswith("beyond the range]")
+
+
+def test_crossover_refuses_loads_out_of_order():
+    with pytest.raises(ValueError, match="increasing"):
+        crossover([4, 1], _curve([4, 1], 2.0))
+
+
+def test_the_search_brackets_a_capacity_known_exactly():
+    for capacity in (3.7, 37.3, 512.0):
+        probes = []
+
+        def fleet(rate, probes=probes, capacity=capacity):
+            probes.append(rate)
+            return rate <= capacity
+
+        got = search_capacity(fleet, start=1.0, max_rate=10_000.0, precision=0.05)
+        assert got.rate <= capacity < got.failed_at and (got.failed_at - got.rate) / got.rate <= 0.05
+        assert len(probes) == len(got.probes) < 40
+
+
+def test_majority_repeats_keep_a_noisy_boundary_from_flipping_the_answer():
+    """Near its capacity the fake fleet's probe is wrong one time in five; far from it, never."""
+    capacity = 50.0
+
+    def noisy(seed):
+        rng = np.random.default_rng(seed)
+
+        def probe(rate):
+            truth = rate <= capacity
+            near = abs(rate / capacity - 1) < 0.15
+            return (not truth) if near and rng.random() < 0.2 else truth
+        return probe
+
+    answers = [search_capacity(noisy(s), 1.0, 1000.0, precision=0.05, repeats=5).rate for s in range(30)]
+    assert all(0.85 * capacity <= a <= 1.15 * capacity for a in answers), answers
+    single = [search_capacity(noisy(s), 1.0, 1000.0, precision=0.05, repeats=1).rate for s in range(30)]
+    worst = lambda xs: max(abs(a / capacity - 1) for a in xs)  # noqa: E731
+    assert worst(answers) <= worst(single)
+
+
+def test_the_search_says_when_the_range_holds_no_boundary():
+    assert search_capacity(lambda r: True, 1.0, 64.0).reason == "every rate up to --max-rate 64 met the SLOs"
+    none = search_capacity(lambda r: False, 1.0, 64.0)
+    assert none.rate is None and none.reason == "even 1 failed its SLOs"
