@@ -10,7 +10,9 @@ Metrics (latencies in ms, over requests that succeeded unless said):
 - `requests` by `status` and `error_kind` (statistic `count`);
 - `req_per_s`, `out_tok_per_s`, `goodput_req_per_s` (statistic `rate`: completions inside the
   mode's steady window per second, NaN when the replay was too short for one; see
-  analysis.steady), `steady_window_s` (`length`), `goodput_share` (of all scheduled);
+  analysis.steady), `req_per_s` `departures` (completions per second from the first to the
+  last: the offered rate while the fleet keeps up, its capacity when it cannot),
+  `steady_window_s` (`length`), `goodput_share` (of all scheduled);
 - `tokens_per_step` (client: completion tokens after the first chunk over chunks after the
   first), `tokens_per_chunk`; the server's `acceptance_rate`, `mean_acceptance_length`,
   `acceptance_at_position` (statistic `pos1`, `pos2`, ...) from /metrics counter increases
@@ -91,9 +93,15 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
     last_ns = pc.fill_null(table["last_token_ns"], 0).to_numpy()
     arrivals = table["scheduled_ns"].to_numpy()[cells.order]
     sent = pc.is_valid(table["sent_ns"]).to_numpy(zero_copy_only=False)[cells.order]   # a never-sent row is no arrival
+    done_ordered = np.where(ok, last_ns, -1)[cells.order]
     in_steady = np.zeros(len(ok), dtype=bool)
-    windows = {}
+    windows, departures = {}, {}
     for mode, tenant, s in cells.cells():
+        # completions per second from the first to the last completion: they follow the arrivals
+        # while the fleet keeps up, and come at its capacity when it cannot (saturated)
+        done_at = done_ordered[s][done_ordered[s] >= 0]
+        span = (int(done_at.max()) - int(done_at.min())) / 1e9 if len(done_at) > 1 else 0.0
+        departures[mode, tenant] = (len(done_at) - 1) / span if span > 0 else math.nan
         if tenant == ALL:
             e2e_p99 = next((v for metric, stat, v, _, _ in rows[(mode, ALL)] if (metric, stat) == ("e2e_ms", "p99")),
                            math.nan)
@@ -111,6 +119,7 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
             _add(rows, cell, "steady_window_s", "length", length)
         _add(rows, cell, "tokens_per_chunk", "mean", tokens[cell] / chunks[cell] if chunks[cell] else math.nan)
         _add(rows, cell, "req_per_s", "rate", steady_done[cell] / length)
+        _add(rows, cell, "req_per_s", "departures", departures[cell])
         _add(rows, cell, "out_tok_per_s", "rate", steady_tokens[cell] / length)
         if met is not None:
             _add(rows, cell, "goodput_req_per_s", "rate", steady_met[cell] / length)

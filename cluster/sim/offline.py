@@ -27,6 +27,9 @@ class SimResult:
     e2e_s: float
     chunks: int
     tokens: int
+    chunk_s: tuple[float, ...] = ()        # each chunk's time since the arrival
+    chunk_tokens: tuple[int, ...] = ()     # the tokens each chunk carried
+    spec: tuple[int, int, int, tuple[int, ...]] | None = None   # steps, drafts, accepted, histogram
 
 
 class _VirtualEngine(Engine):
@@ -36,6 +39,9 @@ class _VirtualEngine(Engine):
         self.first: dict[int, float] = {}
         self.last: dict[int, float] = {}
         self.chunks: dict[int, int] = {}
+        self.times: dict[int, list[float]] = {}
+        self.tokens: dict[int, list[int]] = {}
+        self.done: dict[int, Sequence] = {}
 
     def deliver(self, seq: Sequence, n: int, now: float) -> None:
         key = int(seq.request_id)
@@ -43,6 +49,10 @@ class _VirtualEngine(Engine):
             self.first.setdefault(key, now)
             self.last[key] = now
             self.chunks[key] = self.chunks.get(key, 0) + 1
+            self.times.setdefault(key, []).append(now)
+            self.tokens.setdefault(key, []).append(n)
+        else:
+            self.done[key] = seq
 
 
 def simulate(dep: perf_model.Deployment, requests: list[SimRequest], max_num_seqs: int = 256,
@@ -64,8 +74,14 @@ def simulate(dep: perf_model.Deployment, requests: list[SimRequest], max_num_seq
         plan = eng.schedule()
         eng.now += plan.duration_s
         eng.finish(plan)
-    return [SimResult(eng.first[i] - r.arrival_s, eng.last[i] - r.arrival_s, eng.chunks[i], r.output_tokens)
-            for i, r in enumerate(requests)]
+    out = []
+    for i, r in enumerate(requests):
+        seq = eng.done.get(i)
+        spec = ((seq.spec_steps, seq.spec_draft_tokens, seq.spec_accepted, tuple(seq.spec_histogram))
+                if seq is not None and seq.spec_steps else None)
+        out.append(SimResult(eng.first[i] - r.arrival_s, eng.last[i] - r.arrival_s, eng.chunks[i], r.output_tokens,
+                             tuple(t - r.arrival_s for t in eng.times[i]), tuple(eng.tokens[i]), spec))
+    return out
 
 
 def poisson_requests(rate: float, n: int, prompt_tokens: int, output_tokens: int, domain: str,

@@ -111,6 +111,62 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def completion_prompt(prompt: Any) -> tuple[str, int]:
+    """A completion request's prompt as (text, prompt tokens), as the server counts it."""
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
+        return " ".join(map(str, prompt[:64])), len(prompt)
+    if isinstance(prompt, str) and prompt:
+        return prompt, estimate_tokens(prompt)
+    raise RequestError("prompt must be a non-empty string or list of token ids", param="prompt")
+
+
+def chat_prompt(messages: Any) -> tuple[str, int]:
+    """A chat request's messages as (text, prompt tokens), with the chat template's tokens."""
+    if not isinstance(messages, list) or not messages:
+        raise RequestError("messages must be a non-empty list", param="messages")
+    text = "\n".join(_text_of(m.get("content")) for m in messages if isinstance(m, dict))
+    n_prompt = (sum(estimate_tokens(_text_of(m.get("content"))) for m in messages if isinstance(m, dict))
+                + CHAT_TOKENS_PER_MESSAGE * len(messages) + CHAT_TOKENS_PER_PROMPT)
+    return text, n_prompt
+
+
+def sequence_for(body: dict[str, Any], text: str, prompt_tokens: int, max_model_len: int,
+                 request_id: str) -> Sequence:
+    """What the engine runs for a request body: how many tokens it generates (max_tokens, or its
+    natural end unless ignore_eos; a stop string cuts it), its content domain and temperature.
+    The same for the live server and the offline planner, so a plan predicts the server."""
+    max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
+    room = max_model_len - prompt_tokens
+    if max_tokens is None:
+        max_tokens = room
+    if not isinstance(max_tokens, int) or max_tokens < 1:
+        raise RequestError(f"max_tokens must be at least 1, got {max_tokens}.", param="max_tokens")
+    if prompt_tokens + max_tokens > max_model_len:
+        raise RequestError(
+            f"This model's maximum context length is {max_model_len} tokens. However, you "
+            f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, "
+            f"{max_tokens} in the completion). Please reduce the length of the messages or completion.",
+            param="max_tokens",
+        )
+    target = max_tokens if body.get("ignore_eos") else min(max_tokens, natural_length(text))
+    stop = body.get("stop")
+    stops = [stop] if isinstance(stop, str) else [x for x in (stop or []) if isinstance(x, str)]
+    stop_hit = _first_stop(target, [x for x in stops if x])
+    if stop_hit is not None:
+        target = stop_hit[0]
+    temperature = body.get("temperature")
+    return Sequence(
+        request_id=request_id,
+        prompt_tokens=prompt_tokens,
+        target_tokens=target,
+        domain=classify_domain(text),
+        temperature=1.0 if temperature is None else float(temperature),
+        stop=stop_hit,
+    )
+
+
 class SimServer:
     def __init__(self, cfg: ServerConfig, engine: Engine) -> None:
         self.cfg = cfg
@@ -220,48 +276,12 @@ class SimServer:
         return body
 
     def _sequence(self, body: dict[str, Any], text: str, prompt_tokens: int) -> Sequence:
-        max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-        room = self.cfg.max_model_len - prompt_tokens
-        if max_tokens is None:
-            max_tokens = room
-        if not isinstance(max_tokens, int) or max_tokens < 1:
-            raise RequestError(f"max_tokens must be at least 1, got {max_tokens}.", param="max_tokens")
-        if prompt_tokens + max_tokens > self.cfg.max_model_len:
-            raise RequestError(
-                f"This model's maximum context length is {self.cfg.max_model_len} tokens. However, you "
-                f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, "
-                f"{max_tokens} in the completion). Please reduce the length of the messages or completion.",
-                param="max_tokens",
-            )
-        target = max_tokens if body.get("ignore_eos") else min(max_tokens, natural_length(text))
-        stop = body.get("stop")
-        stops = [stop] if isinstance(stop, str) else [x for x in (stop or []) if isinstance(x, str)]
-        stop_hit = _first_stop(target, [x for x in stops if x])
-        if stop_hit is not None:
-            target = stop_hit[0]
-        temperature = body.get("temperature")
-        return Sequence(
-            request_id=str(next(self._ids)),
-            prompt_tokens=prompt_tokens,
-            target_tokens=target,
-            domain=classify_domain(text),
-            temperature=1.0 if temperature is None else float(temperature),
-            stop=stop_hit,
-        )
+        return sequence_for(body, text, prompt_tokens, self.cfg.max_model_len, str(next(self._ids)))
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await self._body(request)
-            prompt = body.get("prompt")
-            if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-                prompt = prompt[0]
-            if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
-                text, n_prompt = " ".join(map(str, prompt[:64])), len(prompt)
-            elif isinstance(prompt, str) and prompt:
-                text, n_prompt = prompt, estimate_tokens(prompt)
-            else:
-                raise RequestError("prompt must be a non-empty string or list of token ids", param="prompt")
-            seq = self._sequence(body, text, n_prompt)
+            seq = self._sequence(body, *completion_prompt(body.get("prompt")))
         except RequestError as exc:
             return error_response(exc)
         return await self._generate(request, body, seq, chat=False)
@@ -269,13 +289,7 @@ class SimServer:
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await self._body(request)
-            messages = body.get("messages")
-            if not isinstance(messages, list) or not messages:
-                raise RequestError("messages must be a non-empty list", param="messages")
-            text = "\n".join(_text_of(m.get("content")) for m in messages if isinstance(m, dict))
-            n_prompt = (sum(estimate_tokens(_text_of(m.get("content"))) for m in messages if isinstance(m, dict))
-                        + CHAT_TOKENS_PER_MESSAGE * len(messages) + CHAT_TOKENS_PER_PROMPT)
-            seq = self._sequence(body, text, n_prompt)
+            seq = self._sequence(body, *chat_prompt(body.get("messages")))
         except RequestError as exc:
             return error_response(exc)
         return await self._generate(request, body, seq, chat=True)

@@ -4,6 +4,7 @@ expected (`expected a positive number, got '0'`)."""
 from __future__ import annotations
 
 import argparse
+from itertools import pairwise
 
 
 def number(text: str, ok, words: str, scale: float = 1.0) -> float:
@@ -56,3 +57,13 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def positive_floats(text: str) -> list[float]:
+    """A comma-separated list of positive numbers, increasing: 0.5,1,2,4."""
+    values = [positive_float(part.strip()) for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}")
+    if any(b <= a for a, b in pairwise(values)):
+        raise argparse.ArgumentTypeError(f"the levels must increase, got {text!r}")
+    return values

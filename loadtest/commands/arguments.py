@@ -12,6 +12,7 @@ from loadtest.commands.argtypes import (
     percent,
     port,
     positive_float,
+    positive_floats,
     positive_int,
     window,
 )
@@ -129,6 +130,32 @@ def build_parser() -> argparse.ArgumentParser:
                      "e.g. e2e_p99 (default: ttft_p99, tpot_p99, e2e_p99)")
     cmp.add_argument("--max-regression", type=percent, default=0.05, metavar="PCT",
                      help="how much worse a metric may get before it fails, in percent (default 5)")
+
+    plan = sub.add_parser("plan", help="predict a load sweep from the simulator's model, in seconds, before any GPU",
+                          description="Predict what a sweep of offered load would measure, per mode and tenant, from "
+                          "the simulator's performance model run in virtual time (its own scheduler, no HTTP, no "
+                          "sleeping): the fleet's modes on the hardware profile its [sim] section names (or "
+                          "--hardware). Each level is written as a run folder (levels/<level>/, readable by "
+                          "`loadtest report`), and sweep.parquet and report.md hold the curves: throughput, TPOT "
+                          "and TTFT against load, the speedup over the baseline with its interval, and where each "
+                          "mode stops paying (the crossover).")
+    plan.add_argument("--fleet", default=None, metavar="NAME|PATH", help="built-in fleet or a fleet TOML file "
+                      "(default: local-sim); a vLLM fleet is planned as the simulator would serve it")
+    plan.add_argument("--modes", default=None, metavar="A,B,...", help="modes to plan (default: all the fleet's)")
+    plan.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
+                      help="built-in scenario or a scenario TOML file (default: saas-mix)")
+    plan.add_argument("--requests", type=positive_int, default=None, metavar="N",
+                      help="requests per level (default: the scenario's demo size)")
+    plan.add_argument("--seed", type=int, default=None, metavar="N", help="trace seed (default: the scenario's)")
+    levels = plan.add_mutually_exclusive_group()
+    levels.add_argument("--rate-scale", type=positive_floats, default=None, metavar="X,Y,...",
+                        help="levels as multiples of the scenario's arrival rates (default 0.25,0.5,1,2,4)")
+    levels.add_argument("--rates", type=positive_floats, default=None, metavar="R,S,...",
+                        help="levels as offered requests per second (the scenario's arrivals scaled to each)")
+    plan.add_argument("--hardware", default=None, metavar="PROFILE",
+                      help="the simulator's hardware profile to plan on (default: the fleet's [sim] hardware)")
+    plan.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
+    plan.add_argument("--run-id", default=None, metavar="ID", help="the plan's folder under --out (default: UTC time)")
 
     clus = sub.add_parser("cluster", help="hold a fleet up across runs: up, status, down",
                           description="A long-lived fleet for the web UI and soak tests. `up` provisions it "

@@ -93,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         from loadtest.commands.analyse import compare as compare_main
 
         return compare_main(args)
+    if args.command == "plan":
+        from loadtest.commands.plan import main as plan_main
+
+        return plan_main(args)
     if args.command == "cluster":
         return _cluster(args)
     if args.command in ("scenario", "trace"):

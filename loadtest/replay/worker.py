@@ -25,13 +25,22 @@ from loadtest.replay import protocol
 from loadtest.replay.dispatcher import Dispatcher, Schedule
 from loadtest.replay.options import ReplayConfig
 from loadtest.replay.shards import iter_shard, shard_size
+from loadtest.request import body
+from loadtest.request.body import request_body
 from loadtest.request.client import Clock, execute
 from loadtest.request.client_stats import ClientStats, cpu_seconds
 from loadtest.request.sink import ParquetSink
 from scenarios.trace import closed_concurrency
 
 PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
-STREAM_OPTIONS = orjson.Fragment(b'{"include_usage":true,"continuous_usage_stats":true}')
+STREAM_OPTIONS = orjson.Fragment(orjson.dumps(body.STREAM_OPTIONS))   # encoded once
+
+
+def _fragment(messages: str) -> orjson.Fragment:
+    """A trace row's messages JSON, sent as it is."""
+    return orjson.Fragment(messages.encode())
+
+
 TICK_S = 0.5  # progress, live figures and the sink's time-bound flush, twice a second
 
 
@@ -158,15 +167,7 @@ class ShardReplay:
                              status=status, error=error)
 
     def _body(self, row: dict) -> bytes:
-        body = {"model": self.opts.served_model, "max_tokens": row["max_tokens"],
-                "temperature": row["temperature"], "stream": True, "stream_options": STREAM_OPTIONS}
-        if row["ignore_eos"]:
-            body["ignore_eos"] = True
-        if row["api"] == "chat":
-            body["messages"] = orjson.Fragment(row["messages"].encode())
-        else:
-            body["prompt"] = row["prompt"]
-        return orjson.dumps(body)
+        return orjson.dumps(request_body(row, self.opts.served_model, _fragment, STREAM_OPTIONS))
 
     def _send(self, index: int, row: dict, scheduled: float) -> None:
         rec = self._record(row, scheduled)

@@ -1,0 +1,167 @@
+"""`loadtest plan`: a load sweep predicted before any GPU is rented.
+
+Each mode of the fleet is built exactly as a simulator replica would be (the same argv,
+`cluster.argv.serve_argv`, parsed by the simulator's own CLI), each trace row becomes the request
+body the replay would send (`loadtest.request.body`) and then what the server would run for it
+(`cluster.sim.server.sequence_for`), and the engine's scheduler serves the trace in virtual time
+(`cluster.sim.offline.simulate`). The records it predicts are written in the record contract, one
+run folder per level, so every analysis reads a plan as it reads a measured run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from itertools import pairwise
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analysis.long_summary import long_summary
+from analysis.slo import with_slos
+from analysis.sweep import LEVEL_SCHEMA, sweep_markdown, with_level
+from cluster import FleetError
+from cluster.argv import serve_argv
+from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
+from cluster.sim import cli as sim_cli
+from cluster.sim.offline import SimRequest, simulate
+from cluster.sim.profiles import HARDWARE
+from cluster.sim.server import RequestError, SimServer, chat_prompt, completion_prompt, sequence_for
+from common import exits
+from common.exits import print_error
+from loadtest.commands.console import new_console
+from loadtest.commands.inputs import DEFAULT_FLEET, new_run_dir
+from loadtest.commands.manifest import Manifest
+from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from loadtest.request.body import request_body
+from scenarios import ScenarioError
+from scenarios.spec import load_scenario
+from scenarios.trace import build_trace, scale_rate, scenario_hash, write_trace
+
+DEFAULT_RATE_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
+EPOCH_NS = 1_700_000_000 * 10**9     # a plan's virtual clock starts here (no wall time is measured)
+
+
+def simulator_of(fleet: FleetSpec, mode: str, hardware: str | None) -> SimServer:
+    """The simulator a replica of `mode` would run: its serve argv, parsed by the simulator's CLI."""
+    as_sim = fleet.model_copy(update={"engine": "sim", "extra_args": []})
+    if hardware is not None:
+        as_sim = as_sim.model_copy(update={"sim": as_sim.sim.model_copy(update={"hardware": hardware})})
+    parser = argparse.ArgumentParser()
+    sim_cli.add_arguments(parser)
+    args = parser.parse_args(serve_argv(as_sim, mode, 1)[3:])
+    server, _, _ = sim_cli.build(args)
+    return server
+
+
+def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str) -> pa.Table:
+    """The records the simulator predicts for `trace`, in the record contract (virtual times)."""
+    rows = trace.to_pylist()
+    requests, refused = [], {}
+    for i, row in enumerate(rows):
+        body = request_body(row, server.cfg.served_model_names[0])
+        try:
+            chat = row["api"] == "chat"
+            text, n_prompt = chat_prompt(body["messages"]) if chat else completion_prompt(body["prompt"])
+            seq = sequence_for(body, text, n_prompt, server.cfg.max_model_len, str(i))
+            requests.append(SimRequest(row["offset_s"], seq.prompt_tokens, seq.target_tokens, seq.domain,
+                                       seq.temperature))
+        except RequestError as exc:
+            refused[i] = str(exc)
+            requests.append(None)
+    served = [r for r in requests if r is not None]
+    results = iter(simulate(server.engine.dep, served, max_num_seqs=server.engine.max_num_seqs,
+                            seed=server.cfg.seed))
+    out = []
+    for i, (row, req) in enumerate(zip(rows, requests, strict=True)):
+        scheduled = EPOCH_NS + int(row["offset_s"] * 1e9)
+        rec = RequestRecord(run_id=run_id, mode=mode, worker="plan", tenant=row["tenant"],
+                            request_id=row["request_id"], scheduled_ns=scheduled, offset_s=row["offset_s"],
+                            replica=f"{mode}-plan", sent_ns=scheduled, lateness_ms=0.0)
+        if req is None:
+            rec.status, rec.http_status, rec.error_kind, rec.error = "error", 400, "http", refused[i][:200]
+            out.append(rec.as_row())
+            continue
+        res = next(results)
+        times = [0.0, *res.chunk_s]
+        rec.status, rec.http_status = "ok", 200
+        rec.itl_ms = [(b - a) * 1e3 for a, b in pairwise(times)]
+        rec.chunk_tokens = list(res.chunk_tokens)
+        rec.ttft_ms = rec.ttft_sched_ms = res.ttft_s * 1e3
+        rec.e2e_ms = rec.e2e_sched_ms = res.e2e_s * 1e3
+        rec.first_token_ns, rec.last_token_ns = scheduled + int(res.ttft_s * 1e9), scheduled + int(res.e2e_s * 1e9)
+        rec.prompt_tokens, rec.completion_tokens = req.prompt_tokens, res.tokens
+        rec.finish_reason = "length" if res.tokens >= row["max_tokens"] else "stop"
+        if res.spec is not None:
+            rec.spec_steps, rec.spec_draft_tokens, rec.spec_accepted_tokens = res.spec[:3]
+            rec.spec_acceptance_histogram = list(res.spec[3])
+        out.append(rec.as_row())
+    return pa.Table.from_pylist(out, schema=REQUEST_SCHEMA)
+
+
+def _levels(args: argparse.Namespace, trace: pa.Table) -> list[tuple[str, float]]:
+    """(folder name, rate scale) per level."""
+    if args.rates:
+        span = trace["offset_s"][-1].as_py() if trace.num_rows > 1 else 0.0
+        if span <= 0:
+            raise ScenarioError("--rates: the scenario's trace has no arrival span to scale (a closed loop?)")
+        native = (trace.num_rows - 1) / span
+        return [(f"rate-{r:g}", r / native) for r in args.rates]
+    return [(f"scale-{x:g}", x) for x in (args.rate_scale or DEFAULT_RATE_SCALES)]
+
+
+def main(args: argparse.Namespace) -> int:
+    console = new_console()
+    started = time.monotonic()
+    try:
+        fleet, raw_fleet = load_fleet(args.fleet or DEFAULT_FLEET)
+        modes = resolve_modes(fleet.name, list(fleet.modes), args.modes)
+        if args.hardware is not None and args.hardware not in HARDWARE:
+            raise FleetError(f"--hardware {args.hardware!r}: not a simulator profile ({', '.join(sorted(HARDWARE))})")
+        scenario, raw = load_scenario(args.scenario)
+        seed = scenario.seed if args.seed is None else args.seed
+        base = build_trace(scenario, requests=args.requests or scenario.demo_requests, seed=seed)
+        levels = _levels(args, base)
+        servers = {m: simulator_of(fleet, m, args.hardware) for m in modes}
+        run_dir = new_run_dir(args.out, args.run_id, f"plan-{scenario.name}")
+    except (ScenarioError, FleetError, sim_cli.SimArgsError, FileExistsError) as exc:
+        print_error("loadtest plan", str(exc))
+        return exits.BAD_INPUT
+    hardware = args.hardware or fleet.sim.hardware
+    console.print(f"plan {run_dir.name}: {base.num_rows:,} requests of {scenario.name} per level, modes "
+                  f"{', '.join(modes)}, fleet {fleet.name} on {hardware} (the simulator's model, in virtual time)",
+                  soft_wrap=True)
+    sweeps = []
+    for name, scale in levels:
+        level_dir = run_dir / "levels" / name
+        (level_dir / "requests").mkdir(parents=True)
+        trace = scale_rate(base, scale)
+        write_trace(trace, level_dir / "trace.parquet", scenario.name, scenario_hash(raw))
+        tables = []
+        for mode in modes:
+            records = predicted_records(trace, servers[mode], mode, f"{run_dir.name}/{name}")
+            (level_dir / "requests" / f"mode={mode}").mkdir()
+            pq.write_table(records, level_dir / "requests" / f"mode={mode}" / "part-plan-00000.parquet")
+            tables.append(records)
+        manifest = Manifest(f"{run_dir.name}/{name}", {"name": scenario.name, "source": str(args.scenario),
+                                                       "sha256": scenario_hash(raw), "rate_scale": scale},
+                            {"name": fleet.name, "sha256": scenario_hash(raw_fleet), "spec": redacted(fleet),
+                             "planned_on": hardware}, modes, seed, trace.num_rows, status="completed")
+        manifest.write(level_dir)
+        records = pa.concat_tables(tables)
+        long = long_summary(with_slos(records, level_dir) or records, manifest.run_id, modes)
+        pq.write_table(long, level_dir / "summary.parquet")
+        offered = (trace.num_rows - 1) / trace["offset_s"][-1].as_py() if trace.num_rows > 1 else float("nan")
+        sweeps.append(with_level(long, name, offered))
+        console.print(f"  {name}: offered {offered:,.2f} req/s")
+    sweep = pa.concat_tables(sweeps).cast(LEVEL_SCHEMA)
+    pq.write_table(sweep, run_dir / "sweep.parquet")
+    report = sweep_markdown(sweep, f"Plan {run_dir.name}: {scenario.name} on fleet {fleet.name} ({hardware}), "
+                            "predicted by the simulator's performance model in virtual time")
+    (run_dir / "report.md").write_text(report)
+    console.print(report, markup=False, highlight=False)
+    console.print(f"plan: {run_dir / 'report.md'}  (curves: {run_dir / 'sweep.parquet'}; levels as run folders "
+                  f"under {run_dir / 'levels'}) in {time.monotonic() - started:.1f} s")
+    return exits.OK
+
+

@@ -1,0 +1,69 @@
+"""`loadtest plan`: a sweep predicted from the simulator's model in virtual time, written as run
+folders the analysis reads, with the curves, saturation and crossovers in its report."""
+
+from __future__ import annotations
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import loadtest
+
+
+def _cell(sweep, level, mode, metric, statistic, tenant="all"):
+    rows = sweep.filter(pc.and_(pc.and_(pc.equal(sweep["level"], level), pc.equal(sweep["mode"], mode)),
+                                pc.and_(pc.equal(sweep["tenant"], tenant), pc.and_(
+                                    pc.equal(sweep["metric"], metric), pc.equal(sweep["statistic"], statistic)))))
+    return rows.to_pylist()[0]["value"] if rows.num_rows else None
+
+
+def test_a_plan_predicts_curves_saturation_and_crossovers_in_seconds(tmp_path):
+    out = loadtest("plan", "--modes", "baseline,draft,eagle", "--rate-scale", "0.25,1,4", "--requests", "150",
+                   "--out", str(tmp_path), "--run-id", "p", timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = tmp_path / "p"
+    sweep = pq.read_table(run / "sweep.parquet")
+    assert set(sweep["level"].to_pylist()) == {"scale-0.25", "scale-1", "scale-4"}
+    assert set(sweep["mode"].to_pylist()) == {"baseline", "draft", "eagle"}
+    # speculation pays less as the load grows, as the model says
+    for mode in ("draft", "eagle"):
+        low, high = (_cell(sweep, lv, mode, "speedup_e2e", "geomean") for lv in ("scale-0.25", "scale-4"))
+        assert low > high, (mode, low, high)
+    # at 4x the scenario's rate the baseline's completions fall behind what is offered
+    offered = sweep.filter(pc.equal(sweep["level"], "scale-4"))["offered_req_per_s"][0].as_py()
+    assert _cell(sweep, "scale-4", "baseline", "req_per_s", "departures") < 0.9 * offered
+    report = (run / "report.md").read_text()
+    assert "*saturated*" in report and "## Where speculation stops paying" in report
+    assert "| code-agent |" in report and "never pays in the range" in report     # the draft model on code
+    # each level is a run folder like any other
+    again = loadtest("report", str(run / "levels" / "scale-1"), timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "predicted by the simulator's performance model in virtual time" in out.stdout
+
+
+def test_the_plan_predicts_what_the_simulator_serves_at_a_low_load(tmp_path):
+    args = ("--modes", "baseline,eagle", "--scenario", "saas-mix", "--requests", "40", "--out", str(tmp_path))
+    plan = loadtest("plan", *args, "--rate-scale", "0.25", "--run-id", "plan", timeout=120)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    live = loadtest("run", *args, "--rate-scale", "0.25", "--run-id", "live", "--cooldown", "0", timeout=300)
+    assert live.returncode == 0, live.stdout + live.stderr
+    predicted = pq.read_table(tmp_path / "plan" / "levels" / "scale-0.25" / "summary.parquet").to_pylist()
+    measured = pq.read_table(tmp_path / "live" / "summary.parquet").to_pylist()
+
+    def value(rows, mode, metric, stat):
+        return next(r["value"] for r in rows if (r["mode"], r["tenant"], r["metric"], r["statistic"])
+                    == (mode, "all", metric, stat))
+
+    for mode in ("baseline", "eagle"):
+        assert value(predicted, mode, "tpot_ms", "p50") == pytest.approx(value(measured, mode, "tpot_ms", "p50"),
+                                                                         rel=0.10), mode
+        assert value(predicted, mode, "ttft_ms", "p50") == pytest.approx(value(measured, mode, "ttft_ms", "p50"),
+                                                                         rel=0.15), mode
+
+
+def test_plan_refuses_bad_levels_and_unknown_hardware_in_one_line(tmp_path):
+    down = loadtest("plan", "--rate-scale", "4,2", "--out", str(tmp_path), timeout=60)
+    assert down.returncode == 2 and "the levels must increase, got '4,2'" in down.stderr
+    hw = loadtest("plan", "--hardware", "tpu-v9", "--out", str(tmp_path), timeout=60)
+    assert hw.returncode == 2 and "--hardware 'tpu-v9': not a simulator profile" in hw.stderr
+    assert "Traceback" not in down.stderr + hw.stderr
