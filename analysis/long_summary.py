@@ -12,7 +12,8 @@ Metrics (latencies in ms, over requests that succeeded unless said):
   mode's steady window per second, NaN when the replay was too short for one; see
   analysis.steady), `req_per_s` `departures` (completions per second from the first to the
   last: the offered rate while the fleet keeps up, its capacity when it cannot),
-  `steady_window_s` (`length`), `goodput_share` (of all scheduled);
+  `steady_window_s` (`length`), `goodput_share` (of all scheduled); `in_flight` (`mid`, `end`:
+  requests arrived and not done halfway through the arrivals and at the last one);
 - `tokens_per_step` (client: completion tokens after the first chunk over chunks after the
   first), `tokens_per_chunk`; the server's `acceptance_rate`, `mean_acceptance_length`,
   `acceptance_at_position` (statistic `pos1`, `pos2`, ...) from /metrics counter increases
@@ -103,6 +104,8 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
         span = (int(done_at.max()) - int(done_at.min())) / 1e9 if len(done_at) > 1 else 0.0
         departures[mode, tenant] = (len(done_at) - 1) / span if span > 0 else math.nan
         if tenant == ALL:
+            for stat, count in in_flight(arrivals[s][sent[s]], done_at).items():
+                _add(rows, (mode, ALL), "in_flight", stat, count)
             e2e_p99 = next((v for metric, stat, v, _, _ in rows[(mode, ALL)] if (metric, stat) == ("e2e_ms", "p99")),
                            math.nan)
             sent_at = arrivals[s][sent[s]]
@@ -124,6 +127,20 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
         if met is not None:
             _add(rows, cell, "goodput_req_per_s", "rate", steady_met[cell] / length)
             _add(rows, cell, "goodput_share", "share", met[cell] / scheduled[cell] if scheduled[cell] else math.nan)
+
+
+def in_flight(arrivals_ns: np.ndarray, done_ns: np.ndarray) -> dict[str, float]:
+    """Requests arrived and not yet done halfway through the arrivals (`mid`) and at the last
+    arrival (`end`): about equal while the fleet keeps up (once past warm-up), about double when
+    its queue grows all run."""
+    if not len(arrivals_ns):
+        return {}
+    arrivals, done = np.sort(arrivals_ns), np.sort(done_ns)
+    mid, end = (int(arrivals[0]) + int(arrivals[-1])) // 2, int(arrivals[-1])
+
+    def at(t: int) -> float:
+        return float(np.searchsorted(arrivals, t, side="right") - np.searchsorted(done, t, side="right"))
+    return {"mid": at(mid), "end": at(end)}
 
 
 def _request_acceptance_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> None:

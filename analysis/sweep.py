@@ -19,6 +19,11 @@ LEVEL_SCHEMA = pa.schema([*LONG_SCHEMA, pa.field("level", pa.string()), pa.field
 # A level saturated when its completions fall this far behind what was offered (over the steady
 # window): the fleet no longer keeps up, and higher levels only grow the queue.
 SATURATED_BELOW = 0.9
+# ... or, without a steady window, when the requests in flight at the last arrival exceed those
+# halfway through the arrivals by this factor (a queue growing linearly doubles; a stationary one
+# stays level) and by at least MIN_BACKLOG requests (so a handful of long requests is no verdict).
+QUEUE_GROWTH = 1.5
+MIN_BACKLOG = 5
 
 
 def with_level(long: pa.Table, level: str, offered_req_per_s: float) -> pa.Table:
@@ -45,12 +50,15 @@ def _ratio(cells: dict, level: str, mode: str, tenant: str) -> Ratio | None:
 
 
 def saturated(cells: dict, level: str, mode: str, offered: float) -> bool:
-    """Completions fell behind the offered rate: under SATURATED_BELOW of it over the steady
-    window or, where a growing queue left none, from the first completion to the last."""
+    """The fleet fell behind: completions under SATURATED_BELOW of the offered rate over the
+    steady window, or, where a growing queue left none, a backlog that grew from halfway
+    through the arrivals to their end (by QUEUE_GROWTH times, and by at least MIN_BACKLOG)."""
     done = _value(cells, (level, mode, ALL, "req_per_s", "rate"))
-    if done is None:
-        done = _value(cells, (level, mode, ALL, "req_per_s", "departures"))
-    return done is not None and done < SATURATED_BELOW * offered
+    if done is not None:
+        return done < SATURATED_BELOW * offered
+    mid = _value(cells, (level, mode, ALL, "in_flight", "mid"))
+    end = _value(cells, (level, mode, ALL, "in_flight", "end"))
+    return mid is not None and end is not None and end > QUEUE_GROWTH * mid and end - mid >= MIN_BACKLOG
 
 
 def levels_of(sweep: pa.Table) -> list[tuple[str, float]]:
@@ -81,9 +89,9 @@ def sweep_markdown(sweep: pa.Table, title: str) -> str:
     out = [f"# {title}", "",
            "Per level (offered load), over each mode's steady window: done req/s and output tok/s; latencies "
            "in ms from the send; the E2E speedup over the baseline, paired by request, with its 95% interval. "
-           f"*saturated*: completions under {SATURATED_BELOW:.0%} of the offered rate, over the steady window or, "
-           "where a growing queue left none, from the first completion to the last (the done column then shows "
-           "that rate in brackets).", ""]
+           f"*saturated*: completions under {SATURATED_BELOW:.0%} of the offered rate over the steady window or, "
+           f"where a growing queue left none, requests in flight growing {QUEUE_GROWTH:g}x from halfway through "
+           "the arrivals to their end; in brackets, completions per second from the first to the last.", ""]
     for mode in modes:
         rows = []
         for level, offered in levels:

@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--max-regression", type=percent, default=0.05, metavar="PCT",
                      help="how much worse a metric may get before it fails, in percent (default 5)")
 
-    plan = sub.add_parser("plan", help="predict a load sweep from the simulator's model, in seconds, before any GPU",
+    plan = sub.add_parser("plan", help="predict each mode at several loads from the simulator's model, in seconds",
                           description="Predict what a sweep of offered load would measure, per mode and tenant, from "
                           "the simulator's performance model run in virtual time (its own scheduler, no HTTP, no "
                           "sleeping): the fleet's modes on the hardware profile its [sim] section names (or "
