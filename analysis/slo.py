@@ -43,12 +43,16 @@ def with_slos(records: pa.Table, run_dir: Path) -> pa.Table | None:
         return None
     if not has_slos(pq.read_schema(path)):
         return None
-    targets = pq.read_table(path, columns=["request_id", *SLO_COLUMNS])
-    if not has_targets(targets):
+    return join_targets(records, pq.read_table(path, columns=["request_id", *SLO_COLUMNS]))
+
+
+def join_targets(records: pa.Table, trace: pa.Table) -> pa.Table | None:
+    """`records` with their requests' targets from `trace` (a trace table); None when it sets none."""
+    if not has_targets(trace):
         return None
-    index = pc.index_in(records["request_id"], value_set=targets["request_id"])  # records keep their order
+    index = pc.index_in(records["request_id"], value_set=trace["request_id"])  # records keep their order
     for c in SLO_COLUMNS:
-        records = records.append_column(c, pc.take(targets[c], index))
+        records = records.append_column(c, pc.take(trace[c], index))
     return records
 
 

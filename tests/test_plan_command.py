@@ -7,7 +7,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import loadtest
+from tests.conftest import ROOT, loadtest
 
 
 def _cell(sweep, level, mode, metric, statistic, tenant="all"):
@@ -67,3 +67,33 @@ def test_plan_refuses_bad_levels_and_unknown_hardware_in_one_line(tmp_path):
     hw = loadtest("plan", "--hardware", "tpu-v9", "--out", str(tmp_path), timeout=60)
     assert hw.returncode == 2 and "--hardware 'tpu-v9': not a simulator profile" in hw.stderr
     assert "Traceback" not in down.stderr + hw.stderr
+
+
+def test_the_planned_capacity_names_the_binding_tenant_and_repeats_exactly(tmp_path):
+    answers = []
+    for run_id in ("c1", "c2"):
+        out = loadtest("plan", "--capacity", "--modes", "baseline,eagle", "--rate-scale", "1", "--requests", "60",
+                       "--out", str(tmp_path), "--run-id", run_id, timeout=180)
+        assert out.returncode == 0, out.stdout + out.stderr
+        report = (tmp_path / run_id / "report.md").read_text()
+        assert "## Capacity: the highest offered rate within every tenant's SLOs" in report
+        assert "For this traffic choose **" in report
+        probes = pq.read_table(tmp_path / run_id / "capacity.parquet")
+        assert set(probes["mode"].to_pylist()) == {"baseline", "eagle"}
+        # each mode's answer: the highest rate that passed, below the lowest that failed
+        for mode in ("baseline", "eagle"):
+            mine = [p for p in probes.to_pylist() if p["mode"] == mode]
+            best = max((p["rate"] for p in mine if p["passed"]), default=None)
+            worst = min((p["rate"] for p in mine if not p["passed"]), default=None)
+            assert best is not None and (worst is None or best < worst), mine
+        answers.append(report.split("## Capacity")[1])
+    assert answers[0] == answers[1]     # the model is deterministic for its seed
+
+
+def test_capacity_needs_slo_targets(tmp_path):
+    no_slo = tmp_path / "no-slo.toml"
+    no_slo.write_text("\n".join(line for line in (ROOT / "scenarios" / "builtin" / "chat.toml").read_text().splitlines()
+                                if not line.startswith("slo")))
+    out = loadtest("plan", "--capacity", "--scenario", str(no_slo), "--out", str(tmp_path), timeout=120)
+    assert out.returncode == 2 and "--capacity: the scenario chat sets no SLO targets" in out.stderr, out.stderr
+    assert list(tmp_path.iterdir()) == [no_slo] and "Traceback" not in out.stderr   # nothing written

@@ -152,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="levels as multiples of the scenario's arrival rates (default 0.25,0.5,1,2,4)")
     levels.add_argument("--rates", type=positive_floats, default=None, metavar="R,S,...",
                         help="levels as offered requests per second (the scenario's arrivals scaled to each)")
+    plan.add_argument("--capacity", action="store_true",
+                      help="also find each mode's highest offered rate at which every tenant meets the SLOs its "
+                      "scenario sets (bracket, then bisect to 5%%), which tenant binds, and the mode to choose")
     plan.add_argument("--hardware", default=None, metavar="PROFILE",
                       help="the simulator's hardware profile to plan on (default: the fleet's [sim] hardware)")
     plan.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")

@@ -17,8 +17,9 @@ from itertools import pairwise
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from analysis.capacity import Capacity, search_capacity
 from analysis.long_summary import long_summary
-from analysis.slo import with_slos
+from analysis.slo import attainment, has_targets, join_targets, with_slos
 from analysis.sweep import LEVEL_SCHEMA, sweep_markdown, with_level
 from cluster import FleetError
 from cluster.argv import serve_argv
@@ -39,6 +40,7 @@ from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, scale_rate, scenario_hash, write_trace
 
 DEFAULT_RATE_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
+CAPACITY_PRECISION = 0.05     # the capacity search stops when its bracket is within 5%
 EPOCH_NS = 1_700_000_000 * 10**9     # a plan's virtual clock starts here (no wall time is measured)
 
 
@@ -99,15 +101,68 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
     return pa.Table.from_pylist(out, schema=REQUEST_SCHEMA)
 
 
+def native_rate(trace: pa.Table) -> float:
+    """The trace's offered requests per second (its requests over the span of their arrivals)."""
+    span = trace["offset_s"][-1].as_py() if trace.num_rows > 1 else 0.0
+    if span <= 0:
+        raise ScenarioError("the scenario's trace has no arrival span to scale (a closed loop?)")
+    return (trace.num_rows - 1) / span
+
+
+def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_rate: float,
+                precision: float) -> tuple[Capacity, list[str]]:
+    """The highest offered rate at which every tenant meets its SLOs in the model, and which
+    tenants missed them just above it (the binding SLOs). The model is deterministic for its
+    seed, so each rate is probed once."""
+    native = native_rate(base)
+    missed: dict[float, list[str]] = {}
+
+    def probe(rate: float) -> bool:
+        trace = scale_rate(base, rate / native)
+        records = join_targets(predicted_records(trace, server, mode, "capacity"), trace)
+        verdicts = attainment(records, [mode])
+        missed[rate] = [f"{a.tenant} ({'; '.join(a.missed())})" for a in verdicts if not a.passed]
+        return not missed[rate]
+
+    found = search_capacity(probe, start, max_rate, precision=precision, repeats=1)
+    return found, missed.get(found.failed_at, []) if found.failed_at is not None else []
+
+
 def _levels(args: argparse.Namespace, trace: pa.Table) -> list[tuple[str, float]]:
     """(folder name, rate scale) per level."""
     if args.rates:
-        span = trace["offset_s"][-1].as_py() if trace.num_rows > 1 else 0.0
-        if span <= 0:
-            raise ScenarioError("--rates: the scenario's trace has no arrival span to scale (a closed loop?)")
-        native = (trace.num_rows - 1) / span
+        native = native_rate(trace)
         return [(f"rate-{r:g}", r / native) for r in args.rates]
     return [(f"scale-{x:g}", x) for x in (args.rate_scale or DEFAULT_RATE_SCALES)]
+
+
+CAPACITY_SCHEMA = pa.schema([pa.field("mode", pa.string()), pa.field("rate", pa.float64()),
+                             pa.field("passed", pa.bool_()), pa.field("phase", pa.string())])
+
+
+def _capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list[str], fleet: FleetSpec,
+                      run_dir) -> str:
+    """Each mode's highest rate within every tenant's SLOs (capacity.parquet holds every probe)."""
+    native = native_rate(base)
+    gpus = fleet.tensor_parallel_size * fleet.replicas
+    rows, probes = [], []
+    for mode in modes:
+        found, binding = capacity_of(base, servers[mode], mode, native / 16, native * 16, CAPACITY_PRECISION)
+        probes += [{"mode": mode, "rate": p.rate, "passed": p.passed, "phase": p.phase} for p in found.probes]
+        rate = "-" if found.rate is None else f"{found.rate:,.2f}"
+        per_gpu = "-" if found.rate is None else f"{found.rate / gpus:,.3f}"
+        rows.append((found.rate or 0.0, f"| {mode} | {rate} | {per_gpu} | {'; '.join(binding) or '-'} | "
+                     f"{found.reason} ({len(found.probes)} probes) |"))
+    pq.write_table(pa.Table.from_pylist(probes, schema=CAPACITY_SCHEMA), run_dir / "capacity.parquet")
+    best = max(rows)[1].split("|")[1].strip() if any(r[0] for r in rows) else None
+    return "\n".join([
+        "## Capacity: the highest offered rate within every tenant's SLOs", "",
+        f"Bracketed by doubling from 1/16 of the scenario's rate, then bisected to {CAPACITY_PRECISION:.0%}; "
+        f"per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the target's). Binding: the tenants "
+        "that missed just above it.", "",
+        "| mode | max req/s | per GPU | binding SLOs | search |", "|---|---:|---:|---|---|",
+        *[r[1] for r in rows], "",
+        f"For this traffic choose **{best}**." if best else "No mode meets the SLOs at any rate searched.", ""])
 
 
 def main(args: argparse.Namespace) -> int:
@@ -122,6 +177,9 @@ def main(args: argparse.Namespace) -> int:
         seed = scenario.seed if args.seed is None else args.seed
         base = build_trace(scenario, requests=args.requests or scenario.demo_requests, seed=seed)
         levels = _levels(args, base)
+        if args.capacity and not has_targets(base):
+            raise ScenarioError(f"--capacity: the scenario {scenario.name} sets no SLO targets to hold (give its "
+                                "tenants an `slo`)")
         servers = {m: simulator_of(fleet, m, args.hardware) for m in modes}
         run_dir = new_run_dir(args.out, args.run_id, f"plan-{scenario.name}")
     except (ScenarioError, FleetError, sim_cli.SimArgsError, FileExistsError) as exc:
@@ -158,6 +216,8 @@ def main(args: argparse.Namespace) -> int:
     pq.write_table(sweep, run_dir / "sweep.parquet")
     report = sweep_markdown(sweep, f"Plan {run_dir.name}: {scenario.name} on fleet {fleet.name} ({hardware}), "
                             "predicted by the simulator's performance model in virtual time")
+    if args.capacity:
+        report += "\n" + _capacity_section(base, servers, modes, fleet, run_dir)
     (run_dir / "report.md").write_text(report)
     console.print(report, markup=False, highlight=False)
     console.print(f"plan: {run_dir / 'report.md'}  (curves: {run_dir / 'sweep.parquet'}; levels as run folders "
