@@ -75,7 +75,7 @@ def search_capacity(probe: Callable[[float], bool], start: float, max_rate: floa
     if low is None:
         return Capacity(None, high, log, f"even {start:g} failed its SLOs")
     if high is None:
-        return Capacity(low, None, log, f"every rate up to --max-rate {max_rate:g} met the SLOs")
+        return Capacity(low, None, log, f"every rate up to {max_rate:g} met the SLOs")
     while (high - low) / low > precision:
         if len(log) >= max_probes:
             return Capacity(low, high, log, f"stopped after {max_probes} probes")

@@ -95,6 +95,7 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
     arrivals = table["scheduled_ns"].to_numpy()[cells.order]
     sent = pc.is_valid(table["sent_ns"]).to_numpy(zero_copy_only=False)[cells.order]   # a never-sent row is no arrival
     done_ordered = np.where(ok, last_ns, -1)[cells.order]
+    ok_ordered = ok[cells.order]
     in_steady = np.zeros(len(ok), dtype=bool)
     windows, departures = {}, {}
     for mode, tenant, s in cells.cells():
@@ -104,7 +105,8 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
         span = (int(done_at.max()) - int(done_at.min())) / 1e9 if len(done_at) > 1 else 0.0
         departures[mode, tenant] = (len(done_at) - 1) / span if span > 0 else math.nan
         if tenant == ALL:
-            for stat, count in in_flight(arrivals[s][sent[s]], done_at).items():
+            # requests that succeeded only: a refused or failed one is no backlog
+            for stat, count in in_flight(arrivals[s][sent[s] & ok_ordered[s]], done_at).items():
                 _add(rows, (mode, ALL), "in_flight", stat, count)
             e2e_p99 = next((v for metric, stat, v, _, _ in rows[(mode, ALL)] if (metric, stat) == ("e2e_ms", "p99")),
                            math.nan)

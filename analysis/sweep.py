@@ -54,8 +54,10 @@ def saturated(cells: dict, level: str, mode: str, offered: float) -> bool:
     steady window, or, where a growing queue left none, a backlog that grew from halfway
     through the arrivals to their end (by QUEUE_GROWTH times, and by at least MIN_BACKLOG)."""
     done = _value(cells, (level, mode, ALL, "req_per_s", "rate"))
-    if done is not None:
-        return done < SATURATED_BELOW * offered
+    if done is not None:   # against what was offered and could succeed: failures are not a backlog
+        counts = {s: _value(cells, (level, mode, ALL, "requests", s)) or 0 for s in ("ok", "error", "timeout")}
+        sent = sum(counts.values())
+        return done < SATURATED_BELOW * offered * (counts["ok"] / sent if sent else 1.0)
     mid = _value(cells, (level, mode, ALL, "in_flight", "mid"))
     end = _value(cells, (level, mode, ALL, "in_flight", "end"))
     return mid is not None and end is not None and end > QUEUE_GROWTH * mid and end - mid >= MIN_BACKLOG

@@ -86,6 +86,6 @@ def test_majority_repeats_keep_a_noisy_boundary_from_flipping_the_answer():
 
 
 def test_the_search_says_when_the_range_holds_no_boundary():
-    assert search_capacity(lambda r: True, 1.0, 64.0).reason == "every rate up to --max-rate 64 met the SLOs"
+    assert search_capacity(lambda r: True, 1.0, 64.0).reason == "every rate up to 64 met the SLOs"
     none = search_capacity(lambda r: False, 1.0, 64.0)
     assert none.rate is None and none.reason == "even 1 failed its SLOs"

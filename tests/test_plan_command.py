@@ -97,3 +97,45 @@ def test_capacity_needs_slo_targets(tmp_path):
     out = loadtest("plan", "--capacity", "--scenario", str(no_slo), "--out", str(tmp_path), timeout=120)
     assert out.returncode == 2 and "--capacity: the scenario chat sets no SLO targets" in out.stderr, out.stderr
     assert list(tmp_path.iterdir()) == [no_slo] and "Traceback" not in out.stderr   # nothing written
+
+
+def test_the_planned_replica_is_the_live_one_with_its_extra_flags_and_replicas(tmp_path):
+    from cluster.fleet import FleetSpec
+    from loadtest.commands.plan import predicted_records, simulator_of
+    from scenarios.spec import load_scenario
+    from scenarios.trace import build_trace
+
+    fleet = FleetSpec.model_validate({"name": "f", "engine": "sim", "model": "meta-llama/Llama-3.3-70B-Instruct",
+                                      "tensor_parallel_size": 4, "replicas": 2,
+                                      "extra_args": ["--max-model-len", "2048"],
+                                      "modes": {"eagle": {"method": "eagle", "num_speculative_tokens": 5,
+                                                          "model": "yuhuili/EAGLE-LLaMA3-Instruct-70B"}}})
+    server = simulator_of(fleet, "eagle", None)
+    assert server.cfg.max_model_len == 2048               # the fleet's simulator flag, as a replica gets it
+    scenario, _ = load_scenario("saas-mix")
+    trace = build_trace(scenario, requests=40, seed=scenario.seed)
+    records = predicted_records(trace, server, "eagle", "r", replicas=2)
+    assert records.num_rows == 40 and set(records["replica"].to_pylist()) == {"eagle-0", "eagle-1"}
+    refused = [r for r in records.to_pylist() if r["status"] == "error"]
+    assert all(r["http_status"] == 400 and "maximum context length is 2048" in r["error"] for r in refused)
+    assert {r["request_id"] for r in records.to_pylist()} == set(trace["request_id"].to_pylist())
+
+
+def test_failed_requests_are_not_a_backlog(tmp_path):
+    from analysis.sweep import saturated
+
+    cells = {("L", "m", "all", "req_per_s", "rate"): {"value": 8.0},      # 8 done a second of 10 offered ...
+             ("L", "m", "all", "requests", "ok"): {"value": 80.0},
+             ("L", "m", "all", "requests", "error"): {"value": 20.0}}     # ... because 20% were refused
+    assert not saturated(cells, "L", "m", 10.0)
+    cells[("L", "m", "all", "req_per_s", "rate")] = {"value": 5.0}
+    assert saturated(cells, "L", "m", 10.0)
+
+
+def test_a_closed_loop_scenario_is_refused_before_anything_is_written(tmp_path):
+    closed = tmp_path / "closed.toml"
+    closed.write_text((ROOT / "scenarios" / "builtin" / "chat.toml").read_text().replace(
+        'process = "poisson"\nrate = 8.0', 'process = "closed"\nconcurrency = 4'))
+    out = loadtest("plan", "--scenario", str(closed), "--out", str(tmp_path / "o"), timeout=60)
+    assert out.returncode == 2 and "closed loop" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not (tmp_path / "o").exists()

@@ -46,18 +46,26 @@ EPOCH_NS = 1_700_000_000 * 10**9     # a plan's virtual clock starts here (no wa
 
 def simulator_of(fleet: FleetSpec, mode: str, hardware: str | None) -> SimServer:
     """The simulator a replica of `mode` would run: its serve argv, parsed by the simulator's CLI."""
-    as_sim = fleet.model_copy(update={"engine": "sim", "extra_args": []})
+    as_sim = fleet.model_copy(update={"engine": "sim"})
     if hardware is not None:
         as_sim = as_sim.model_copy(update={"sim": as_sim.sim.model_copy(update={"hardware": hardware})})
     parser = argparse.ArgumentParser()
     sim_cli.add_arguments(parser)
-    args = parser.parse_args(serve_argv(as_sim, mode, 1)[3:])
+    # the fleet's extra_args keep what the simulator knows (--max-model-len ...); vLLM-only flags go
+    args, _vllm_only = parser.parse_known_args(serve_argv(as_sim, mode, 1)[3:])
     server, _, _ = sim_cli.build(args)
     return server
 
 
-def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str) -> pa.Table:
-    """The records the simulator predicts for `trace`, in the record contract (virtual times)."""
+def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str, replicas: int = 1) -> pa.Table:
+    """The records the simulator predicts for `trace`, in the record contract (virtual times),
+    the rows spread over `replicas` replicas round-robin, as the replay spreads them."""
+    if replicas > 1:
+        parts = [predicted_records(trace.take(list(range(r, trace.num_rows, replicas))), server, mode, run_id)
+                 for r in range(replicas)]
+        parts = [p.set_column(p.schema.get_field_index("replica"), "replica", pa.array([f"{mode}-{r}"] * p.num_rows))
+                 for r, p in enumerate(parts)]
+        return pa.concat_tables(parts).cast(REQUEST_SCHEMA)
     rows = trace.to_pylist()
     requests, refused = [], {}
     for i, row in enumerate(rows):
@@ -94,7 +102,7 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
         rec.first_token_ns, rec.last_token_ns = scheduled + int(res.ttft_s * 1e9), scheduled + int(res.e2e_s * 1e9)
         rec.prompt_tokens, rec.completion_tokens = req.prompt_tokens, res.tokens
         rec.finish_reason = "length" if res.tokens >= row["max_tokens"] else "stop"
-        if res.spec is not None:
+        if res.spec is not None and server.cfg.per_request_spec_decode_metrics != "none":   # as the server sends
             rec.spec_steps, rec.spec_draft_tokens, rec.spec_accepted_tokens = res.spec[:3]
             rec.spec_acceptance_histogram = list(res.spec[3])
         out.append(rec.as_row())
@@ -110,7 +118,7 @@ def native_rate(trace: pa.Table) -> float:
 
 
 def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_rate: float,
-                precision: float) -> tuple[Capacity, list[str]]:
+                precision: float, replicas: int = 1) -> tuple[Capacity, list[str]]:
     """The highest offered rate at which every tenant meets its SLOs in the model, and which
     tenants missed them just above it (the binding SLOs). The model is deterministic for its
     seed, so each rate is probed once."""
@@ -119,7 +127,7 @@ def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_
 
     def probe(rate: float) -> bool:
         trace = scale_rate(base, rate / native)
-        records = join_targets(predicted_records(trace, server, mode, "capacity"), trace)
+        records = join_targets(predicted_records(trace, server, mode, "capacity", replicas), trace)
         verdicts = attainment(records, [mode])
         missed[rate] = [f"{a.tenant} ({'; '.join(a.missed())})" for a in verdicts if not a.passed]
         return not missed[rate]
@@ -145,24 +153,34 @@ def _capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list
     """Each mode's highest rate within every tenant's SLOs (capacity.parquet holds every probe)."""
     native = native_rate(base)
     gpus = fleet.tensor_parallel_size * fleet.replicas
-    rows, probes = [], []
+    rows, probes, answers = [], [], {}
     for mode in modes:
-        found, binding = capacity_of(base, servers[mode], mode, native / 16, native * 16, CAPACITY_PRECISION)
+        found, binding = capacity_of(base, servers[mode], mode, native / 16, native * 16, CAPACITY_PRECISION,
+                                     fleet.replicas)
         probes += [{"mode": mode, "rate": p.rate, "passed": p.passed, "phase": p.phase} for p in found.probes]
-        rate = "-" if found.rate is None else f"{found.rate:,.2f}"
-        per_gpu = "-" if found.rate is None else f"{found.rate / gpus:,.3f}"
-        rows.append((found.rate or 0.0, f"| {mode} | {rate} | {per_gpu} | {'; '.join(binding) or '-'} | "
-                     f"{found.reason} ({len(found.probes)} probes) |"))
+        above = ">= " if found.rate is not None and found.failed_at is None else ""   # the search's top passed
+        rate = "-" if found.rate is None else f"{above}{found.rate:,.2f}"
+        per_gpu = "-" if found.rate is None else f"{above}{found.rate / gpus:,.3f}"
+        answers[mode] = (found.rate or 0.0, bool(above))
+        rows.append(f"| {mode} | {rate} | {per_gpu} | {'; '.join(binding) or '-'} | {found.reason} "
+                    f"({len(found.probes)} probes) |")
     pq.write_table(pa.Table.from_pylist(probes, schema=CAPACITY_SCHEMA), run_dir / "capacity.parquet")
-    best = max(rows)[1].split("|")[1].strip() if any(r[0] for r in rows) else None
+    top = max((a for a in answers.values()), default=(0.0, False))
+    best = [m for m, a in answers.items() if a == top and a[0] > 0]
+    if not best:
+        choice = "No mode meets the SLOs at any rate searched."
+    elif len(best) > 1 or top[1]:
+        choice = (f"{', '.join(best)} met the SLOs up to the top of the search ({top[0]:,.2f} req/s): no choice "
+                  "between them in this range.")
+    else:
+        choice = f"For this traffic choose **{best[0]}**."
     return "\n".join([
         "## Capacity: the highest offered rate within every tenant's SLOs", "",
         f"Bracketed by doubling from 1/16 of the scenario's rate, then bisected to {CAPACITY_PRECISION:.0%}; "
         f"per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the target's). Binding: the tenants "
         "that missed just above it.", "",
         "| mode | max req/s | per GPU | binding SLOs | search |", "|---|---:|---:|---|---|",
-        *[r[1] for r in rows], "",
-        f"For this traffic choose **{best}**." if best else "No mode meets the SLOs at any rate searched.", ""])
+        *rows, "", choice, ""])
 
 
 def main(args: argparse.Namespace) -> int:
@@ -176,6 +194,9 @@ def main(args: argparse.Namespace) -> int:
         scenario, raw = load_scenario(args.scenario)
         seed = scenario.seed if args.seed is None else args.seed
         base = build_trace(scenario, requests=args.requests or scenario.demo_requests, seed=seed)
+        scale_rate(base, 1.0)         # a closed-loop scenario has no rate to scale: one line, before anything
+        if args.capacity:
+            native_rate(base)
         levels = _levels(args, base)
         if args.capacity and not has_targets(base):
             raise ScenarioError(f"--capacity: the scenario {scenario.name} sets no SLO targets to hold (give its "
@@ -197,7 +218,7 @@ def main(args: argparse.Namespace) -> int:
         write_trace(trace, level_dir / "trace.parquet", scenario.name, scenario_hash(raw))
         tables = []
         for mode in modes:
-            records = predicted_records(trace, servers[mode], mode, f"{run_dir.name}/{name}")
+            records = predicted_records(trace, servers[mode], mode, f"{run_dir.name}/{name}", fleet.replicas)
             (level_dir / "requests" / f"mode={mode}").mkdir()
             pq.write_table(records, level_dir / "requests" / f"mode={mode}" / "part-plan-00000.parquet")
             tables.append(records)
@@ -209,7 +230,10 @@ def main(args: argparse.Namespace) -> int:
         records = pa.concat_tables(tables)
         long = long_summary(with_slos(records, level_dir) or records, manifest.run_id, modes)
         pq.write_table(long, level_dir / "summary.parquet")
-        offered = (trace.num_rows - 1) / trace["offset_s"][-1].as_py() if trace.num_rows > 1 else float("nan")
+        try:
+            offered = native_rate(trace)
+        except ScenarioError:       # one request, or all at once: no rate to speak of
+            offered = float("nan")
         sweeps.append(with_level(long, name, offered))
         console.print(f"  {name}: offered {offered:,.2f} req/s")
     sweep = pa.concat_tables(sweeps).cast(LEVEL_SCHEMA)
