@@ -25,7 +25,7 @@ class Cells:
     order: np.ndarray      # row indices, by mode then tenant (rows of other modes left out)
     bounds: np.ndarray     # cell k = mode k // T, tenant k % T holds order[bounds[k]:bounds[k + 1]]
     key: np.ndarray        # each row's cell (-1: a mode not asked for)
-    _bins: np.ndarray      # the same, -1 as the number of cells (for bincount)
+    bins: np.ndarray       # the same, -1 as the number of cells (rows of other modes in one bin past the last)
 
     def cells(self) -> Iterator[tuple[str, str, slice]]:
         """(mode, tenant, slice of `order`), the mode as a whole (`all`) first, then its tenants
@@ -62,11 +62,6 @@ class Cells:
         flat = np.where(labels >= 0, self.bins * n_labels + labels, (cells + 1) * n_labels)
         per = np.bincount(flat, minlength=(cells + 1) * n_labels + 1)[:cells * n_labels]
         return self.per_mode(per.reshape(cells, n_labels))
-
-    @property
-    def bins(self) -> np.ndarray:
-        """Each row's cell, rows of other modes in one bin past the last."""
-        return self._bins
 
 
 def codes(col: pa.ChunkedArray | pa.Array, values: list[str]) -> np.ndarray:

@@ -53,6 +53,17 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _acceptance(v: _View, by_position: str, source: str, title: str) -> list[str]:
+    """One source's acceptance per mode: rate, mean length and per draft position (none: nothing)."""
+    positions = sorted({k[3] for k in v.cells if k[2] == by_position}, key=lambda s: int(s[3:]))
+    if not positions:
+        return []
+    rows = [[m, _num(v.get(m, "acceptance_rate", source), ".0%"), _num(v.get(m, "mean_acceptance_length", source)),
+             *[_num(v.get(m, by_position, p), ".0%") for p in positions]]
+            for m in v.modes if v.get(m, "acceptance_rate", source) is not None]
+    return [f"## Acceptance ({title})", "", _table(["mode", "rate", "mean length", *positions], rows), ""]
+
+
 def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attainment] | None,
                     notes: list[str]) -> str:
     v = _View(summary)
@@ -118,22 +129,9 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
     for m in v.modes:
         rows = [[metric.removesuffix("_ms"), *[ms_text(v.get(m, metric, s)) for s in stats]] for metric in metrics]
         out += [f"### {m}", "", _table(["metric", *stats], rows), ""]
-    positions = sorted({k[3] for k in v.cells if k[2] == "acceptance_at_position"}, key=lambda s: int(s[3:]))
-    if positions:
-        rows = [[m, _num(v.get(m, "acceptance_rate", "server"), ".0%"),
-                 _num(v.get(m, "mean_acceptance_length", "server")),
-                 *[_num(v.get(m, "acceptance_at_position", p), ".0%") for p in positions]]
-                for m in v.modes if v.get(m, "acceptance_rate", "server") is not None]
-        out += ["## Acceptance (server, from /metrics counter increases)", "",
-                _table(["mode", "rate", "mean length", *positions], rows), ""]
-    positions = sorted({k[3] for k in v.cells if k[2] == "request_acceptance_at_position"}, key=lambda s: int(s[3:]))
-    if positions:
-        rows = [[m, _num(v.get(m, "acceptance_rate", "requests"), ".0%"),
-                 _num(v.get(m, "mean_acceptance_length", "requests")),
-                 *[_num(v.get(m, "request_acceptance_at_position", p), ".0%") for p in positions]]
-                for m in v.modes if v.get(m, "acceptance_rate", "requests") is not None]
-        out += ["## Acceptance (server, per request: each response's metrics.speculative_decoding)", "",
-                _table(["mode", "rate", "mean length", *positions], rows), ""]
+    out += _acceptance(v, "acceptance_at_position", "server", "server, from /metrics counter increases")
+    out += _acceptance(v, "request_acceptance_at_position", "requests",
+                       "server, per request: each response's metrics.speculative_decoding")
     held = [m for m in v.modes if v.get(m, "kv_capacity_tokens", "startup") is not None
             or v.get(m, "weights_gb_per_gpu", "startup") is not None]
     if held:

@@ -116,6 +116,7 @@ class Engine:
         self.stats.prompt_tokens += seq.prompt_tokens
         if self.dep.spec is not None:
             seq.alphas = position_alphas(self.dep.method, seq.domain, self.dep.k, seq.temperature)
+            seq.spec_histogram = [0] * (self.dep.k + 1)
         self.waiting.append(seq)
         self._wake.set()
 
@@ -262,8 +263,6 @@ class Engine:
                     s.spec_steps += 1
                     s.spec_draft_tokens += k
                     s.spec_accepted += a
-                    if not s.spec_histogram:
-                        s.spec_histogram = [0] * (k + 1)
                     s.spec_histogram[a] += 1
                     self._emit(s, 1 + a, now)
             else:

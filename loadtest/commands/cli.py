@@ -5,6 +5,7 @@ monkey-patches the process with gevent, which hangs `ray.init()`): it runs as a 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from common.exits import BAD_INPUT as EXIT_USAGE
@@ -63,6 +64,12 @@ def _cluster(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
 
+# Each command's module, imported only when it runs (so `--help` and `loadtest sim` start fast).
+COMMANDS = {"sim": ("cluster.sim.cli", "run"), "run": ("loadtest.commands.run", "main"),
+            "ui": ("loadtest.commands.ui", "main"), "report": ("loadtest.commands.analyse", "main"),
+            "compare": ("loadtest.commands.analyse", "compare"), "plan": ("loadtest.commands.plan", "main")}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -73,30 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    if args.command == "sim":
-        from cluster.sim.cli import run as run_sim
-
-        return run_sim(args)
-    if args.command == "run":
-        from loadtest.commands.run import main as run_main
-
-        return run_main(args)
-    if args.command == "ui":
-        from loadtest.commands.ui import main as ui_main
-
-        return ui_main(args)
-    if args.command == "report":
-        from loadtest.commands.analyse import main as report_main
-
-        return report_main(args)
-    if args.command == "compare":
-        from loadtest.commands.analyse import compare as compare_main
-
-        return compare_main(args)
-    if args.command == "plan":
-        from loadtest.commands.plan import main as plan_main
-
-        return plan_main(args)
+    if args.command in COMMANDS:
+        module, function = COMMANDS[args.command]
+        return getattr(importlib.import_module(module), function)(args)
     if args.command == "cluster":
         return _cluster(args)
     if args.command in ("scenario", "trace"):

@@ -25,7 +25,7 @@ from loadtest.replay import protocol
 from loadtest.replay.dispatcher import Dispatcher, Schedule
 from loadtest.replay.options import ReplayConfig
 from loadtest.replay.shards import iter_shard, shard_size
-from loadtest.request import body
+from loadtest.request.body import STREAM_OPTIONS as BODY_STREAM_OPTIONS
 from loadtest.request.body import request_body
 from loadtest.request.client import Clock, execute
 from loadtest.request.client_stats import ClientStats, cpu_seconds
@@ -33,7 +33,7 @@ from loadtest.request.sink import ParquetSink
 from scenarios.trace import closed_concurrency
 
 PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
-STREAM_OPTIONS = orjson.Fragment(orjson.dumps(body.STREAM_OPTIONS))   # encoded once
+STREAM_OPTIONS = orjson.Fragment(orjson.dumps(BODY_STREAM_OPTIONS))   # encoded once
 
 
 def _fragment(messages: str) -> orjson.Fragment:
