@@ -15,7 +15,8 @@ from analysis.crossover import crossover
 from analysis.long_summary import LONG_SCHEMA
 from analysis.stats import Ratio, ms_text
 
-LEVEL_SCHEMA = pa.schema([*LONG_SCHEMA, pa.field("level", pa.string()), pa.field("offered_req_per_s", pa.float64())])
+LEVEL_SCHEMA = pa.schema([*LONG_SCHEMA, pa.field("level", pa.string()), pa.field("offered_req_per_s", pa.float64()),
+                          pa.field("concurrency", pa.int64())])   # closed loop: requests in flight (else null)
 # A level saturated when its completions fall this far behind what was offered (over the steady
 # window): the fleet no longer keeps up, and higher levels only grow the queue.
 SATURATED_BELOW = 0.9
@@ -24,12 +25,17 @@ SATURATED_BELOW = 0.9
 # stays level) and by at least MIN_BACKLOG requests (so a handful of long requests is no verdict).
 QUEUE_GROWTH = 1.5
 MIN_BACKLOG = 5
+NOISE_SIGMAS = 3.0
+# A closed-loop level saturated when its completions per second gained less than 10% over the
+# level below it, though more requests were kept in flight.
+CLOSED_GAIN = 1.1
 
 
-def with_level(long: pa.Table, level: str, offered_req_per_s: float) -> pa.Table:
+def with_level(long: pa.Table, level: str, offered_req_per_s: float, concurrency: int | None = None) -> pa.Table:
     n = long.num_rows
     return long.append_column("level", pa.array([level] * n, pa.string())).append_column(
-        "offered_req_per_s", pa.array([offered_req_per_s] * n, pa.float64()))
+        "offered_req_per_s", pa.array([offered_req_per_s] * n, pa.float64())).append_column(
+        "concurrency", pa.array([concurrency] * n, pa.int64()))
 
 
 def _cells(sweep: pa.Table) -> dict[tuple, dict]:
@@ -50,8 +56,8 @@ def _ratio(cells: dict, level: str, mode: str, tenant: str) -> Ratio | None:
 
 
 def saturated(cells: dict, level: str, mode: str, offered: float) -> bool:
-    """The fleet fell behind: completions under SATURATED_BELOW of the offered rate over the
-    steady window, or, where a growing queue left none, a backlog that grew from halfway
+    """Open loop: the fleet fell behind: completions under SATURATED_BELOW of the offered rate
+    over the steady window, or, where a growing queue left none, a backlog that grew from halfway
     through the arrivals to their end (by QUEUE_GROWTH times, and by at least MIN_BACKLOG)."""
     done = _value(cells, (level, mode, ALL, "req_per_s", "rate"))
     if done is not None:   # against what was offered and could succeed: failures are not a backlog
@@ -60,56 +66,95 @@ def saturated(cells: dict, level: str, mode: str, offered: float) -> bool:
         return done < SATURATED_BELOW * offered * (counts["ok"] / sent if sent else 1.0)
     mid = _value(cells, (level, mode, ALL, "in_flight", "mid"))
     end = _value(cells, (level, mode, ALL, "in_flight", "end"))
-    return mid is not None and end is not None and end > QUEUE_GROWTH * mid and end - mid >= MIN_BACKLOG
+    if mid is None or end is None:
+        return False
+    # a stationary count of requests in flight varies by about its square root: three of those
+    return end > QUEUE_GROWTH * mid and end - mid >= max(MIN_BACKLOG, NOISE_SIGMAS * math.sqrt(mid))
 
 
-def levels_of(sweep: pa.Table) -> list[tuple[str, float]]:
-    """(level, offered req/s), from the lowest offered load up."""
-    pairs = {(r["level"], r["offered_req_per_s"]) for r in sweep.select(["level", "offered_req_per_s"]).to_pylist()}
+def completed_rate(cells: dict, level: str, mode: str) -> float | None:
+    """Completions per second over the steady window, else from the first to the last."""
+    done = _value(cells, (level, mode, ALL, "req_per_s", "rate"))
+    return done if done is not None else _value(cells, (level, mode, ALL, "req_per_s", "departures"))
+
+
+def saturation(sweep: pa.Table) -> dict[tuple[str, str], bool]:
+    """Per (level, mode): saturated or not. Open loop by `saturated`; closed loop (a level's
+    `concurrency`) when more requests in flight bought under CLOSED_GAIN more completions per
+    second than the level below: the fleet's throughput has stopped following its load."""
+    cells = _cells(sweep)
+    out = {}
+    for mode in dict.fromkeys(sweep["mode"].to_pylist()):
+        below: float | None = None
+        for level, x, closed in levels_of(sweep):
+            if not closed:
+                out[level, mode] = saturated(cells, level, mode, x)
+                continue
+            done = completed_rate(cells, level, mode)
+            out[level, mode] = done is not None and below is not None and done < CLOSED_GAIN * below
+            below = done if done is not None else below
+    return out
+
+
+def levels_of(sweep: pa.Table) -> list[tuple[str, float, bool]]:
+    """(level, load, closed) from the lowest load up: the load is the offered req/s, or for a
+    closed-loop level the requests kept in flight."""
+    rows = sweep.select(["level", "offered_req_per_s", "concurrency"]).to_pylist()
+    pairs = {(r["level"], float(r["concurrency"]) if r["concurrency"] is not None else r["offered_req_per_s"],
+              r["concurrency"] is not None) for r in rows}
     return sorted(pairs, key=lambda p: p[1])
 
 
+def load_unit(sweep: pa.Table) -> str:
+    closed = any(c for _, _, c in levels_of(sweep))
+    return "in flight" if closed else "req/s offered"
+
+
 def crossovers(sweep: pa.Table) -> dict[tuple[str, str], str]:
-    """Per (mode, tenant): where its E2E speedup over the baseline falls to 1.0, against offered
-    req/s, as text (analysis.crossover)."""
+    """Per (mode, tenant): where its E2E speedup over the baseline falls to 1.0, against the
+    load (offered req/s, or requests in flight), as text (analysis.crossover)."""
     cells = _cells(sweep)
     levels = levels_of(sweep)
+    unit = " in flight" if load_unit(sweep) == "in flight" else " req/s"
     out = {}
     for mode in dict.fromkeys(sweep["mode"].to_pylist()):
         for tenant in dict.fromkeys(pc.unique(sweep["tenant"]).to_pylist()):
-            ratios = [_ratio(cells, level, mode, tenant) for level, _ in levels]
-            pairs = [(offered, r) for (_, offered), r in zip(levels, ratios, strict=True) if r is not None]
+            ratios = [_ratio(cells, level, mode, tenant) for level, _, _ in levels]
+            pairs = [(x, r) for (_, x, _), r in zip(levels, ratios, strict=True) if r is not None]
             if len(pairs) >= 2:
-                out[mode, tenant] = crossover([p[0] for p in pairs], [p[1] for p in pairs]).text(" req/s")
+                out[mode, tenant] = crossover([p[0] for p in pairs], [p[1] for p in pairs]).text(unit)
     return out
 
 
 def sweep_markdown(sweep: pa.Table, title: str) -> str:
     cells = _cells(sweep)
     levels = levels_of(sweep)
+    flags = saturation(sweep)
     modes = list(dict.fromkeys(sweep["mode"].to_pylist()))
     out = [f"# {title}", "",
            "Per level (offered load), over each mode's steady window: done req/s and output tok/s; latencies "
            "in ms from the send; the E2E speedup over the baseline, paired by request, with its 95% interval. "
            f"*saturated*: completions under {SATURATED_BELOW:.0%} of the offered rate over the steady window or, "
-           f"where a growing queue left none, requests in flight growing {QUEUE_GROWTH:g}x from halfway through "
-           "the arrivals to their end; in brackets, completions per second from the first to the last.", ""]
+           f"where a growing queue left none, requests in flight growing {QUEUE_GROWTH:g}x (and by more than "
+           f"{NOISE_SIGMAS:g} square roots of the count) from halfway through the arrivals to their end; closed loop (requests in flight), completions per second gaining under "
+           f"{CLOSED_GAIN - 1:.0%} over the level below; in brackets, completions per second from the first to the "
+           "last.", ""]
     for mode in modes:
         rows = []
-        for level, offered in levels:
+        for level, load, closed in levels:
             done = _value(cells, (level, mode, ALL, "req_per_s", "rate"))
             departing = _value(cells, (level, mode, ALL, "req_per_s", "departures"))
             r = _ratio(cells, level, mode, ALL)
             speed = "-" if r is None else r.text()
-            flag = " *saturated*" if saturated(cells, level, mode, offered) else ""
+            flag = " *saturated*" if flags.get((level, mode)) else ""
             shown = f"{done:,.2f}" if done is not None else "-" if departing is None else f"({departing:,.2f})"
-            rows.append([level, f"{offered:,.2f}", shown + flag,
+            rows.append([level, f"{load:,.0f}" if closed else f"{load:,.2f}", shown + flag,
                          "-" if (t := _value(cells, (level, mode, ALL, "out_tok_per_s", "rate"))) is None
                          else f"{t:,.0f}",
                          ms_text(_value(cells, (level, mode, ALL, "tpot_ms", "p50"))),
                          ms_text(_value(cells, (level, mode, ALL, "tpot_ms", "p99"))),
                          ms_text(_value(cells, (level, mode, ALL, "ttft_ms", "p99"))), speed])
-        header = ["level", "offered req/s", "done req/s", "out tok/s", "TPOT p50", "TPOT p99", "TTFT p99",
+        header = ["level", load_unit(sweep), "done req/s", "out tok/s", "TPOT p50", "TPOT p99", "TTFT p99",
                   "speedup E2E (95% CI)"]
         out += [f"## {mode}", "", "| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
         out += ["| " + " | ".join(row) + " |" for row in rows]
@@ -119,9 +164,77 @@ def sweep_markdown(sweep: pa.Table, title: str) -> str:
         tenants = [*sorted({t for _, t in found} - {ALL}), ALL]
         shown = [m for m in modes if any((m, t) in found for t in tenants)]
         out += ["## Where speculation stops paying", "",
-                "The offered load at which the E2E speedup over the baseline falls to 1.0, interpolated between "
-                "the levels around it (log-log), with the range its 95% interval allows.", "",
+                f"The load ({load_unit(sweep)}) at which the E2E speedup over the baseline falls to 1.0, "
+                "interpolated between the levels around it (log-log), with the range its 95% interval allows.", "",
                 "| tenant | " + " | ".join(shown) + " |", "|---" + "|---" * len(shown) + "|"]
         out += ["| " + " | ".join([t, *(found.get((m, t), "-") for m in shown)]) + " |" for t in tenants]
         out.append("")
+    return "\n".join(out)
+
+
+AGREE_WITHIN = 0.10   # the issue's bar for the model against a measured sweep: 10% on throughput and TPOT p50
+
+
+def throughput(cells: dict, level: str, mode: str) -> tuple[float | None, str]:
+    """Output tokens per second over the steady window, or, without one, completions per second
+    from the first to the last (and which of the two it is)."""
+    t = _value(cells, (level, mode, ALL, "out_tok_per_s", "rate"))
+    if t is not None:
+        return t, "out tok/s"
+    return _value(cells, (level, mode, ALL, "req_per_s", "departures")), "req/s"
+
+
+def agreement(predicted: pa.Table, measured: pa.Table) -> list[dict]:
+    """Per mode and level both have: the model's throughput and TPOT p50 against the measured,
+    and their relative differences ((plan - measured) / measured)."""
+    plan_cells, got_cells = _cells(predicted), _cells(measured)
+    out = []
+    for mode in dict.fromkeys(measured["mode"].to_pylist()):
+        for level, _, _ in levels_of(measured):
+            (p_thr, unit), (m_thr, m_unit) = throughput(plan_cells, level, mode), throughput(got_cells, level, mode)
+            if unit != m_unit:   # one had a steady window, the other not: compare completions per second
+                unit = "req/s"
+                p_thr = _value(plan_cells, (level, mode, ALL, "req_per_s", "departures"))
+                m_thr = _value(got_cells, (level, mode, ALL, "req_per_s", "departures"))
+            p_tpot, m_tpot = (_value(c, (level, mode, ALL, "tpot_ms", "p50")) for c in (plan_cells, got_cells))
+            if m_thr is None and m_tpot is None:
+                continue
+
+            def diff(p: float | None, m: float | None) -> float | None:
+                return None if p is None or m is None or m == 0 else (p - m) / m
+
+            out.append({"mode": mode, "level": level, "unit": unit, "plan_throughput": p_thr,
+                        "measured_throughput": m_thr, "throughput_diff": diff(p_thr, m_thr), "plan_tpot_p50": p_tpot,
+                        "measured_tpot_p50": m_tpot, "tpot_diff": diff(p_tpot, m_tpot)})
+    return out
+
+
+def plan_vs_measured(predicted: pa.Table, measured: pa.Table) -> str:
+    rows = agreement(predicted, measured)
+
+    def pct(d: float | None) -> str:
+        if d is None:
+            return "-"
+        return f"{d:+.1%}" + ("" if abs(d) <= AGREE_WITHIN else " **off**")
+
+    def num(v: float | None) -> str:
+        return "-" if v is None else f"{v:,.1f}"
+
+    worst = [abs(d) for r in rows for d in (r["throughput_diff"], r["tpot_diff"]) if d is not None]
+    verdict = ("no level to compare" if not worst else
+               f"the model is within {AGREE_WITHIN:.0%} at every level (worst {max(worst):.1%})"
+               if max(worst) <= AGREE_WITHIN else
+               f"the model is off by more than {AGREE_WITHIN:.0%} at {sum(d > AGREE_WITHIN for d in worst)} of "
+               f"{len(worst)} points (worst {max(worst):.1%})")
+    out = ["## The model against the measurement", "",
+           "The simulator's performance model run on the same levels and requests in virtual time (plan/), beside "
+           "what this sweep measured: throughput (output tok/s over the steady window, or completions per second "
+           "where a level had none) and TPOT p50; the difference is (plan - measured) / measured. "
+           f"In short: {verdict}.", "",
+           "| mode | level | throughput plan | measured | diff | TPOT p50 plan (ms) | measured | diff |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    out += [f"| {r['mode']} | {r['level']} | {num(r['plan_throughput'])} {r['unit']} | {num(r['measured_throughput'])} "
+            f"| {pct(r['throughput_diff'])} | {num(r['plan_tpot_p50'])} | {num(r['measured_tpot_p50'])} "
+            f"| {pct(r['tpot_diff'])} |" for r in rows]
+    out.append("")
     return "\n".join(out)

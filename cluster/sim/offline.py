@@ -30,6 +30,7 @@ class SimResult:
     chunk_s: tuple[float, ...] = ()        # each chunk's time since the arrival
     chunk_tokens: tuple[int, ...] = ()     # the tokens each chunk carried
     spec: tuple[int, int, int, tuple[int, ...]] | None = None   # steps, drafts, accepted, histogram
+    arrival_s: float = 0.0                 # when it arrived (closed loop: when its slot freed)
 
 
 class _VirtualEngine(Engine):
@@ -56,17 +57,27 @@ class _VirtualEngine(Engine):
 
 
 def simulate(dep: perf_model.Deployment, requests: list[SimRequest], max_num_seqs: int = 256,
-             seed: int = 0) -> list[SimResult]:
-    """Serve `requests` (sorted by arrival) and return each one's timings."""
+             seed: int = 0, concurrency: int | None = None) -> list[SimResult]:
+    """Serve `requests` and return each one's timings: open loop, each arriving at its
+    `arrival_s`, or with `concurrency` closed loop, in order, each arriving the moment one of
+    `concurrency` slots frees (its `arrival_s` ignored; `SimResult.arrival_s` says when)."""
     eng = _VirtualEngine(dep, max_num_seqs=max_num_seqs, seed=seed)
-    order = sorted(range(len(requests)), key=lambda i: requests[i].arrival_s)
+    order = (list(range(len(requests))) if concurrency else
+             sorted(range(len(requests)), key=lambda i: requests[i].arrival_s))
+    arrived: dict[int, float] = {}
     nxt = 0
+
+    def due() -> bool:
+        if concurrency:
+            return len(arrived) - len(eng.done) < concurrency
+        return requests[order[nxt]].arrival_s <= eng.now
+
     while nxt < len(order) or eng.running or eng.waiting:
-        while nxt < len(order) and requests[order[nxt]].arrival_s <= eng.now:
-            r = requests[order[nxt]]
-            eng.add(Sequence(request_id=str(order[nxt]), prompt_tokens=r.prompt_tokens,
-                             target_tokens=r.output_tokens, domain=r.domain, temperature=r.temperature,
-                             arrival=r.arrival_s))
+        while nxt < len(order) and due():
+            i, r = order[nxt], requests[order[nxt]]
+            arrived[i] = eng.now if concurrency else r.arrival_s
+            eng.add(Sequence(request_id=str(i), prompt_tokens=r.prompt_tokens, target_tokens=r.output_tokens,
+                             domain=r.domain, temperature=r.temperature, arrival=arrived[i]))
             nxt += 1
         if not eng.running and not eng.waiting:
             eng.now = requests[order[nxt]].arrival_s
@@ -76,11 +87,11 @@ def simulate(dep: perf_model.Deployment, requests: list[SimRequest], max_num_seq
         eng.finish(plan)
     out = []
     for i, r in enumerate(requests):
-        seq = eng.done.get(i)
+        seq, t0 = eng.done.get(i), arrived[i]
         spec = ((seq.spec_steps, seq.spec_draft_tokens, seq.spec_accepted, tuple(seq.spec_histogram))
                 if seq is not None and seq.spec_steps else None)
-        out.append(SimResult(eng.first[i] - r.arrival_s, eng.last[i] - r.arrival_s, eng.chunks[i], r.output_tokens,
-                             tuple(t - r.arrival_s for t in eng.times[i]), tuple(eng.tokens[i]), spec))
+        out.append(SimResult(eng.first[i] - t0, eng.last[i] - t0, eng.chunks[i], r.output_tokens,
+                             tuple(t - t0 for t in eng.times[i]), tuple(eng.tokens[i]), spec, t0))
     return out
 
 

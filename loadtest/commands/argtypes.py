@@ -67,3 +67,27 @@ def positive_floats(text: str) -> list[float]:
     if any(b <= a for a, b in pairwise(values)):
         raise argparse.ArgumentTypeError(f"the levels must increase, got {text!r}")
     return values
+
+
+def positive_ints(text: str) -> list[int]:
+    """A comma-separated list of positive integers, increasing: 1,4,16,64."""
+    values = [positive_int(part.strip()) for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}")
+    if any(b <= a for a, b in pairwise(values)):
+        raise argparse.ArgumentTypeError(f"the levels must increase, got {text!r}")
+    return values
+
+
+def slo_targets(text: str) -> dict[str, float]:
+    """ttft_p99_ms=500,tpot_p99_ms=40,e2e_p99_ms=20000: targets for every tenant (at least one)."""
+    known = ("ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms")
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() not in known:
+            raise argparse.ArgumentTypeError(f"expected KEY=MS with KEY one of {', '.join(known)}, got {part!r}")
+        out[key.strip()] = positive_float(value.strip())
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected at least one target, e.g. tpot_p99_ms=40, got {text!r}")
+    return out

@@ -12,7 +12,6 @@ from loadtest.commands.argtypes import (
     percent,
     port,
     positive_float,
-    positive_floats,
     positive_int,
     window,
 )
@@ -35,6 +34,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from cluster.sim.cli import add_arguments as add_sim_arguments
+    from loadtest.commands.load_arguments import add_load_commands
 
     top = Parser(
         prog="loadtest",
@@ -59,39 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
         "stopping when its replay ends so the next mode's start on what they freed; a mode that fits nowhere "
         "fails at once (exit 2). The fleet is torn down on every exit path.",
     )
-    run.add_argument("--fleet", default=None, metavar="NAME|PATH",
-                     help="built-in fleet name or a fleet TOML file (default: local-sim, the simulator on a local Ray)")
-    run.add_argument("--endpoints", default=None, metavar="STATE|MODE=URL,...",
-                     help="replay against a fleet that is already running instead of provisioning one: the state "
-                     "file of `loadtest cluster up` (e.g. .loadtest/cluster.json), or MODE=URL pairs of servers "
-                     "started elsewhere (replicas of one mode joined by |)")
-    run.add_argument("--address", default=None, metavar="RAY_ADDRESS",
-                     help="join this Ray cluster (e.g. auto, or ray://head:10001) instead of starting a local Ray; "
-                     "default: $RAY_ADDRESS if set (as under `ray job submit`)")
-    run.add_argument("--modes", default=None, metavar="A,B,...",
-                     help="comma-separated modes of the fleet to test (default: all the fleet's modes; "
-                     "local-sim has baseline,draft,medusa,eagle,ngram)")
-    run.add_argument("--skip-unavailable", action="store_true",
-                     help="run the other modes when a mode cannot start (a placeholder checkpoint such as "
-                     "h100-70b's your-org/... Medusa heads, or a model path that does not exist); without it such "
-                     "a mode is refused before anything starts (exit 2)")
+    _fleet_options(run)
     _replay_options(run, "per mode")
     run.add_argument("--cooldown", type=non_negative_float, default=2.0, metavar="S",
                      help="pause between modes after the previous one drains, in seconds (default 2)")
     run.add_argument("--deadline", type=positive_float, default=None, metavar="S",
                      help="per mode, stop sending S seconds after the start: in-flight requests time out at "
                      "the deadline and unsent ones are recorded as not_sent (default: none)")
-    run.add_argument("--parallel-modes", action="store_true",
-                     help="replay all modes at once, each with its own Locust process(es), instead of one after "
-                     "the other (faster; the modes share the client machine, and the manifest says so); refused "
-                     "(exit 2) when the cluster cannot hold every mode at once")
-    run.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                     help="Locust worker processes: 1 runs one process; more run a master and N workers, each "
-                     "replaying its shard of the trace (default: one per core, minus what local simulator "
-                     "replicas reserve)")
-    run.add_argument("--ray-workers", action="store_true",
-                     help="start the --workers Locust workers as Ray actors spread over the Ray cluster's nodes "
-                     "(the master stays here); --out must then be on storage every node mounts")
+    _client_options(run)
 
     ui = sub.add_parser("ui", help="replay against a running fleet from Locust's web UI",
                         description="Open Locust's web UI for one mode of a running fleet (`loadtest cluster up`, "
@@ -131,34 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--max-regression", type=percent, default=0.05, metavar="PCT",
                      help="how much worse a metric may get before it fails, in percent (default 5)")
 
-    plan = sub.add_parser("plan", help="predict each mode at several loads from the simulator's model, in seconds",
-                          description="Predict what a sweep of offered load would measure, per mode and tenant, from "
-                          "the simulator's performance model run in virtual time (its own scheduler, no HTTP, no "
-                          "sleeping): the fleet's modes on the hardware profile its [sim] section names (or "
-                          "--hardware). Each level is written as a run folder (levels/<level>/, readable by "
-                          "`loadtest report`), and sweep.parquet and report.md hold the curves: throughput, TPOT "
-                          "and TTFT against load, the speedup over the baseline with its interval, and where each "
-                          "mode stops paying (the crossover).")
-    plan.add_argument("--fleet", default=None, metavar="NAME|PATH", help="built-in fleet or a fleet TOML file "
-                      "(default: local-sim); a vLLM fleet is planned as the simulator would serve it")
-    plan.add_argument("--modes", default=None, metavar="A,B,...", help="modes to plan (default: all the fleet's)")
-    plan.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
-                      help="built-in scenario or a scenario TOML file (default: saas-mix)")
-    plan.add_argument("--requests", type=positive_int, default=None, metavar="N",
-                      help="requests per level (default: the scenario's demo size)")
-    plan.add_argument("--seed", type=int, default=None, metavar="N", help="trace seed (default: the scenario's)")
-    levels = plan.add_mutually_exclusive_group()
-    levels.add_argument("--rate-scale", type=positive_floats, default=None, metavar="X,Y,...",
-                        help="levels as multiples of the scenario's arrival rates (default 0.25,0.5,1,2,4)")
-    levels.add_argument("--rates", type=positive_floats, default=None, metavar="R,S,...",
-                        help="levels as offered requests per second (the scenario's arrivals scaled to each)")
-    plan.add_argument("--capacity", action="store_true",
-                      help="also find each mode's highest offered rate at which every tenant meets the SLOs its "
-                      "scenario sets (bracket, then bisect to 5%%), which tenant binds, and the mode to choose")
-    plan.add_argument("--hardware", default=None, metavar="PROFILE",
-                      help="the simulator's hardware profile to plan on (default: the fleet's [sim] hardware)")
-    plan.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
-    plan.add_argument("--run-id", default=None, metavar="ID", help="the plan's folder under --out (default: UTC time)")
+    add_load_commands(sub)
 
     clus = sub.add_parser("cluster", help="hold a fleet up across runs: up, status, down",
                           description="A long-lived fleet for the web UI and soak tests. `up` provisions it "
@@ -244,8 +192,44 @@ def build_parser() -> argparse.ArgumentParser:
     return top
 
 
-def _replay_options(p: argparse.ArgumentParser, scope: str) -> None:
-    """What `run` and `ui` share: the trace, the results folder, the client's limits and the gate."""
+def _fleet_options(p: argparse.ArgumentParser) -> None:
+    """The fleet to provision (or one already running) and its modes: run, sweep, capacity."""
+    p.add_argument("--fleet", default=None, metavar="NAME|PATH",
+                   help="built-in fleet name or a fleet TOML file (default: local-sim, the simulator on a local Ray)")
+    p.add_argument("--endpoints", default=None, metavar="STATE|MODE=URL,...",
+                   help="replay against a fleet that is already running instead of provisioning one: the state "
+                   "file of `loadtest cluster up` (e.g. .loadtest/cluster.json), or MODE=URL pairs of servers "
+                   "started elsewhere (replicas of one mode joined by |)")
+    p.add_argument("--address", default=None, metavar="RAY_ADDRESS",
+                   help="join this Ray cluster (e.g. auto, or ray://head:10001) instead of starting a local Ray; "
+                   "default: $RAY_ADDRESS if set (as under `ray job submit`)")
+    p.add_argument("--modes", default=None, metavar="A,B,...",
+                   help="comma-separated modes of the fleet to test (default: all the fleet's modes; "
+                   "local-sim has baseline,draft,medusa,eagle,ngram)")
+    p.add_argument("--skip-unavailable", action="store_true",
+                   help="run the other modes when a mode cannot start (a placeholder checkpoint such as "
+                   "h100-70b's your-org/... Medusa heads, or a model path that does not exist); without it such "
+                   "a mode is refused before anything starts (exit 2)")
+
+
+def _client_options(p: argparse.ArgumentParser) -> None:
+    """How the modes are replayed: in turn or at once, and by how many Locust processes."""
+    p.add_argument("--parallel-modes", action="store_true",
+                   help="replay all modes at once, each with its own Locust process(es), instead of one after "
+                   "the other (faster; the modes share the client machine, and the manifest says so); refused "
+                   "(exit 2) when the cluster cannot hold every mode at once")
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                   help="Locust worker processes: 1 runs one process; more run a master and N workers, each "
+                   "replaying its shard of the trace (default: one per core, minus what local simulator "
+                   "replicas reserve)")
+    p.add_argument("--ray-workers", action="store_true",
+                   help="start the --workers Locust workers as Ray actors spread over the Ray cluster's nodes "
+                   "(the master stays here); --out must then be on storage every node mounts")
+
+
+def _replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = True) -> None:
+    """What the replaying commands share: the trace, the results folder, the client's limits and
+    the gate (`rate_scale`: its one --rate-scale; a sweep has levels instead)."""
     p.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
                    help="built-in scenario name or a scenario TOML file (default: saas-mix)")
     p.add_argument("--trace", default=None, metavar="FILE",
@@ -256,9 +240,10 @@ def _replay_options(p: argparse.ArgumentParser, scope: str) -> None:
                    "runs saas-mix in full)")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="trace seed (default: the scenario's; a --trace file keeps the seed it was built with)")
-    p.add_argument("--rate-scale", type=positive_float, default=None, metavar="X",
-                   help="multiply the arrival rates by X: the scenario's (default: its rate_scale), or a --trace "
-                   "file's (its times divided by X; not for a closed-loop trace)")
+    if rate_scale:
+        p.add_argument("--rate-scale", type=positive_float, default=None, metavar="X",
+                       help="multiply the arrival rates by X: the scenario's (default: its rate_scale), or a "
+                       "--trace file's (its times divided by X; not for a closed-loop trace)")
     p.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
     p.add_argument("--run-id", default=None, metavar="ID",
                    help="name of this run's folder under --out (default: UTC time and scenario)")

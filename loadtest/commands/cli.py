@@ -67,7 +67,8 @@ def _cluster(args: argparse.Namespace) -> int:
 # Each command's module, imported only when it runs (so `--help` and `loadtest sim` start fast).
 COMMANDS = {"sim": ("cluster.sim.cli", "run"), "run": ("loadtest.commands.run", "main"),
             "ui": ("loadtest.commands.ui", "main"), "report": ("loadtest.commands.analyse", "main"),
-            "compare": ("loadtest.commands.analyse", "compare"), "plan": ("loadtest.commands.plan", "main")}
+            "compare": ("loadtest.commands.analyse", "compare"), "plan": ("loadtest.commands.plan", "main"),
+            "sweep": ("loadtest.commands.sweep", "main"), "capacity": ("loadtest.commands.capacity", "main")}
 
 
 def main(argv: list[str] | None = None) -> int:

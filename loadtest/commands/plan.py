@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from itertools import pairwise
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,14 +34,23 @@ from common import exits
 from common.exits import print_error
 from loadtest.commands.console import new_console
 from loadtest.commands.inputs import DEFAULT_FLEET, new_run_dir
+from loadtest.commands.levels import Level, levels_of, native_rate, offered_rate
 from loadtest.commands.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.body import request_body
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
-from scenarios.trace import build_trace, scale_rate, scenario_hash, write_trace
+from scenarios.trace import (
+    META_CLOSED,
+    META_HASH,
+    META_NAME,
+    build_trace,
+    closed_concurrency,
+    scale_rate,
+    scenario_hash,
+    write_trace,
+)
 
-DEFAULT_RATE_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
 CAPACITY_PRECISION = 0.05     # the capacity search stops when its bracket is within 5%
 EPOCH_NS = 1_700_000_000 * 10**9     # a plan's virtual clock starts here (no wall time is measured)
 
@@ -59,13 +70,22 @@ def simulator_of(fleet: FleetSpec, mode: str, hardware: str | None) -> SimServer
 
 def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str, replicas: int = 1) -> pa.Table:
     """The records the simulator predicts for `trace`, in the record contract (virtual times),
-    the rows spread over `replicas` replicas round-robin, as the replay spreads them."""
+    the rows spread over `replicas` replicas round-robin, as the replay spreads them. A
+    closed-loop trace keeps its concurrency, split over the replicas as the replay's slots are
+    filled; a simulator run `--time-scale X` times faster is predicted X times faster too."""
+    closed = closed_concurrency(trace)
     if replicas > 1:
-        parts = [predicted_records(trace.take(list(range(r, trace.num_rows, replicas))), server, mode, run_id)
-                 for r in range(replicas)]
-        parts = [p.set_column(p.schema.get_field_index("replica"), "replica", pa.array([f"{mode}-{r}"] * p.num_rows))
-                 for r, p in enumerate(parts)]
+        parts = []
+        for r in range(replicas):
+            part = trace.take(list(range(r, trace.num_rows, replicas)))
+            if closed:
+                part = part.replace_schema_metadata({META_CLOSED: str(max(1, closed // replicas
+                                                                          + (r < closed % replicas))).encode()})
+            p = predicted_records(part, server, mode, run_id)
+            parts.append(p.set_column(p.schema.get_field_index("replica"), "replica",
+                                      pa.array([f"{mode}-{r}"] * p.num_rows)))
         return pa.concat_tables(parts).cast(REQUEST_SCHEMA)
+    scale = server.engine.time_scale     # wall seconds per virtual second
     rows = trace.to_pylist()
     requests, refused = [], {}
     for i, row in enumerate(rows):
@@ -74,32 +94,34 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
             chat = row["api"] == "chat"
             text, n_prompt = chat_prompt(body["messages"]) if chat else completion_prompt(body["prompt"])
             seq = sequence_for(body, text, n_prompt, server.cfg.max_model_len, str(i))
-            requests.append(SimRequest(row["offset_s"], seq.prompt_tokens, seq.target_tokens, seq.domain,
+            requests.append(SimRequest(row["offset_s"] / scale, seq.prompt_tokens, seq.target_tokens, seq.domain,
                                        seq.temperature))
         except RequestError as exc:
             refused[i] = str(exc)
             requests.append(None)
     served = [r for r in requests if r is not None]
     results = iter(simulate(server.engine.dep, served, max_num_seqs=server.engine.max_num_seqs,
-                            seed=server.cfg.seed))
+                            seed=server.cfg.seed, concurrency=closed))
     out = []
     for i, (row, req) in enumerate(zip(rows, requests, strict=True)):
-        scheduled = EPOCH_NS + int(row["offset_s"] * 1e9)
+        res = next(results) if req is not None else None
+        arrival = res.arrival_s * scale if res is not None and closed else row["offset_s"]
+        scheduled = EPOCH_NS + int(arrival * 1e9)
         rec = RequestRecord(run_id=run_id, mode=mode, worker="plan", tenant=row["tenant"],
                             request_id=row["request_id"], scheduled_ns=scheduled, offset_s=row["offset_s"],
                             replica=f"{mode}-plan", sent_ns=scheduled, lateness_ms=0.0)
-        if req is None:
+        if res is None:
             rec.status, rec.http_status, rec.error_kind, rec.error = "error", 400, "http", refused[i][:200]
             out.append(rec.as_row())
             continue
-        res = next(results)
-        times = [0.0, *res.chunk_s]
+        times = [0.0, *(t * scale for t in res.chunk_s)]
+        ttft, e2e = res.ttft_s * scale, res.e2e_s * scale
         rec.status, rec.http_status = "ok", 200
         rec.itl_ms = [(b - a) * 1e3 for a, b in pairwise(times)]
         rec.chunk_tokens = list(res.chunk_tokens)
-        rec.ttft_ms = rec.ttft_sched_ms = res.ttft_s * 1e3
-        rec.e2e_ms = rec.e2e_sched_ms = res.e2e_s * 1e3
-        rec.first_token_ns, rec.last_token_ns = scheduled + int(res.ttft_s * 1e9), scheduled + int(res.e2e_s * 1e9)
+        rec.ttft_ms = rec.ttft_sched_ms = ttft * 1e3
+        rec.e2e_ms = rec.e2e_sched_ms = e2e * 1e3
+        rec.first_token_ns, rec.last_token_ns = scheduled + int(ttft * 1e9), scheduled + int(e2e * 1e9)
         rec.prompt_tokens, rec.completion_tokens = req.prompt_tokens, res.tokens
         rec.finish_reason = "length" if res.tokens >= row["max_tokens"] else "stop"
         if res.spec is not None and server.cfg.per_request_spec_decode_metrics != "none":   # as the server sends
@@ -107,14 +129,6 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
             rec.spec_acceptance_histogram = list(res.spec[3])
         out.append(rec.as_row())
     return pa.Table.from_pylist(out, schema=REQUEST_SCHEMA)
-
-
-def native_rate(trace: pa.Table) -> float:
-    """The trace's offered requests per second (its requests over the span of their arrivals)."""
-    span = trace["offset_s"][-1].as_py() if trace.num_rows > 1 else 0.0
-    if span <= 0:
-        raise ScenarioError("the scenario's trace has no arrival span to scale (a closed loop?)")
-    return (trace.num_rows - 1) / span
 
 
 def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_rate: float,
@@ -134,14 +148,6 @@ def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_
 
     found = search_capacity(probe, start, max_rate, precision=precision, repeats=1)
     return found, missed.get(found.failed_at, []) if found.failed_at is not None else []
-
-
-def _levels(args: argparse.Namespace, trace: pa.Table) -> list[tuple[str, float]]:
-    """(folder name, rate scale) per level."""
-    if args.rates:
-        native = native_rate(trace)
-        return [(f"rate-{r:g}", r / native) for r in args.rates]
-    return [(f"scale-{x:g}", x) for x in (args.rate_scale or DEFAULT_RATE_SCALES)]
 
 
 CAPACITY_SCHEMA = pa.schema([pa.field("mode", pa.string()), pa.field("rate", pa.float64()),
@@ -183,6 +189,39 @@ def _capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list
         *rows, "", choice, ""])
 
 
+def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServer], fleet: FleetSpec,
+                run_dir: Path, manifest_of: Callable[[str, float | None], Manifest],
+                on_level: Callable[[str, float], None] = lambda name, offered: None) -> pa.Table:
+    """Predict every level for every mode into `run_dir`/levels/<level>/ (a run folder each) and
+    return the sweep's curves (LEVEL_SCHEMA), written to `run_dir`/sweep.parquet."""
+    modes = list(servers)
+    sweeps = []
+    for level in levels:
+        level_dir = run_dir / "levels" / level.name
+        (level_dir / "requests").mkdir(parents=True)
+        trace = level.trace(base)
+        meta = trace.schema.metadata or {}
+        write_trace(trace, level_dir / "trace.parquet", meta.get(META_NAME, b"").decode(),
+                    meta.get(META_HASH, b"").decode())
+        manifest = manifest_of(level.name, level.rate_scale)
+        tables = []
+        for mode in modes:
+            records = predicted_records(trace, servers[mode], mode, manifest.run_id, fleet.replicas)
+            (level_dir / "requests" / f"mode={mode}").mkdir()
+            pq.write_table(records, level_dir / "requests" / f"mode={mode}" / "part-plan-00000.parquet")
+            tables.append(records)
+        manifest.write(level_dir)
+        records = pa.concat_tables(tables)
+        long = long_summary(with_slos(records, level_dir) or records, manifest.run_id, modes)
+        pq.write_table(long, level_dir / "summary.parquet")
+        offered = offered_rate(trace)
+        sweeps.append(with_level(long, level.name, offered, level.concurrency))
+        on_level(level.name, offered)
+    sweep = pa.concat_tables(sweeps).cast(LEVEL_SCHEMA)
+    pq.write_table(sweep, run_dir / "sweep.parquet")
+    return sweep
+
+
 def main(args: argparse.Namespace) -> int:
     console = new_console()
     started = time.monotonic()
@@ -194,10 +233,11 @@ def main(args: argparse.Namespace) -> int:
         scenario, raw = load_scenario(args.scenario)
         seed = scenario.seed if args.seed is None else args.seed
         base = build_trace(scenario, requests=args.requests or scenario.demo_requests, seed=seed)
-        scale_rate(base, 1.0)         # a closed-loop scenario has no rate to scale: one line, before anything
+        base = base.replace_schema_metadata({**(base.schema.metadata or {}), META_NAME: scenario.name.encode(),
+                                             META_HASH: scenario_hash(raw).encode()})
         if args.capacity:
             native_rate(base)
-        levels = _levels(args, base)
+        levels = levels_of(args, base)
         if args.capacity and not has_targets(base):
             raise ScenarioError(f"--capacity: the scenario {scenario.name} sets no SLO targets to hold (give its "
                                 "tenants an `slo`)")
@@ -210,34 +250,15 @@ def main(args: argparse.Namespace) -> int:
     console.print(f"plan {run_dir.name}: {base.num_rows:,} requests of {scenario.name} per level, modes "
                   f"{', '.join(modes)}, fleet {fleet.name} on {hardware} (the simulator's model, in virtual time)",
                   soft_wrap=True)
-    sweeps = []
-    for name, scale in levels:
-        level_dir = run_dir / "levels" / name
-        (level_dir / "requests").mkdir(parents=True)
-        trace = scale_rate(base, scale)
-        write_trace(trace, level_dir / "trace.parquet", scenario.name, scenario_hash(raw))
-        tables = []
-        for mode in modes:
-            records = predicted_records(trace, servers[mode], mode, f"{run_dir.name}/{name}", fleet.replicas)
-            (level_dir / "requests" / f"mode={mode}").mkdir()
-            pq.write_table(records, level_dir / "requests" / f"mode={mode}" / "part-plan-00000.parquet")
-            tables.append(records)
-        manifest = Manifest(f"{run_dir.name}/{name}", {"name": scenario.name, "source": str(args.scenario),
-                                                       "sha256": scenario_hash(raw), "rate_scale": scale},
-                            {"name": fleet.name, "sha256": scenario_hash(raw_fleet), "spec": redacted(fleet),
-                             "planned_on": hardware}, modes, seed, trace.num_rows, status="completed")
-        manifest.write(level_dir)
-        records = pa.concat_tables(tables)
-        long = long_summary(with_slos(records, level_dir) or records, manifest.run_id, modes)
-        pq.write_table(long, level_dir / "summary.parquet")
-        try:
-            offered = native_rate(trace)
-        except ScenarioError:       # one request, or all at once: no rate to speak of
-            offered = float("nan")
-        sweeps.append(with_level(long, name, offered))
-        console.print(f"  {name}: offered {offered:,.2f} req/s")
-    sweep = pa.concat_tables(sweeps).cast(LEVEL_SCHEMA)
-    pq.write_table(sweep, run_dir / "sweep.parquet")
+
+    def manifest_of(level: str, scale: float | None) -> Manifest:
+        return Manifest(f"{run_dir.name}/{level}", {"name": scenario.name, "source": str(args.scenario),
+                                                    "sha256": scenario_hash(raw), "rate_scale": scale},
+                        {"name": fleet.name, "sha256": scenario_hash(raw_fleet), "spec": redacted(fleet),
+                         "planned_on": hardware}, modes, seed, base.num_rows, status="completed")
+
+    sweep = plan_levels(base, levels, servers, fleet, run_dir, manifest_of,
+                        lambda name, offered: console.print(f"  {name}: offered {offered:,.2f} req/s"))
     report = sweep_markdown(sweep, f"Plan {run_dir.name}: {scenario.name} on fleet {fleet.name} ({hardware}), "
                             "predicted by the simulator's performance model in virtual time")
     if args.capacity:
@@ -247,5 +268,3 @@ def main(args: argparse.Namespace) -> int:
     console.print(f"plan: {run_dir / 'report.md'}  (curves: {run_dir / 'sweep.parquet'}; levels as run folders "
                   f"under {run_dir / 'levels'}) in {time.monotonic() - started:.1f} s")
     return exits.OK
-
-

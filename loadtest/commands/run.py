@@ -13,6 +13,7 @@ import argparse
 import logging
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -75,27 +76,8 @@ def main(args: argparse.Namespace) -> int:
                   f"{trace.table['offset_s'][-1].as_py():.1f} s (trace ready in {time.monotonic() - t_build:.1f} s), "
                   f"modes {', '.join(fleet.modes)}, fleet {fleet.info['name']}")
 
-    status, reason, code = "failed", None, exits.INCOMPLETE
-    with Signals() as signals:
-        try:
-            Run(args, console, trace, fleet, run_dir, manifest, signals).replay_all()
-            status, code = "completed", exits.OK
-        except (Interrupted, StartupCancelled, KeyboardInterrupt):
-            status, reason, code = "interrupted", "stopped by signal", exits.INTERRUPTED
-        except PlanError as exc:  # the pre-flight: the cluster cannot hold a mode; nothing was started
-            status, reason, code = "refused", str(exc), exits.BAD_INPUT
-            print_error("loadtest run", reason)
-        except (FleetError, ReplayError) as exc:
-            reason = str(exc)
-            print_error("loadtest run", reason)
-        except Exception as exc:
-            reason = f"{type(exc).__name__}: {exc}"
-            log.debug("run failed", exc_info=True)
-            print_error("loadtest run", reason)
-        finally:
-            manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
-            manifest.write(run_dir)
-
+    code = guarded(lambda signals: Run(args, console, trace, fleet, run_dir, manifest, signals).replay_all(),
+                   manifest, run_dir, "loadtest run")
     checks = print_summary(console, run_dir, fleet.modes, manifest, args.max_errors, args.slo_gate)
     if code == exits.OK:
         if not record_gate(manifest, checks, console, args.slo_gate):
@@ -104,6 +86,32 @@ def main(args: argparse.Namespace) -> int:
     if (run_dir / "report.md").exists():
         console.print(f"report: {run_dir / 'report.md'}")
     console.print(f"results: {run_dir}/")
+    return code
+
+
+def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path, prog: str) -> int:
+    """Run `replay` under the signal handlers and say in the manifest how it ended; the exit code
+    (OK, INTERRUPTED, BAD_INPUT for a refused pre-flight, INCOMPLETE for anything else)."""
+    status, reason, code = "failed", None, exits.INCOMPLETE
+    with Signals() as signals:
+        try:
+            replay(signals)
+            status, code = "completed", exits.OK
+        except (Interrupted, StartupCancelled, KeyboardInterrupt):
+            status, reason, code = "interrupted", "stopped by signal", exits.INTERRUPTED
+        except PlanError as exc:  # the pre-flight: the cluster cannot hold a mode; nothing was started
+            status, reason, code = "refused", str(exc), exits.BAD_INPUT
+            print_error(prog, reason)
+        except (FleetError, ReplayError) as exc:
+            reason = str(exc)
+            print_error(prog, reason)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            log.debug("replay failed", exc_info=True)
+            print_error(prog, reason)
+        finally:
+            manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
+            manifest.write(run_dir)
     return code
 
 
@@ -127,6 +135,7 @@ class Run:
         workers = args.workers or default_workers(fleet.spec, len(fleet.modes))
         closed = closed_concurrency(trace.table)
         self.workers = min(workers, closed) if closed else workers  # each worker keeps one request in flight
+        self.deadline_s, self.drain = args.deadline, False          # a sweep's levels stop sending and drain
 
     def replay_all(self) -> None:
         with ExitStack() as stack:
@@ -200,15 +209,19 @@ class Run:
         mr.ended_at = utc_now()
         self.manifest.write(self.run_dir)
 
-    def replay(self, mode: str, replicas: list, mr: ModeRun, progress: Progress, task: TaskID) -> ReplayEnd:
-        """Replay `mode` with one Locust process, or a master and --workers worker processes."""
+    def replay(self, mode: str, replicas: list, mr: ModeRun, progress: Progress, task: TaskID,
+               run_dir: Path | None = None, run_id: str | None = None, workers: int | None = None) -> ReplayEnd:
+        """Replay `mode` with one Locust process, or a master and --workers worker processes, from
+        the trace of `run_dir` (default: the run's) into its records."""
         a = self.args
+        run_dir = run_dir or self.run_dir
         # Absolute paths: workers on other nodes (--ray-workers) do not share the driver's directory.
-        config = ReplayConfig(trace=(self.run_dir / "trace.parquet").resolve(), mode=mode,
+        config = ReplayConfig(trace=(run_dir / "trace.parquet").resolve(), mode=mode,
                               endpoints=tuple(r.url for r in replicas), served_model=replicas[0].served_model,
-                              run_id=self.manifest.run_id, run_dir=self.run_dir.resolve(), max_inflight=a.max_inflight,
-                              timeout_s=a.timeout, deadline_s=a.deadline, api_key_env=a.api_key_env,
-                              lateness_limit_ms=a.lateness_limit, workers=self.workers, ray_workers=a.ray_workers)
+                              run_id=run_id or self.manifest.run_id, run_dir=run_dir.resolve(),
+                              max_inflight=a.max_inflight, timeout_s=a.timeout, deadline_s=self.deadline_s,
+                              drain=self.drain, api_key_env=a.api_key_env, lateness_limit_ms=a.lateness_limit,
+                              workers=workers or self.workers, ray_workers=a.ray_workers)
         key = os.environ.get(a.api_key_env)  # Ray workers get it in their environment, never their argv
 
         def show(msg: protocol.Line) -> None:

@@ -22,6 +22,7 @@ Row = tuple[int, dict]  # (index in the trace, the trace row)
 # Why a row was never sent, by how the replay ended (the record's `error`).
 UNSENT_BECAUSE = {
     "deadline": "run deadline reached before its scheduled time",
+    "level_end": "the level's --level-duration ended before its scheduled time",
     "interrupted": "run interrupted before its scheduled time",
     "failed": "the replay failed before its scheduled time (see the Locust log)",
 }
@@ -57,6 +58,7 @@ class Schedule:
     deadline_s: float | None = None  # stop sending this long after t0
     closed: bool = False            # closed loop: each row due the moment a slot frees
     grace_s: float = 10.0           # on interrupt, how long in-flight requests may still finish
+    drain: bool = False             # at the deadline stop sending, but let the requests in flight finish
 
     @property
     def deadline(self) -> float:
@@ -85,7 +87,9 @@ class Dispatcher:
 
     def time_left(self) -> float | None:
         """Seconds until the deadline (None without one): a request's timeout is capped by it."""
-        return self.schedule.deadline - self.clock.now() if self.schedule.deadline_s else None
+        if not self.schedule.deadline_s or self.schedule.drain:
+            return None
+        return self.schedule.deadline - self.clock.now()
 
     def stop(self, reason: str) -> None:
         """Stop dispatching (`interrupted`, `failed`): the run loop finishes at its next step."""
@@ -115,7 +119,7 @@ class Dispatcher:
             self.finish(self._stop)
         elif self.end_reason is None:  # nobody finished us: drain and close
             self.pool.join()
-            self.finish("completed" if self.sent == self.total else "deadline")
+            self.finish("completed" if self.sent == self.total else "level_end" if s.drain else "deadline")
         return self.end_reason or "completed"
 
     def finish(self, reason: str) -> None:

@@ -34,6 +34,7 @@ class ReplayConfig:
     max_inflight: int = 1024
     timeout_s: float = 600.0
     deadline_s: float | None = None
+    drain: bool = False                    # at the deadline stop sending; let the requests in flight finish
     api_key_env: str = "LOADTEST_API_KEY"
     lateness_limit_ms: float = LATENESS_LIMIT_MS
     workers: int = 1                       # 1: one process; more: a master and this many workers
@@ -64,6 +65,8 @@ class ReplayConfig:
                 "--grace", str(self.grace_s), "--start-delay", str(self.start_delay_s)]
         if self.deadline_s:
             args += ["--deadline", str(self.deadline_s)]
+        if self.drain:
+            args.append("--drain")
         if self.about:
             args += ["--about", self.about]
         return args
@@ -103,6 +106,8 @@ def add_replay_arguments(parser) -> None:
     g.add_argument("--max-inflight", type=int, default=1024)
     g.add_argument("--request-timeout", type=float, default=600.0)
     g.add_argument("--deadline", type=float, default=0.0, help="stop sending after S seconds (0: none)")
+    g.add_argument("--drain", action="store_true",
+                   help="at the deadline stop sending, but let the requests in flight finish (a sweep's level)")
     g.add_argument("--grace", type=float, default=10.0, help="seconds in-flight requests get on interrupt")
     g.add_argument("--start-delay", type=float, default=0.5, help="seconds from start-up to offset 0")
     g.add_argument("--connect-wait", type=float, default=CONNECT_WAIT_S,
@@ -122,5 +127,6 @@ def replay_config(parsed) -> ReplayConfig:
         trace=Path(parsed.trace_file), mode=parsed.mode, endpoints=tuple(parsed.endpoints.split(",")),
         served_model=parsed.served_model, run_id=parsed.run_id, run_dir=Path(parsed.run_dir),
         max_inflight=parsed.max_inflight, timeout_s=parsed.request_timeout, deadline_s=parsed.deadline or None,
+        drain=parsed.drain,
         api_key_env=parsed.api_key_env, lateness_limit_ms=parsed.lateness_limit, about=parsed.about or None,
         grace_s=parsed.grace, start_delay_s=parsed.start_delay)

@@ -112,7 +112,7 @@ class ShardReplay:
         if self.closed:  # the scenario's concurrency is for the whole client, split over the shards
             cap = max(1, self.closed // count + (index < self.closed % count))
         self.sink = ParquetSink(self.opts.records_dir, worker_id, REQUEST_SCHEMA, ThreadPoolExecutor(1))
-        schedule = Schedule(t0, self.opts.deadline_s, self.closed is not None, self.opts.grace_s)
+        schedule = Schedule(t0, self.opts.deadline_s, self.closed is not None, self.opts.grace_s, self.opts.drain)
         self.dispatcher = Dispatcher(iter_shard(str(self.opts.trace), index, count), self.shard_size, schedule,
                                      GeventClock(), GeventPool(cap), self._send, self._unsent)
         self.assigned.set()

@@ -1,0 +1,66 @@
+"""A sweep's levels, shared by `loadtest plan` and `loadtest sweep` so a plan and a measured sweep
+name (and pair) their levels the same way: open loop, the trace's arrivals scaled to a multiple
+of their rate (`--rate-scale`) or to an offered rate (`--rates`); closed loop, the same requests
+with a fixed number in flight (`--concurrency`). Every level replays the same requests, in the
+same order, so levels and modes pair by request id."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from scenarios import ScenarioError
+from scenarios.trace import META_CLOSED, closed_concurrency, scale_rate
+
+DEFAULT_RATE_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+@dataclass(frozen=True)
+class Level:
+    name: str                       # its folder: scale-0.5, rate-8, concurrency-16
+    rate_scale: float | None = None  # open loop: the trace's arrivals this many times as fast
+    concurrency: int | None = None   # closed loop: this many requests in flight
+
+    def trace(self, base: pa.Table) -> pa.Table:
+        if self.concurrency is not None:
+            meta = {**(base.schema.metadata or {}), META_CLOSED: str(self.concurrency).encode()}
+            return base.replace_schema_metadata(meta)
+        return scale_rate(base, self.rate_scale or 1.0)
+
+    @property
+    def load_text(self) -> str:
+        return f"{self.concurrency} in flight" if self.concurrency is not None else f"x{self.rate_scale:g} rate"
+
+
+def native_rate(trace: pa.Table) -> float:
+    """The trace's offered requests per second (its requests over the span of their arrivals)."""
+    span = trace["offset_s"][-1].as_py() if trace.num_rows > 1 else 0.0
+    if closed_concurrency(trace) or span <= 0:
+        raise ScenarioError("the trace has no arrival span to scale (a closed loop, or one request); give "
+                            "--concurrency levels, or an open-loop scenario")
+    return (trace.num_rows - 1) / span
+
+
+def offered_rate(trace: pa.Table) -> float:
+    """A level's offered req/s, NaN for a closed loop (its rate is what the fleet completes)."""
+    try:
+        return native_rate(trace)
+    except ScenarioError:
+        return float("nan")
+
+
+def levels_of(args: argparse.Namespace, base: pa.Table) -> list[Level]:
+    """The levels a command's --rate-scale, --rates or --concurrency ask for (default: the
+    DEFAULT_RATE_SCALES), lowest load first; ScenarioError when the trace cannot give them."""
+    if getattr(args, "concurrency", None):
+        return [Level(f"concurrency-{c}", concurrency=c) for c in sorted(set(args.concurrency))]
+    if closed_concurrency(base):
+        raise ScenarioError("the scenario is closed loop (a fixed concurrency, no arrival rate to scale): give "
+                            "--concurrency levels")
+    if args.rates:
+        native = native_rate(base)
+        return [Level(f"rate-{r:g}", rate_scale=r / native) for r in sorted(set(args.rates))]
+    native_rate(base)
+    return [Level(f"scale-{x:g}", rate_scale=x) for x in sorted(set(args.rate_scale or DEFAULT_RATE_SCALES))]

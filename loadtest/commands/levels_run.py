@@ -1,0 +1,133 @@
+"""The replays of a sweep or a capacity search: the fleet up once (`Run`'s fleet, bring-up,
+progress bars and signals), and per mode a driver that replays one level after another, each into
+its own run folder (trace.parquet, manifest.json, requests/mode=<mode>/, server_metrics/), so
+every analysis reads a level as it reads a run. The sweep drives its levels in order and stops a
+mode where it saturated; the capacity search chooses each next rate from the last verdict."""
+
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from rich.console import Console
+
+from analysis.long_summary import LIST_COLUMNS
+from analysis.reader import read_requests
+from cluster.scrape import Scraper
+from common.times import utc_now
+from loadtest.commands.levels import Level, offered_rate
+from loadtest.commands.manifest import Manifest, ModeRun
+from loadtest.commands.report import print_summary
+from loadtest.commands.run import Interrupted, Run, Stage
+from loadtest.records import REQUEST_SCHEMA
+from scenarios.trace import write_trace
+
+SCALARS = [c for c in REQUEST_SCHEMA.names if c not in LIST_COLUMNS]
+
+
+@dataclass
+class LevelDir:
+    """One level (or one capacity probe): its folder, its trace and its own manifest."""
+
+    level: Level
+    dir: Path
+    trace: pa.Table
+    manifest: Manifest
+    saturated: list[str] = field(default_factory=list)     # modes that saturated here
+    skipped: dict[str, str] = field(default_factory=dict)  # mode -> why it was not replayed here
+
+    @property
+    def offered(self) -> float:
+        return offered_rate(self.trace)
+
+    def entry(self) -> dict:
+        """The level as the sweep's manifest lists it."""
+        return {"name": self.level.name, "folder": str(self.dir), "rate_scale": self.level.rate_scale,
+                "concurrency": self.level.concurrency, "offered_req_per_s": self.offered,
+                "saturated": self.saturated, "skipped": self.skipped}
+
+    def records(self, mode: str, lists: bool = False) -> pa.Table:
+        columns = None if lists else SCALARS
+        return read_requests(self.dir, columns=columns, filter=pc.field("mode") == mode)
+
+
+def new_level(top: Manifest, base: pa.Table, level: Level, folder: Path, name: str | None = None) -> LevelDir:
+    """The folder of `level` under the sweep's: its trace (the base trace at that load) and a
+    manifest that says which sweep it belongs to."""
+    trace = level.trace(base)
+    (folder / "requests").mkdir(parents=True, exist_ok=False)
+    (folder / "logs").mkdir()
+    write_trace(trace, folder / "trace.parquet", top.scenario.get("name", ""), top.scenario.get("sha256", ""))
+    scenario = {**top.scenario, "rate_scale": level.rate_scale, "concurrency": level.concurrency,
+                "offered_req_per_s": offered_rate(trace)}
+    manifest = Manifest(f"{top.run_id}/{name or level.name}", scenario, top.fleet, list(top.modes), top.seed,
+                        trace.num_rows)
+    # every mode's entry made now: modes replayed in parallel then only fill in their own
+    manifest.mode_runs = {m: ModeRun() for m in top.modes}
+    manifest.write(folder)
+    return LevelDir(level, folder, trace, manifest)
+
+
+def summarise(lv: LevelDir, status: str) -> None:
+    """The level's analysis (summary.parquet, report.md, report.html) once its modes ran."""
+    lv.manifest.status, lv.manifest.ended_at = status, utc_now()
+    lv.manifest.write(lv.dir)
+    if any((lv.dir / "requests").iterdir()):
+        present = [m for m in lv.manifest.modes if lv.manifest.mode_runs[m].end is not None]
+        print_summary(Console(file=io.StringIO(), width=160), lv.dir, present, lv.manifest)
+
+
+class LevelsRun(Run):
+    """`Run` with a per-mode driver (`drive`) in place of one replay per mode."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.deadline_s, self.drain = self.args.level_duration, True   # a level stops sending, then drains
+
+    def drive(self, stage: Stage, mode: str) -> None:
+        raise NotImplementedError
+
+    def one_mode(self, stage: Stage, mode: str) -> None:
+        mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
+        mr.started_at = utc_now()
+        self.manifest.write(self.run_dir)
+        stage.progress.start_task(stage.tasks[mode])
+        try:
+            self.drive(stage, mode)
+        finally:
+            stage.progress.stop_task(stage.tasks[mode])
+            self._report_dead_replicas(stage.bringup.fleet, stage.bringup.replicas[mode], mr)
+            mr.ended_at = utc_now()
+            self.manifest.write(self.run_dir)
+
+    def replay_level(self, stage: Stage, mode: str, lv: LevelDir, pause: bool) -> ModeRun:
+        """Replay `mode` at one level into its folder (after the cooldown when `pause`)."""
+        if self.signals.stop:
+            raise Interrupted()
+        if pause and self.args.cooldown:
+            time.sleep(self.args.cooldown)
+        replicas = stage.bringup.replicas[mode]
+        top = self.manifest.mode_runs[mode]
+        lmr = lv.manifest.mode_runs[mode]
+        lmr.replicas, lmr.turn, lmr.started_at = top.replicas, top.turn, utc_now()
+        progress, task = stage.progress, stage.tasks[mode]
+        progress.update(task, description=f"{mode} {lv.level.name}", completed=0, total=lv.trace.num_rows,
+                        counts="starting")
+        workers = min(self.workers, lv.level.concurrency) if lv.level.concurrency else self.workers
+        with Scraper(lv.dir) as scraper:
+            scraper.watch(mode, [(r.label, r.url) for r in replicas])
+            try:
+                end = self.replay(mode, replicas, lmr, progress, task, lv.dir, lv.manifest.run_id, workers)
+            finally:
+                scraper.unwatch(mode)
+        lmr.end, lmr.records, lmr.client = end.reason, end.recorded, end.client
+        lmr.server_metrics = scraper.problems.get(mode, "scraped")
+        lmr.ended_at = utc_now()
+        lv.manifest.write(lv.dir)
+        if self.signals.stop:
+            raise Interrupted()
+        return lmr
