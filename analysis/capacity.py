@@ -34,10 +34,12 @@ class Capacity:
 
 
 def _decide(probe: Callable[[float], bool], rate: float, repeats: int, phase: str, log: list[Probe]) -> bool:
-    """The majority of `repeats` probes at `rate` (stopping as soon as a majority is reached)."""
-    passed = failed = 0
+    """The majority of `repeats` probes at `rate`, counting those already made there (stopping as
+    soon as a majority is reached)."""
+    before = [p for p in log if p.rate == rate]
+    passed, failed = sum(p.passed for p in before), sum(not p.passed for p in before)
     need = repeats // 2 + 1
-    attempt = 0
+    attempt = len(before)
     while passed < need and failed < need:
         ok = bool(probe(rate))
         log.append(Probe(rate, ok, attempt, phase))
@@ -46,34 +48,38 @@ def _decide(probe: Callable[[float], bool], rate: float, repeats: int, phase: st
 
 
 def search_capacity(probe: Callable[[float], bool], start: float, max_rate: float, precision: float = 0.05,
-                    repeats: int = 3, max_probes: int = 200) -> Capacity:
-    """Bracket by doubling from `start` up to `max_rate`, then bisect until the bracket is within
-    `precision` (relative to its low end). `repeats` (odd) probes decide each rate near the
-    boundary; the bracketing climb probes once per rate and confirms both ends."""
-    if not (start > 0 and max_rate >= start and 0 < precision < 1 and repeats >= 1 and repeats % 2 == 1):
-        raise ValueError("need 0 < start <= max_rate, 0 < precision < 1 and an odd number of repeats")
+                    repeats: int = 3, max_probes: int = 200, min_rate: float | None = None) -> Capacity:
+    """Bracket by doubling from `start` up to `max_rate` (or, when `start` fails, by halving
+    down to `min_rate`, default `start`), then bisect until the bracket is within `precision`
+    (relative to its low end). `repeats` (odd) probes decide each rate near the boundary; the
+    bracketing probes once per rate and then confirms both ends."""
+    floor = start if min_rate is None else min_rate
+    if not (0 < floor <= start <= max_rate and 0 < precision < 1 and repeats >= 1 and repeats % 2 == 1):
+        raise ValueError("need 0 < min_rate <= start <= max_rate, 0 < precision < 1 and an odd number of repeats")
     log: list[Probe] = []
     low, high = None, None
     rate = start
-    while True:                                   # climb: one probe per rate
-        if probe(rate):
-            log.append(Probe(rate, True, 0, "bracket"))
+    while True:                                   # climb (or descend): one probe per rate
+        ok = bool(probe(rate))
+        log.append(Probe(rate, ok, 0, "bracket"))
+        if ok:
             low = rate
-            if rate >= max_rate:
+            if high is not None or rate >= max_rate:
                 break
             rate = min(rate * 2, max_rate)
         else:
-            log.append(Probe(rate, False, 0, "bracket"))
             high = rate
-            break
+            if low is not None or rate / 2 < floor:
+                break
+            rate /= 2
     # confirm the bracket's ends by majority (a single lucky or unlucky probe must not set it):
     # a failure that the majority overturns becomes the low end, and the climb goes on
     while high is not None and _decide(probe, high, repeats, "confirm", log):
         low, high = high, (min(high * 2, max_rate) if high < max_rate else None)
     while low is not None and not _decide(probe, low, repeats, "confirm", log):
-        high, low = low, (low / 2 if low / 2 >= start else None)
+        high, low = low, (low / 2 if low / 2 >= floor else None)
     if low is None:
-        return Capacity(None, high, log, f"even {start:g} failed its SLOs")
+        return Capacity(None, high, log, f"even {high:.3g} failed its SLOs")
     if high is None:
         return Capacity(low, None, log, f"every rate up to {max_rate:g} met the SLOs")
     while (high - low) / low > precision:

@@ -10,8 +10,9 @@ Metrics (latencies in ms, over requests that succeeded unless said):
 - `requests` by `status` and `error_kind` (statistic `count`);
 - `req_per_s`, `out_tok_per_s`, `goodput_req_per_s` (statistic `rate`: completions inside the
   mode's steady window per second, NaN when the replay was too short for one; see
-  analysis.steady), `req_per_s` `departures` (completions per second from the first to the
-  last: the offered rate while the fleet keeps up, its capacity when it cannot),
+  analysis.steady), `req_per_s` and `out_tok_per_s` `makespan` (completions and their tokens
+  over the seconds from the first send to the last completion: the offered rate, less the
+  warm-up, while the fleet keeps up; its capacity when it cannot),
   `steady_window_s` (`length`), `goodput_share` (of all scheduled); `in_flight` (`mid`, `end`:
   requests arrived and not done halfway through the arrivals and at the last one);
 - `tokens_per_step` (client: completion tokens after the first chunk over chunks after the
@@ -97,13 +98,14 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
     done_ordered = np.where(ok, last_ns, -1)[cells.order]
     ok_ordered = ok[cells.order]
     in_steady = np.zeros(len(ok), dtype=bool)
-    windows, departures = {}, {}
+    windows, makespan = {}, {}
     for mode, tenant, s in cells.cells():
-        # completions per second from the first to the last completion: they follow the arrivals
-        # while the fleet keeps up, and come at its capacity when it cannot (saturated)
+        # seconds from the first send to the last completion: completions over it follow the
+        # arrivals while the fleet keeps up, and come at its capacity when it cannot (saturated)
         done_at = done_ordered[s][done_ordered[s] >= 0]
-        span = (int(done_at.max()) - int(done_at.min())) / 1e9 if len(done_at) > 1 else 0.0
-        departures[mode, tenant] = (len(done_at) - 1) / span if span > 0 else math.nan
+        first = arrivals[s][sent[s]]
+        makespan[mode, tenant] = ((int(done_at.max()) - int(first.min())) / 1e9 if len(done_at) and len(first)
+                                  else math.nan)
         if tenant == ALL:
             # requests that succeeded only: a refused or failed one is no backlog
             for stat, count in in_flight(arrivals[s][sent[s] & ok_ordered[s]], done_at).items():
@@ -116,6 +118,7 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
             in_steady[mine] = in_window(last_ns[mine], ok[mine], windows[mode])
     steady_done = cells.sums(in_steady.astype(np.float64))
     steady_tokens = cells.sums(np.where(in_steady, completion, 0.0))
+    all_done, all_tokens = cells.sums(ok.astype(np.float64)), cells.sums(np.where(ok, completion, 0.0))
     steady_met = cells.sums((meets & in_steady).astype(np.float64)) if meets is not None else None
     for mode, tenant, _ in cells.cells():
         cell, window = (mode, tenant), windows[mode]
@@ -124,8 +127,10 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
             _add(rows, cell, "steady_window_s", "length", length)
         _add(rows, cell, "tokens_per_chunk", "mean", tokens[cell] / chunks[cell] if chunks[cell] else math.nan)
         _add(rows, cell, "req_per_s", "rate", steady_done[cell] / length)
-        _add(rows, cell, "req_per_s", "departures", departures[cell])
         _add(rows, cell, "out_tok_per_s", "rate", steady_tokens[cell] / length)
+        span = makespan[cell]
+        _add(rows, cell, "req_per_s", "makespan", all_done[cell] / span if span > 0 else math.nan)
+        _add(rows, cell, "out_tok_per_s", "makespan", all_tokens[cell] / span if span > 0 else math.nan)
         if met is not None:
             _add(rows, cell, "goodput_req_per_s", "rate", steady_met[cell] / length)
             _add(rows, cell, "goodput_share", "share", met[cell] / scheduled[cell] if scheduled[cell] else math.nan)

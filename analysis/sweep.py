@@ -75,7 +75,7 @@ def saturated(cells: dict, level: str, mode: str, offered: float) -> bool:
 def completed_rate(cells: dict, level: str, mode: str) -> float | None:
     """Completions per second over the steady window, else from the first to the last."""
     done = _value(cells, (level, mode, ALL, "req_per_s", "rate"))
-    return done if done is not None else _value(cells, (level, mode, ALL, "req_per_s", "departures"))
+    return done if done is not None else _value(cells, (level, mode, ALL, "req_per_s", "makespan"))
 
 
 def saturation(sweep: pa.Table) -> dict[tuple[str, str], bool]:
@@ -136,14 +136,15 @@ def sweep_markdown(sweep: pa.Table, title: str) -> str:
            "in ms from the send; the E2E speedup over the baseline, paired by request, with its 95% interval. "
            f"*saturated*: completions under {SATURATED_BELOW:.0%} of the offered rate over the steady window or, "
            f"where a growing queue left none, requests in flight growing {QUEUE_GROWTH:g}x (and by more than "
-           f"{NOISE_SIGMAS:g} square roots of the count) from halfway through the arrivals to their end; closed loop (requests in flight), completions per second gaining under "
-           f"{CLOSED_GAIN - 1:.0%} over the level below; in brackets, completions per second from the first to the "
-           "last.", ""]
+           f"{NOISE_SIGMAS:g} square roots of the count) from halfway through the arrivals to their end; "
+           "closed loop (requests in flight), completions per second gaining under "
+           f"{CLOSED_GAIN - 1:.0%} over the level below; in brackets, where a level had no steady window, completions "
+           "per second from the first send to the last completion.", ""]
     for mode in modes:
         rows = []
         for level, load, closed in levels:
             done = _value(cells, (level, mode, ALL, "req_per_s", "rate"))
-            departing = _value(cells, (level, mode, ALL, "req_per_s", "departures"))
+            departing = _value(cells, (level, mode, ALL, "req_per_s", "makespan"))
             r = _ratio(cells, level, mode, ALL)
             speed = "-" if r is None else r.text()
             flag = " *saturated*" if flags.get((level, mode)) else ""
@@ -175,13 +176,13 @@ def sweep_markdown(sweep: pa.Table, title: str) -> str:
 AGREE_WITHIN = 0.10   # the issue's bar for the model against a measured sweep: 10% on throughput and TPOT p50
 
 
-def throughput(cells: dict, level: str, mode: str) -> tuple[float | None, str]:
-    """Output tokens per second over the steady window, or, without one, completions per second
-    from the first to the last (and which of the two it is)."""
-    t = _value(cells, (level, mode, ALL, "out_tok_per_s", "rate"))
-    if t is not None:
-        return t, "out tok/s"
-    return _value(cells, (level, mode, ALL, "req_per_s", "departures")), "req/s"
+def throughput(cells: dict, level: str, mode: str, over: str = "rate") -> tuple[float | None, str]:
+    """Output tokens per second over the steady window (`rate`) or, without one (or when `over`
+    says so), from the first send to the last completion (`makespan`); and which of the two."""
+    t = _value(cells, (level, mode, ALL, "out_tok_per_s", over))
+    if t is not None or over == "makespan":
+        return t, over
+    return _value(cells, (level, mode, ALL, "out_tok_per_s", "makespan")), "makespan"
 
 
 def agreement(predicted: pa.Table, measured: pa.Table) -> list[dict]:
@@ -192,10 +193,8 @@ def agreement(predicted: pa.Table, measured: pa.Table) -> list[dict]:
     for mode in dict.fromkeys(measured["mode"].to_pylist()):
         for level, _, _ in levels_of(measured):
             (p_thr, unit), (m_thr, m_unit) = throughput(plan_cells, level, mode), throughput(got_cells, level, mode)
-            if unit != m_unit:   # one had a steady window, the other not: compare completions per second
-                unit = "req/s"
-                p_thr = _value(plan_cells, (level, mode, ALL, "req_per_s", "departures"))
-                m_thr = _value(got_cells, (level, mode, ALL, "req_per_s", "departures"))
+            if unit != m_unit:   # one had a steady window, the other not: both over their makespan
+                (p_thr, unit), (m_thr, _) = (throughput(c, level, mode, "makespan") for c in (plan_cells, got_cells))
             p_tpot, m_tpot = (_value(c, (level, mode, ALL, "tpot_ms", "p50")) for c in (plan_cells, got_cells))
             if m_thr is None and m_tpot is None:
                 continue
@@ -228,13 +227,15 @@ def plan_vs_measured(predicted: pa.Table, measured: pa.Table) -> str:
                f"{len(worst)} points (worst {max(worst):.1%})")
     out = ["## The model against the measurement", "",
            "The simulator's performance model run on the same levels and requests in virtual time (plan/), beside "
-           "what this sweep measured: throughput (output tok/s over the steady window, or completions per second "
-           "where a level had none) and TPOT p50; the difference is (plan - measured) / measured. "
+           "what this sweep measured: throughput (output tok/s over the steady window, `rate`, or where a level "
+           "had none from the first send to the last completion, `makespan`) and TPOT p50; the difference is "
+           "(plan - measured) / measured. "
            f"In short: {verdict}.", "",
-           "| mode | level | throughput plan | measured | diff | TPOT p50 plan (ms) | measured | diff |",
+           "| mode | level | out tok/s plan | measured | diff | TPOT p50 plan (ms) | measured | diff |",
            "|---|---|---:|---:|---:|---:|---:|---:|"]
-    out += [f"| {r['mode']} | {r['level']} | {num(r['plan_throughput'])} {r['unit']} | {num(r['measured_throughput'])} "
-            f"| {pct(r['throughput_diff'])} | {num(r['plan_tpot_p50'])} | {num(r['measured_tpot_p50'])} "
+    out += [f"| {r['mode']} | {r['level']} | {num(r['plan_throughput'])} ({r['unit']}) "
+            f"| {num(r['measured_throughput'])} | {pct(r['throughput_diff'])} | {num(r['plan_tpot_p50'])} "
+            f"| {num(r['measured_tpot_p50'])} "
             f"| {pct(r['tpot_diff'])} |" for r in rows]
     out.append("")
     return "\n".join(out)

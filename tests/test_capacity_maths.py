@@ -65,6 +65,16 @@ def test_the_search_brackets_a_capacity_known_exactly():
         assert len(probes) == len(got.probes) < 40
 
 
+def test_a_start_above_the_capacity_halves_down_to_it():
+    for capacity in (0.3, 3.7):
+        got = search_capacity(lambda rate, c=capacity: rate <= c, start=10.0, max_rate=80.0, precision=0.05,
+                              min_rate=0.1)
+        assert got.rate <= capacity < got.failed_at and (got.failed_at - got.rate) / got.rate <= 0.05
+        assert got.probes[0].rate == 10.0 and got.probes[1].rate == 5.0 and not got.probes[0].passed
+    below = search_capacity(lambda rate: rate <= 0.05, start=10.0, max_rate=80.0, min_rate=0.1)
+    assert below.rate is None and below.reason == "even 0.156 failed its SLOs"   # the lowest probed above 0.1
+
+
 def test_majority_repeats_keep_a_noisy_boundary_from_flipping_the_answer():
     """Near its capacity the fake fleet's probe is wrong one time in five; far from it, never."""
     capacity = 50.0

@@ -31,7 +31,7 @@ def test_a_plan_predicts_curves_saturation_and_crossovers_in_seconds(tmp_path):
         assert low > high, (mode, low, high)
     # at 4x the scenario's rate the baseline's completions fall behind what is offered
     offered = sweep.filter(pc.equal(sweep["level"], "scale-4"))["offered_req_per_s"][0].as_py()
-    assert _cell(sweep, "scale-4", "baseline", "req_per_s", "departures") < 0.9 * offered
+    assert _cell(sweep, "scale-4", "baseline", "req_per_s", "makespan") < 0.9 * offered
     report = (run / "report.md").read_text()
     assert "*saturated*" in report and "## Where speculation stops paying" in report
     assert "| code-agent |" in report and "never pays in the range" in report     # the draft model on code

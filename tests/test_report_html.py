@@ -17,15 +17,12 @@ CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
-def test_report_html_renders_every_plot_offline_with_no_console_error(tmp_path):
+def render(report: Path, screenshot: str) -> dict:
+    """Open `report` in headless Chromium: what it logged as errors, what it asked the network
+    for, how many plots it has and drew, their titles and the page's h2 headings."""
     from playwright.sync_api import sync_playwright
 
     assert CHROMIUM.exists(), f"{CHROMIUM} is missing: `make browser` (part of `make test`) installs it"
-    run = loadtest("run", "--modes", "baseline,eagle", "--scenario", str(DATA / "tiny-mix.toml"), "--requests", "24",
-                   "--cooldown", "0", "--out", str(tmp_path), "--run-id", "h", timeout=300)
-    assert run.returncode == 0, run.stdout + run.stderr
-    report = tmp_path / "h" / "report.html"
-    assert f"report: {tmp_path / 'h' / 'report.md'}" in run.stdout and report.exists()
     errors, requests = [], []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
@@ -36,17 +33,31 @@ def test_report_html_renders_every_plot_offline_with_no_console_error(tmp_path):
             page.on("request", lambda r: requests.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
             page.goto(report.as_uri())
             page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length > 0")
-            plots = page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
-            drawn = page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].filter("
-                                  "d => d.querySelectorAll('.main-svg .trace').length > 0).length")
-            titles = page.evaluate("[...document.querySelectorAll('.gtitle')].map(t => t.textContent)")
-            tables = page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)")
+            seen = {
+                "plots": page.evaluate("document.querySelectorAll('.js-plotly-plot').length"),
+                "drawn": page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].filter("
+                                       "d => d.querySelectorAll('.main-svg .trace').length > 0).length"),
+                "titles": page.evaluate("[...document.querySelectorAll('.gtitle')].map(t => t.textContent)"),
+                "headings": page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)"),
+            }
             ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "report.png"))
+            page.screenshot(path=str(ARTIFACTS / f"{screenshot}.png"))
             page.locator(".plot").nth(1).scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "report-speedup.png"))
+            page.screenshot(path=str(ARTIFACTS / f"{screenshot}-2.png"))
         finally:
             browser.close()
+    return {**seen, "errors": errors, "requests": requests}
+
+
+def test_report_html_renders_every_plot_offline_with_no_console_error(tmp_path):
+    run = loadtest("run", "--modes", "baseline,eagle", "--scenario", str(DATA / "tiny-mix.toml"), "--requests", "24",
+                   "--cooldown", "0", "--out", str(tmp_path), "--run-id", "h", timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = tmp_path / "h" / "report.html"
+    assert f"report: {tmp_path / 'h' / 'report.md'}" in run.stdout and report.exists()
+    seen = render(report, "report")
+    errors, requests, plots, drawn, titles = (seen[k] for k in ("errors", "requests", "plots", "drawn", "titles"))
+    tables = seen["headings"]
     assert not errors, errors
     assert not requests, f"the report asked the network for {requests}"
     assert plots >= 8 and drawn == plots, (plots, drawn, titles)

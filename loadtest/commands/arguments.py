@@ -227,17 +227,19 @@ def _client_options(p: argparse.ArgumentParser) -> None:
                    "(the master stays here); --out must then be on storage every node mounts")
 
 
-def _replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = True) -> None:
+def _replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = True, requests: bool = True) -> None:
     """What the replaying commands share: the trace, the results folder, the client's limits and
-    the gate (`rate_scale`: its one --rate-scale; a sweep has levels instead)."""
+    the gate (`rate_scale`: its one --rate-scale, where a sweep has levels; `requests`: its
+    --requests, where a capacity search sizes its probes by duration)."""
     p.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
                    help="built-in scenario name or a scenario TOML file (default: saas-mix)")
     p.add_argument("--trace", default=None, metavar="FILE",
                    help="replay this trace.parquet (from `loadtest trace build` or `trace import`) instead of "
                    "building one from --scenario; --requests keeps its first N rows, --rate-scale speeds it up")
-    p.add_argument("--requests", type=positive_int, default=None, metavar="N",
-                   help="requests in the trace (default: the scenario's demo size; --requests 50000 "
-                   "runs saas-mix in full)")
+    if requests:
+        p.add_argument("--requests", type=positive_int, default=None, metavar="N",
+                       help="requests in the trace (default: the scenario's demo size; --requests 50000 "
+                       "runs saas-mix in full)")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="trace seed (default: the scenario's; a --trace file keeps the seed it was built with)")
     if rate_scale:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from scenarios import ScenarioError
@@ -22,12 +23,17 @@ class Level:
     name: str                       # its folder: scale-0.5, rate-8, concurrency-16
     rate_scale: float | None = None  # open loop: the trace's arrivals this many times as fast
     concurrency: int | None = None   # closed loop: this many requests in flight
+    duration_s: float | None = None  # open loop: only the requests that arrive within this many seconds
 
     def trace(self, base: pa.Table) -> pa.Table:
         if self.concurrency is not None:
             meta = {**(base.schema.metadata or {}), META_CLOSED: str(self.concurrency).encode()}
             return base.replace_schema_metadata(meta)
-        return scale_rate(base, self.rate_scale or 1.0)
+        scaled = scale_rate(base, self.rate_scale or 1.0)
+        if self.duration_s is None:
+            return scaled
+        within = int(np.searchsorted(scaled["offset_s"].to_numpy(), self.duration_s, side="left"))
+        return scaled.slice(0, max(1, within))
 
     @property
     def load_text(self) -> str:

@@ -96,22 +96,28 @@ def add_load_commands(sub) -> None:
     cap = sub.add_parser(
         "capacity", help="find each mode's highest request rate within the tenants' SLOs, by measurement",
         description="Per mode, find the highest offered rate at which every tenant meets its SLOs, by replaying "
-        "the scenario's requests at chosen rates against the fleet: bracket by doubling from --start-rate, "
-        "then bisect to --precision, each rate near the boundary probed --repeats times and decided by the "
+        "the scenario's requests at chosen rates against the fleet: bracket by doubling up from --start-rate "
+        "(or halving down from it, to a 16th of the scenario's rate), then bisect to --precision, each rate "
+        "near the boundary probed --repeats times and decided by the "
         "majority. Prints, per mode, the highest rate, per GPU, the goodput there and the tenant whose SLO "
         "binds, and the mode to choose; capacity.parquet holds every probe, each probe a run folder under "
         "probes/. Exit 2 when no SLO target is given.")
     _fleet_options(cap)
-    _replay_options(cap, "per probe", rate_scale=False)
+    _replay_options(cap, "per probe", rate_scale=False, requests=False)
     _slo_choice(cap)
-    _level_options(cap)
+    cap.add_argument("--probe-duration", type=positive_float, default=30.0, metavar="S",
+                     help="each probe offers S seconds of the scenario's arrivals at its rate (the first rows of one "
+                     "trace, so probes share their requests), then lets them finish (default 30)")
+    cap.add_argument("--cooldown", type=non_negative_float, default=2.0, metavar="S",
+                     help="pause between probes, in seconds (default 2)")
+    cap.set_defaults(deadline=None, level_duration=None)
     cap.add_argument("--repeats", type=positive_int, default=3, metavar="N",
                      help="probes that decide each rate near the boundary, by majority (odd; default 3)")
     cap.add_argument("--precision", type=percent, default=0.10, metavar="PCT",
                      help="stop when the highest passing and lowest failing rates are within PCT percent "
                      "(default 10)")
     cap.add_argument("--start-rate", type=positive_float, default=None, metavar="R",
-                     help="the first rate probed, in req/s (default: an eighth of the scenario's)")
+                     help="the first rate probed, in req/s (default: the scenario's own)")
     cap.add_argument("--max-rate", type=positive_float, default=None, metavar="R",
                      help="the highest rate probed, in req/s (default: 8 times the scenario's)")
     _client_options(cap)

@@ -1,0 +1,188 @@
+"""`loadtest capacity`: per mode, the highest offered rate at which every tenant meets its SLOs,
+measured. The fleet comes up once; per mode, the capacity search (analysis.capacity: bracket by
+doubling, then bisect, each rate near the boundary decided by the majority of --repeats probes)
+asks for rates, and each probe replays the scenario's requests at that rate into its own run
+folder (probes/<mode>/rate-<r>-<attempt>/). A probe passes when every tenant's p99s are within
+its targets and the errors stay within --max-errors. capacity.parquet holds every probe and
+report.md the answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from analysis.capacity import Capacity, search_capacity
+from analysis.slo import SLO_COLUMNS, attainment, has_targets, join_targets
+from cluster import FleetError
+from common import exits
+from common.exits import print_error
+from loadtest.commands.console import new_console
+from loadtest.commands.inputs import Trace, choose_fleet, new_run_dir, prepare_trace
+from loadtest.commands.levels import Level, native_rate
+from loadtest.commands.levels_run import LevelsRun, new_level, summarise
+from loadtest.commands.manifest import Manifest
+from loadtest.commands.run import Stage, guarded
+from loadtest.records import OK
+from scenarios import ScenarioError
+
+PROBE_SCHEMA = pa.schema([
+    pa.field("mode", pa.string()), pa.field("rate", pa.float64()), pa.field("attempt", pa.int32()),
+    pa.field("phase", pa.string()), pa.field("passed", pa.bool_()), pa.field("binding", pa.string()),
+    pa.field("requests", pa.int64()), pa.field("goodput_req_per_s", pa.float64()),
+    pa.field("error_share", pa.float64()), pa.field("folder", pa.string()),
+])
+
+
+@dataclass
+class ModeCapacity:
+    found: Capacity | None = None
+    probes: list[dict] = field(default_factory=list)   # PROBE_SCHEMA rows, in the order probed
+
+
+def with_targets(trace: Trace, slo: dict[str, float] | None) -> Trace:
+    """The trace with every tenant held to `slo` (--slo) instead of its scenario's targets."""
+    if slo is None:
+        return trace
+    table = trace.table
+    for column in SLO_COLUMNS:
+        value = slo.get(column.removeprefix("slo_"))
+        i = table.schema.get_field_index(column)
+        table = table.set_column(i, table.schema.field(i), pa.array([value] * table.num_rows, pa.float64()))
+    return Trace(table.replace_schema_metadata(trace.table.schema.metadata), {**trace.info, "slo": slo}, trace.seed)
+
+
+class CapacityRun(LevelsRun):
+    def __init__(self, *args, results: dict[str, ModeCapacity], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.results = results
+
+    def drive(self, stage: Stage, mode: str) -> None:
+        a, base = self.args, self.trace.table
+        native = native_rate(base)
+        result = self.results[mode]
+        attempts: dict[float, int] = {}
+
+        def probe(rate: float) -> bool:
+            attempt = attempts[rate] = attempts.get(rate, -1) + 1
+            name = f"rate-{rate:.4g}-{attempt}"
+            folder = self.run_dir / "probes" / mode / name
+            level = Level(name, rate_scale=rate / native, duration_s=a.probe_duration)
+            lv = new_level(self.manifest, base, level, folder, f"probes/{mode}/{name}")
+            self.replay_level(stage, mode, lv, pause=bool(result.probes))
+            records = lv.records(mode)
+            verdicts = attainment(join_targets(records, lv.trace), [mode])
+            sent = pc.sum(pc.not_equal(records["status"], "not_sent").cast(pa.int64())).as_py() or 0
+            failed = sent - (pc.sum(pc.equal(records["status"], OK).cast(pa.int64())).as_py() or 0)
+            errors = failed / sent if sent else math.nan
+            met = sum(v.met for v in verdicts)
+            passed = bool(verdicts) and all(v.passed for v in verdicts) and sent > 0 and errors <= a.max_errors
+            binding = [f"{v.tenant} ({'; '.join(v.missed())})" for v in verdicts if not v.passed]
+            if errors > a.max_errors:
+                binding.append(f"errors {errors:.0%} > {a.max_errors:.0%}")
+            result.probes.append({"mode": mode, "rate": rate, "attempt": attempt, "phase": "", "passed": passed,
+                                  "requests": lv.trace.num_rows,
+                                  "binding": "; ".join(binding), "error_share": errors, "folder": str(folder),
+                                  "goodput_req_per_s": rate * met / lv.trace.num_rows})
+            summarise(lv, "completed")
+            self.console.print(f"{mode}: {rate:,.2f} req/s {'met' if passed else 'missed'} the SLOs"
+                               + (f" ({'; '.join(binding)})" if binding else ""), soft_wrap=True)
+            return passed
+
+        start, top = search_range(a, native)
+        found = search_capacity(probe, start, top, precision=a.precision, repeats=a.repeats,
+                                min_rate=min(start, native / 16))
+        for row, p in zip(result.probes, found.probes, strict=False):
+            row["phase"] = p.phase
+        result.found = found
+
+
+def search_range(args: argparse.Namespace, native: float) -> tuple[float, float]:
+    """The first rate probed and the highest (default: the scenario's own rate, and 8 times it)."""
+    start = args.start_rate or native
+    return start, max(args.max_rate or native * 8, start)
+
+
+def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeats: int) -> str:
+    rows, answers = [], {}
+    for mode, r in results.items():
+        f = r.found
+        if f is None:
+            why = f"stopped after {len(r.probes)} probes (interrupted?)" if r.probes else "not searched"
+            rows.append(f"| {mode} | - | - | - | - | {why} |")
+            continue
+        top = f.rate is not None and f.failed_at is None
+        above = ">= " if top else ""
+        at = [p for p in r.probes if f.rate is not None and p["rate"] == f.rate and p["passed"]]
+        above_it = [p for p in r.probes if f.failed_at is not None and p["rate"] == f.failed_at and not p["passed"]]
+        goodput = f"{sum(p['goodput_req_per_s'] for p in at) / len(at):,.2f}" if at else "-"
+        rate = "-" if f.rate is None else f"{above}{f.rate:,.2f}"
+        per_gpu = "-" if f.rate is None else f"{above}{f.rate / gpus:,.3f}"
+        binding = above_it[0]["binding"] if above_it else "-"
+        answers[mode] = (f.rate or 0.0, top)
+        rows.append(f"| {mode} | {rate} | {per_gpu} | {goodput} | {binding} | {f.reason} ({len(f.probes)} probes) |")
+    best_value = max(answers.values(), default=(0.0, False))
+    best = [m for m, v in answers.items() if v == best_value and v[0] > 0]
+    if not best:
+        choice = "No mode met the SLOs at any rate probed."
+    elif len(best) > 1 or best_value[1]:
+        choice = f"{', '.join(best)} met the SLOs up to the top of the search: no choice between them in this range."
+    elif len(answers) == 1:
+        choice = f"{best[0]} is the only mode searched: give --modes to choose between modes."
+    else:
+        choice = f"For this traffic choose **{best[0]}**."
+    return "\n".join([
+        "# Capacity: the highest offered rate within every tenant's SLOs (measured)", "",
+        f"Bracketed by doubling, then bisected to {precision:.0%}; each rate near the boundary decided by the "
+        f"majority of {repeats} probe(s). Per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the "
+        "target's). Goodput: requests within every target per second, at the rate found. Binding: what failed "
+        "just above it.", "",
+        "| mode | max req/s | per GPU | goodput req/s | binding SLOs | search |", "|---|---:|---:|---:|---|---|",
+        *rows, "", choice, ""])
+
+
+def main(args: argparse.Namespace) -> int:
+    console = new_console()
+    started = time.monotonic()
+    try:
+        if args.repeats % 2 == 0:
+            raise ScenarioError(f"--repeats {args.repeats}: give an odd number, so a majority decides each rate")
+        # one trace long enough for the fastest probe: --probe-duration s at the highest rate
+        first = prepare_trace(argparse.Namespace(**{**vars(args), "rate_scale": None, "requests": None}))
+        native = native_rate(first.table)
+        rows = math.ceil(search_range(args, native)[1] * args.probe_duration) + 1
+        trace = with_targets(prepare_trace(argparse.Namespace(**{**vars(args), "rate_scale": None,
+                                                                 "requests": rows})), args.slo)
+        if not has_targets(trace.table):
+            raise ScenarioError(f"the scenario {trace.info['name']} sets no SLO targets to hold: give its tenants "
+                                "an `slo`, or --slo ttft_p99_ms=...,tpot_p99_ms=...")
+        choice = choose_fleet(args, args.modes)
+        run_dir = new_run_dir(args.out, args.run_id, f"capacity-{trace.info['name']}")
+    except (ScenarioError, FleetError, FileExistsError) as exc:
+        print_error("loadtest capacity", str(exc))
+        return exits.BAD_INPUT
+    manifest = Manifest(run_id=run_dir.name, scenario=trace.info, fleet=choice.info, modes=choice.modes,
+                        seed=trace.seed, requests=trace.table.num_rows, skipped=choice.skipped)
+    manifest.write(run_dir)
+    console.print(f"[bold]capacity {manifest.run_id}[/bold]: {args.probe_duration:g} s of {trace.info['name']}'s "
+                  f"arrivals a probe, modes {', '.join(choice.modes)}, fleet {choice.info['name']}",
+                  soft_wrap=True)
+    results = {m: ModeCapacity() for m in choice.modes}
+    code = guarded(lambda signals: CapacityRun(args, console, trace, choice, run_dir, manifest, signals,
+                                               results=results).replay_all(), manifest, run_dir, "loadtest capacity")
+    probes = [p for r in results.values() for p in r.probes]
+    pq.write_table(pa.Table.from_pylist(probes, schema=PROBE_SCHEMA), run_dir / "capacity.parquet")
+    spec = choice.spec
+    gpus = spec.tensor_parallel_size * spec.replicas if spec is not None else 1
+    text = report(results, gpus, args.precision, args.repeats)
+    (run_dir / "report.md").write_text(text)
+    console.print(text, markup=False, highlight=False)
+    console.print(f"capacity: {run_dir / 'report.md'}  (every probe: {run_dir / 'capacity.parquet'}, run folders "
+                  f"under {run_dir / 'probes'}) in {time.monotonic() - started:.1f} s", soft_wrap=True)
+    return code

@@ -1,0 +1,136 @@
+"""`loadtest sweep` and `loadtest capacity` on the simulator fleet, as an SRE runs them: the
+levels as run folders, the curves, saturation, the model beside the measurement, and the
+capacity search's answer; and their bad input, refused in one line before anything starts."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.reader import read_requests
+from analysis.sweep import AGREE_WITHIN, agreement
+from tests.conftest import DATA, ROOT, loadtest
+from tests.test_report_html import render
+
+pytestmark = pytest.mark.e2e
+TINY = str(DATA / "tiny-mix.toml")
+
+
+def _speedup(sweep, level: str, mode: str) -> float:
+    rows = sweep.filter(pc.and_(pc.and_(pc.equal(sweep["level"], level), pc.equal(sweep["mode"], mode)),
+                                pc.and_(pc.equal(sweep["tenant"], "all"), pc.equal(sweep["metric"], "speedup_e2e"))))
+    return next(r["value"] for r in rows.to_pylist() if r["statistic"] == "geomean")
+
+
+def test_a_sweep_of_two_modes_is_paired_plotted_and_agrees_with_the_model(tmp_path):
+    out = loadtest("sweep", "--modes", "baseline,eagle", "--scenario", TINY, "--requests", "60", "--rate-scale",
+                   "0.5,2,6", "--keep-going", "--out", str(tmp_path), "--run-id", "s", timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = tmp_path / "s"
+    levels = ["scale-0.5", "scale-2", "scale-6"]
+    for level in levels:   # every level a run folder, every mode the same requests
+        records = read_requests(run / "levels" / level)
+        ids = {m: set(records.filter(pc.equal(records["mode"], m))["request_id"].to_pylist())
+               for m in ("baseline", "eagle")}
+        assert ids["baseline"] == ids["eagle"] and len(ids["eagle"]) == 60, level
+        assert set(records["status"].to_pylist()) == {"ok"}, level
+    again = loadtest("report", str(run / "levels" / "scale-2"))        # the same analysis reads a level
+    assert again.returncode == 0 and "eagle" in again.stdout, again.stderr
+    sweep = pq.read_table(run / "sweep.parquet")
+    assert sorted(set(sweep["level"].to_pylist())) == sorted(levels)
+    # the speedup falls as the load grows, as the model says
+    assert _speedup(sweep, "scale-0.5", "eagle") > _speedup(sweep, "scale-6", "eagle") > 1.0
+    # the model, run on the same levels and requests, within 10% of the measurement at every level
+    rows = agreement(pq.read_table(run / "plan" / "sweep.parquet"), sweep)
+    assert len(rows) == 6
+    for r in rows:
+        assert abs(r["throughput_diff"]) <= AGREE_WITHIN and abs(r["tpot_diff"]) <= AGREE_WITHIN, r
+    report = (run / "report.md").read_text()
+    assert "## The model against the measurement" in report and "within 10% at every level" in report
+    assert "## Where speculation stops paying" in report
+    seen = render(run / "report.html", "sweep")     # as a person sees it: Chromium, offline
+    assert not seen["errors"] and not seen["requests"], seen
+    assert seen["plots"] == seen["drawn"] >= 7, seen
+    for title in ("Output tokens/s per GPU", "TPOT p99 against throughput", "E2E speedup over the baseline",
+                  "Draft acceptance"):
+        assert any(t.startswith(title) for t in seen["titles"]), (title, seen["titles"])
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and [lv["name"] for lv in manifest["levels"]] == levels
+
+
+def test_a_saturated_mode_goes_no_higher_and_a_closed_loop_level_stops_sending_on_time(tmp_path):
+    out = loadtest("sweep", "--modes", "baseline", "--scenario", TINY, "--requests", "300", "--rates", "5,120,240",
+                   "--level-duration", "6", "--out", str(tmp_path), "--run-id", "sat", timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    manifest = json.loads((tmp_path / "sat" / "manifest.json").read_text())
+    by_name = {lv["name"]: lv for lv in manifest["levels"]}
+    assert by_name["rate-5"]["saturated"] == []
+    assert by_name["rate-120"]["saturated"] == ["baseline"], by_name
+    assert "saturated at rate-120" in by_name["rate-240"]["skipped"]["baseline"]
+    assert not (tmp_path / "sat" / "levels" / "rate-240" / "requests" / "mode=baseline").exists()
+    assert "baseline: saturated at rate-120" in out.stdout
+    # --level-duration: the 5 req/s level stopped sending after 6 s and let its requests finish
+    five = read_requests(tmp_path / "sat" / "levels" / "rate-5")
+    status = five["status"].to_pylist()
+    assert set(status) == {"ok", "not_sent"} and 20 <= status.count("ok") <= 45, status.count("ok")
+    assert "--level-duration" in next(r["error"] for r in five.to_pylist() if r["status"] == "not_sent")
+
+    closed = loadtest("sweep", "--modes", "baseline", "--scenario", TINY, "--requests", "400", "--concurrency",
+                      "1,8", "--level-duration", "4", "--out", str(tmp_path), "--run-id", "c", timeout=600)
+    assert closed.returncode == 0, closed.stdout + closed.stderr
+    done = {c: read_requests(tmp_path / "c" / "levels" / f"concurrency-{c}")["status"].to_pylist().count("ok")
+            for c in (1, 8)}
+    assert 2 <= done[1] < done[8], done      # more in flight, more completed in the same 4 s
+    assert "| concurrency-8 | 8 |" in (tmp_path / "c" / "report.md").read_text()
+
+
+def test_capacity_finds_the_highest_rate_within_the_slos_by_measurement(tmp_path):
+    out = loadtest("capacity", "--modes", "eagle", "--scenario", TINY, "--probe-duration", "4", "--slo",
+                   "ttft_p99_ms=150", "--precision", "25", "--out", str(tmp_path), "--run-id", "cap", timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    probes = pq.read_table(tmp_path / "cap" / "capacity.parquet").to_pylist()
+    passed = [p["rate"] for p in probes if p["passed"]]
+    failed = [p["rate"] for p in probes if not p["passed"]]
+    assert passed and failed
+    report = (tmp_path / "cap" / "report.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| eagle |"))
+    found = float(row.split("|")[2].replace(",", ""))
+    found = next(r for r in passed if abs(r - found) < 0.006)      # the report rounds it
+    above = min(r for r in failed if r > found)
+    assert (above - found) / found <= 0.25 and "ttft p99" in row
+    # the answer is decided by the majority of 3 probes at each end of the final bracket
+    assert sum(1 for p in probes if p["rate"] == found and p["passed"]) >= 2
+    assert sum(1 for p in probes if p["rate"] == above and not p["passed"]) >= 2
+    assert "eagle is the only mode searched" in report
+    for p in probes:   # every probe a run folder of its own: 4 s of arrivals at its rate
+        assert read_requests(p["folder"]).num_rows == p["requests"] == pytest.approx(4 * p["rate"], rel=0.3)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["sweep", "--concurrency", "4,2"], "the levels must increase"),
+    (["sweep", "--rates", "1", "--concurrency", "2"], "not allowed with argument"),
+    (["capacity", "--repeats", "2"], "odd number"),
+    (["capacity", "--slo", "p99=3"], "KEY=MS"),
+    (["capacity", "--scenario", str(ROOT / "scenarios" / "builtin" / "burst.toml"), "--slo", "tpot_p99_ms=0"],
+     "expected a positive number"),
+])
+def test_bad_sweep_and_capacity_input_is_one_line_and_exit_2(tmp_path, argv, says):
+    out = loadtest(*argv, "--out", str(tmp_path), timeout=60)
+    assert out.returncode == 2 and says in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())
+
+
+def test_a_scenario_without_targets_is_refused_by_capacity_before_anything_starts(tmp_path):
+    no_slo = tmp_path / "no-slo.toml"
+    no_slo.write_text((DATA / "tiny-mix.toml").read_text().replace("slo = { ttft_p99_ms = 1000 }\n", ""))
+    out = loadtest("capacity", "--scenario", str(no_slo), "--out", str(tmp_path / "o"), timeout=60)
+    assert out.returncode == 2 and "sets no SLO targets" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "o").exists()
+    closed = tmp_path / "closed.toml"
+    closed.write_text((DATA / "tiny-mix.toml").read_text().replace('process = "poisson"\nrate = 12.0',
+                                                                   'process = "closed"\nconcurrency = 4'))
+    out = loadtest("sweep", "--scenario", str(closed), "--out", str(tmp_path / "o"), timeout=60)
+    assert out.returncode == 2 and "--concurrency" in out.stderr and not (tmp_path / "o").exists()
