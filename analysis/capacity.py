@@ -91,3 +91,21 @@ def search_capacity(probe: Callable[[float], bool], start: float, max_rate: floa
         else:
             high = mid
     return Capacity(low, high, log, f"bracket within {precision:.0%}")
+
+
+def choose(answers: dict[str, tuple[float, bool]], raise_with: str | None = None) -> str:
+    """The mode to choose from each mode's (highest rate within the SLOs, whether that was the
+    top of the search), in words; ties and an answer at the top of the search said as such (with
+    the option that searches higher, `raise_with`)."""
+    best_value = max(answers.values(), default=(0.0, False))
+    best = [m for m, v in answers.items() if v[0] == best_value[0] and v[0] > 0]
+    higher = f": raise {raise_with} to find its limit" if raise_with else ""
+    top = (f" (it met the SLOs up to the top of the search, {best_value[0]:,.2f} req/s{higher})"
+           if best_value[1] else "")
+    if not best:
+        return "No mode met the SLOs at any rate probed."
+    if len(best) > 1:
+        return f"{', '.join(best)} met the SLOs up to {best_value[0]:,.2f} req/s alike: no choice between them here."
+    if len(answers) == 1:
+        return f"{best[0]} is the only mode searched{top}: give --modes to choose between modes."
+    return f"For this traffic choose **{best[0]}**{top}."

@@ -26,9 +26,9 @@ SATURATED_BELOW = 0.9
 QUEUE_GROWTH = 1.5
 MIN_BACKLOG = 5
 NOISE_SIGMAS = 3.0
-# A closed-loop level saturated when its completions per second gained less than 10% over the
-# level below it, though more requests were kept in flight.
-CLOSED_GAIN = 1.1
+# A closed-loop level saturated when its completions per second grew by less than a tenth of
+# what its requests in flight grew by over the level below (4x as many in flight, under 30% more).
+CLOSED_GAIN = 0.1
 
 
 def with_level(long: pa.Table, level: str, offered_req_per_s: float, concurrency: int | None = None) -> pa.Table:
@@ -60,10 +60,10 @@ def saturated(cells: dict, level: str, mode: str, offered: float) -> bool:
     over the steady window, or, where a growing queue left none, a backlog that grew from halfway
     through the arrivals to their end (by QUEUE_GROWTH times, and by at least MIN_BACKLOG)."""
     done = _value(cells, (level, mode, ALL, "req_per_s", "rate"))
-    if done is not None:   # against what was offered and could succeed: failures are not a backlog
+    if done is not None:   # against what was offered and could succeed: refusals are no backlog, timeouts are
         counts = {s: _value(cells, (level, mode, ALL, "requests", s)) or 0 for s in ("ok", "error", "timeout")}
         sent = sum(counts.values())
-        return done < SATURATED_BELOW * offered * (counts["ok"] / sent if sent else 1.0)
+        return done < SATURATED_BELOW * offered * ((counts["ok"] + counts["timeout"]) / sent if sent else 1.0)
     mid = _value(cells, (level, mode, ALL, "in_flight", "mid"))
     end = _value(cells, (level, mode, ALL, "in_flight", "end"))
     if mid is None or end is None:
@@ -80,19 +80,20 @@ def completed_rate(cells: dict, level: str, mode: str) -> float | None:
 
 def saturation(sweep: pa.Table) -> dict[tuple[str, str], bool]:
     """Per (level, mode): saturated or not. Open loop by `saturated`; closed loop (a level's
-    `concurrency`) when more requests in flight bought under CLOSED_GAIN more completions per
-    second than the level below: the fleet's throughput has stopped following its load."""
+    `concurrency`) when its completions per second grew by under CLOSED_GAIN of the growth in
+    flight over the level below: the fleet's throughput has stopped following its load."""
     cells = _cells(sweep)
     out = {}
     for mode in dict.fromkeys(sweep["mode"].to_pylist()):
-        below: float | None = None
+        below: tuple[float, float] | None = None     # the level below: (in flight, done per second)
         for level, x, closed in levels_of(sweep):
             if not closed:
                 out[level, mode] = saturated(cells, level, mode, x)
                 continue
             done = completed_rate(cells, level, mode)
-            out[level, mode] = done is not None and below is not None and done < CLOSED_GAIN * below
-            below = done if done is not None else below
+            out[level, mode] = (done is not None and below is not None
+                                and done / below[1] - 1 < CLOSED_GAIN * (x / below[0] - 1))
+            below = (x, done) if done is not None else below
     return out
 
 
@@ -137,9 +138,9 @@ def sweep_markdown(sweep: pa.Table, title: str) -> str:
            f"*saturated*: completions under {SATURATED_BELOW:.0%} of the offered rate over the steady window or, "
            f"where a growing queue left none, requests in flight growing {QUEUE_GROWTH:g}x (and by more than "
            f"{NOISE_SIGMAS:g} square roots of the count) from halfway through the arrivals to their end; "
-           "closed loop (requests in flight), completions per second gaining under "
-           f"{CLOSED_GAIN - 1:.0%} over the level below; in brackets, where a level had no steady window, completions "
-           "per second from the first send to the last completion.", ""]
+           "closed loop (requests in flight), completions per second growing by under "
+           f"{CLOSED_GAIN:.0%} of the growth in flight over the level below; in brackets, where a level had no "
+           "steady window, completions per second from the first send to the last completion.", ""]
     for mode in modes:
         rows = []
         for level, load, closed in levels:

@@ -1,7 +1,8 @@
 """A sweep's report.html: one self-contained file (plotly.js inlined, opens offline) with the
 curves of sweep.parquet, one line per mode (each tenant one click away in the legend, hidden at
 first), and the model's prediction dashed where the sweep has one:
-- output tokens/s against the load, in total and per GPU;
+- output tokens/s against the load, in total and per GPU (over each level's steady window, or
+  its makespan where it had none);
 - the latency-throughput frontier: TPOT p50, TPOT p99 and TTFT p99 against output tokens/s;
 - the E2E speedup over the baseline against the load, with its 95% interval;
 - acceptance (the server's, else the requests' own) against the load.
@@ -27,6 +28,8 @@ def _series(cells: dict, sweep: pa.Table, mode: str, tenant: str, metric: str, s
     xs, ys = [], []
     for level, load, _ in levels_of(sweep):
         v = _value(cells, (level, mode, tenant, metric, statistic))
+        if v is None and statistic == "rate":   # no steady window: over the level's makespan, as report.md
+            v = _value(cells, (level, mode, tenant, metric, "makespan"))
         if v is not None:
             xs.append(load)
             ys.append(v / per)
@@ -65,6 +68,8 @@ def _paired(cells: dict, table: pa.Table, mode: str, tenant: str, x: tuple[str, 
     out = []
     for level, _, _ in levels_of(table):
         a, b = _value(cells, (level, mode, tenant, *x)), _value(cells, (level, mode, tenant, *y))
+        if a is None and x[1] == "rate":
+            a = _value(cells, (level, mode, tenant, x[0], "makespan"))
         if a is not None and b is not None:
             out.append((a, b))
     return out

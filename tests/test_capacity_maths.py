@@ -99,3 +99,13 @@ def test_the_search_says_when_the_range_holds_no_boundary():
     assert search_capacity(lambda r: True, 1.0, 64.0).reason == "every rate up to 64 met the SLOs"
     none = search_capacity(lambda r: False, 1.0, 64.0)
     assert none.rate is None and none.reason == "even 1 failed its SLOs"
+
+
+def test_the_mode_to_choose_is_said_plainly_with_ties_and_the_top_of_the_search():
+    from analysis.capacity import choose
+
+    assert choose({"baseline": (2.0, False), "eagle": (9.0, False)}) == "For this traffic choose **eagle**."
+    top = choose({"baseline": (2.0, False), "eagle": (64.0, True)}, "--max-rate")
+    assert top.startswith("For this traffic choose **eagle**") and "raise --max-rate" in top
+    assert "no choice between them" in choose({"medusa": (9.0, False), "eagle": (9.0, False)})
+    assert choose({"baseline": (0.0, False)}) == "No mode met the SLOs at any rate probed."

@@ -139,3 +139,21 @@ def test_a_closed_loop_scenario_is_refused_before_anything_is_written(tmp_path):
     out = loadtest("plan", "--scenario", str(closed), "--out", str(tmp_path / "o"), timeout=60)
     assert out.returncode == 2 and "closed loop" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_the_offline_engine_keeps_a_closed_loop_full_and_stops_sending_at_a_deadline():
+    from cluster.sim.calibration import deployment
+    from cluster.sim.offline import SimRequest, simulate
+
+    requests = [SimRequest(i * 0.5, 200, 100) for i in range(40)]
+    closed = simulate(deployment(None), requests, concurrency=2)
+    starts = sorted(r.arrival_s for r in closed)
+    ends = sorted(r.arrival_s + r.e2e_s for r in closed)
+    assert starts[:2] == [0.0, 0.0]          # two in flight from the start, each next one as one ends
+    assert all(any(abs(s - e) < 1e-9 for e in ends) for s in starts[2:])
+    stopped = simulate(deployment(None), requests, stop_s=5.0)           # open loop: arrivals before 5 s
+    assert [r is not None for r in stopped] == [i * 0.5 < 5.0 for i in range(40)]
+    cut = simulate(deployment(None), requests, concurrency=2, stop_s=10.0)
+    sent = [r for r in cut if r is not None]
+    assert 2 < len(sent) < 40 and all(r.arrival_s < 10.0 for r in sent)
+    assert all(r is None for r in cut[len(sent):])                       # in order: a prefix was sent

@@ -59,21 +59,35 @@ def test_a_sweep_of_two_modes_is_paired_plotted_and_agrees_with_the_model(tmp_pa
         assert any(t.startswith(title) for t in seen["titles"]), (title, seen["titles"])
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "completed" and [lv["name"] for lv in manifest["levels"]] == levels
+    # a plan made on its own, set beside the measured sweep by `loadtest report`
+    plan = loadtest("plan", "--modes", "baseline,eagle", "--scenario", TINY, "--requests", "60", "--rate-scale",
+                    "0.5,2,6", "--out", str(tmp_path), "--run-id", "p", timeout=120)
+    assert plan.returncode == 0, plan.stderr
+    both = loadtest("report", str(tmp_path / "p"), str(run), "--out", str(tmp_path / "both"), timeout=120)
+    assert both.returncode == 0, both.stdout + both.stderr
+    assert "within 10% at every level" in (tmp_path / "both" / "report.md").read_text()
+    (run / "report.md").unlink()
+    redo = loadtest("report", str(run), timeout=300)       # a sweep's analysis again, from its folders
+    assert redo.returncode == 0 and "within 10% at every level" in (run / "report.md").read_text(), redo.stderr
+    mixed = loadtest("report", str(run), str(run / "levels" / "scale-2"), timeout=60)
+    assert mixed.returncode == 2 and "not both" in mixed.stderr
 
 
 def test_a_saturated_mode_goes_no_higher_and_a_closed_loop_level_stops_sending_on_time(tmp_path):
-    out = loadtest("sweep", "--modes", "baseline", "--scenario", TINY, "--requests", "300", "--rates", "5,120,240",
-                   "--level-duration", "6", "--out", str(tmp_path), "--run-id", "sat", timeout=600)
+    out = loadtest("sweep", "--modes", "baseline,ngram", "--scenario", TINY, "--requests", "300", "--rates",
+                   "5,120,240", "--level-duration", "6", "--out", str(tmp_path), "--run-id", "sat", timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     manifest = json.loads((tmp_path / "sat" / "manifest.json").read_text())
     by_name = {lv["name"]: lv for lv in manifest["levels"]}
     assert by_name["rate-5"]["saturated"] == []
-    assert by_name["rate-120"]["saturated"] == ["baseline"], by_name
-    assert "saturated at rate-120" in by_name["rate-240"]["skipped"]["baseline"]
-    assert not (tmp_path / "sat" / "levels" / "rate-240" / "requests" / "mode=baseline").exists()
-    assert "baseline: saturated at rate-120" in out.stdout
+    assert sorted(by_name["rate-120"]["saturated"]) == ["baseline", "ngram"], by_name
+    assert "saturated at rate-120" in by_name["rate-240"]["skipped"]["ngram"]
+    assert not (tmp_path / "sat" / "levels" / "rate-240" / "requests" / "mode=ngram").exists()
+    assert "ngram: saturated at rate-120" in out.stdout and "its higher levels are skipped" in out.stdout
+    # the baseline goes on: every other mode's speedup at a level needs it
+    assert (tmp_path / "sat" / "levels" / "rate-240" / "requests" / "mode=baseline").is_dir()
     # --level-duration: the 5 req/s level stopped sending after 6 s and let its requests finish
-    five = read_requests(tmp_path / "sat" / "levels" / "rate-5")
+    five = read_requests(tmp_path / "sat" / "levels" / "rate-5", filter=pc.field("mode") == "baseline")
     status = five["status"].to_pylist()
     assert set(status) == {"ok", "not_sent"} and 20 <= status.count("ok") <= 45, status.count("ok")
     assert "--level-duration" in next(r["error"] for r in five.to_pylist() if r["status"] == "not_sent")
@@ -87,20 +101,26 @@ def test_a_saturated_mode_goes_no_higher_and_a_closed_loop_level_stops_sending_o
     assert "| concurrency-8 | 8 |" in (tmp_path / "c" / "report.md").read_text()
 
 
-def test_capacity_finds_the_highest_rate_within_the_slos_by_measurement(tmp_path):
+def _capacity(tmp_path, run_id: str) -> tuple[list[dict], str]:
     out = loadtest("capacity", "--modes", "eagle", "--scenario", TINY, "--probe-duration", "4", "--slo",
-                   "ttft_p99_ms=150", "--precision", "25", "--out", str(tmp_path), "--run-id", "cap", timeout=900)
+                   "ttft_p99_ms=150", "--precision", "25", "--out", str(tmp_path), "--run-id", run_id, timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr
-    probes = pq.read_table(tmp_path / "cap" / "capacity.parquet").to_pylist()
+    report = (tmp_path / run_id / "report.md").read_text()
+    return pq.read_table(tmp_path / run_id / "capacity.parquet").to_pylist(), report
+
+
+def test_capacity_finds_the_highest_rate_within_the_slos_and_the_same_one_three_times(tmp_path):
+    runs = [_capacity(tmp_path, f"cap{i}") for i in range(3)]
+    rows = [next(line for line in report.splitlines() if line.startswith("| eagle |")) for _, report in runs]
+    assert rows[0].split("|")[2] == rows[1].split("|")[2] == rows[2].split("|")[2], rows   # the same answer
+    probes, report = runs[0]
     passed = [p["rate"] for p in probes if p["passed"]]
     failed = [p["rate"] for p in probes if not p["passed"]]
     assert passed and failed
-    report = (tmp_path / "cap" / "report.md").read_text()
-    row = next(line for line in report.splitlines() if line.startswith("| eagle |"))
-    found = float(row.split("|")[2].replace(",", ""))
+    found = float(rows[0].split("|")[2].replace(",", ""))
     found = next(r for r in passed if abs(r - found) < 0.006)      # the report rounds it
     above = min(r for r in failed if r > found)
-    assert (above - found) / found <= 0.25 and "ttft p99" in row
+    assert (above - found) / found <= 0.25 and "ttft p99" in rows[0]
     # the answer is decided by the majority of 3 probes at each end of the final bracket
     assert sum(1 for p in probes if p["rate"] == found and p["passed"]) >= 2
     assert sum(1 for p in probes if p["rate"] == above and not p["passed"]) >= 2

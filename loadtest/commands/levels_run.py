@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rich.console import Console
 
+from analysis.gate import ErrorCheck
 from analysis.long_summary import LIST_COLUMNS
 from analysis.reader import read_requests
 from cluster.scrape import Scraper
@@ -48,7 +49,7 @@ class LevelDir:
         """The level as the sweep's manifest lists it."""
         return {"name": self.level.name, "folder": str(self.dir), "rate_scale": self.level.rate_scale,
                 "concurrency": self.level.concurrency, "offered_req_per_s": self.offered,
-                "saturated": self.saturated, "skipped": self.skipped}
+                "saturated": list(self.saturated), "skipped": dict(self.skipped)}
 
     def records(self, mode: str, lists: bool = False) -> pa.Table:
         columns = None if lists else SCALARS
@@ -72,13 +73,15 @@ def new_level(top: Manifest, base: pa.Table, level: Level, folder: Path, name: s
     return LevelDir(level, folder, trace, manifest)
 
 
-def summarise(lv: LevelDir, status: str) -> None:
-    """The level's analysis (summary.parquet, report.md, report.html) once its modes ran."""
+def summarise(lv: LevelDir, status: str, max_errors: float | None = None) -> list[ErrorCheck]:
+    """The level's analysis (summary.parquet, report.md, report.html) once its modes ran, and
+    with `max_errors` each mode's error gate."""
     lv.manifest.status, lv.manifest.ended_at = status, utc_now()
     lv.manifest.write(lv.dir)
-    if any((lv.dir / "requests").iterdir()):
-        present = [m for m in lv.manifest.modes if lv.manifest.mode_runs[m].end is not None]
-        print_summary(Console(file=io.StringIO(), width=160), lv.dir, present, lv.manifest)
+    if not any((lv.dir / "requests").iterdir()):
+        return []
+    present = [m for m in lv.manifest.modes if lv.manifest.mode_runs[m].end is not None]
+    return print_summary(Console(file=io.StringIO(), width=160), lv.dir, present, lv.manifest, max_errors)
 
 
 class LevelsRun(Run):

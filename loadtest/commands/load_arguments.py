@@ -86,7 +86,7 @@ def add_load_commands(sub) -> None:
         "--keep-going. On a simulator fleet the sweep is also predicted by the model (plan/) and the report "
         "says by how much the two differ.")
     _fleet_options(sweep)
-    _replay_options(sweep, "per mode and level", rate_scale=False)
+    _replay_options(sweep, "of a mode at a level", rate_scale=False, gate="errors")
     _levels(sweep)
     _level_options(sweep)
     sweep.add_argument("--keep-going", action="store_true",
@@ -103,7 +103,10 @@ def add_load_commands(sub) -> None:
         "binds, and the mode to choose; capacity.parquet holds every probe, each probe a run folder under "
         "probes/. Exit 2 when no SLO target is given.")
     _fleet_options(cap)
-    _replay_options(cap, "per probe", rate_scale=False, requests=False)
+    _replay_options(cap, "per probe", rate_scale=False, requests=False, gate="")
+    cap.add_argument("--max-errors", type=percent, default=0.10, metavar="PCT",
+                     help="a probe fails when its errors and timeouts pass PCT percent of the requests it sent, "
+                     "whatever its latencies (default 10)")
     _slo_choice(cap)
     cap.add_argument("--probe-duration", type=positive_float, default=30.0, metavar="S",
                      help="each probe offers S seconds of the scenario's arrivals at its rate (the first rows of one "

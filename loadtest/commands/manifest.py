@@ -68,6 +68,7 @@ class Manifest:
     checks: list[dict] = field(default_factory=list)  # per mode: the error gate (analysis.gate.ErrorCheck)
     slos: list[dict] = field(default_factory=list)    # per mode and tenant: p99s against targets (analysis.slo)
     levels: list[dict] = field(default_factory=list)  # a sweep's levels: name, load, saturated and skipped modes
+    level_duration_s: float | None = None             # a sweep's --level-duration
     versions: dict = field(default_factory=versions)
     host: dict = field(default_factory=host_info)
     mode_runs: dict[str, ModeRun] = field(default_factory=dict)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.capacity import Capacity, search_capacity
+from analysis.capacity import Capacity, choose, search_capacity
 from analysis.long_summary import long_summary
 from analysis.slo import attainment, has_targets, join_targets, with_slos
 from analysis.sweep import LEVEL_SCHEMA, sweep_markdown, with_level
@@ -37,6 +37,7 @@ from loadtest.commands.inputs import DEFAULT_FLEET, new_run_dir
 from loadtest.commands.levels import Level, levels_of, native_rate, offered_rate
 from loadtest.commands.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from loadtest.replay.dispatcher import UNSENT_BECAUSE
 from loadtest.request.body import request_body
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
@@ -68,20 +69,24 @@ def simulator_of(fleet: FleetSpec, mode: str, hardware: str | None) -> SimServer
     return server
 
 
-def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str, replicas: int = 1) -> pa.Table:
+def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str, replicas: int = 1,
+                      stop_s: float | None = None) -> pa.Table:
     """The records the simulator predicts for `trace`, in the record contract (virtual times),
     the rows spread over `replicas` replicas round-robin, as the replay spreads them. A
     closed-loop trace keeps its concurrency, split over the replicas as the replay's slots are
-    filled; a simulator run `--time-scale X` times faster is predicted X times faster too."""
+    filled; a simulator run `--time-scale X` times faster is predicted X times faster too. With
+    `stop_s` nothing is sent from then on (the rest are not_sent), as a level's --level-duration."""
     closed = closed_concurrency(trace)
-    if replicas > 1:
+    # fewer in flight than replicas (closed loop): each request on a replica of its own, one at a time
+    groups = min(replicas, closed) if closed else replicas
+    if groups > 1:
         parts = []
-        for r in range(replicas):
-            part = trace.take(list(range(r, trace.num_rows, replicas)))
+        for r in range(groups):
+            part = trace.take(list(range(r, trace.num_rows, groups)))
             if closed:
-                part = part.replace_schema_metadata({META_CLOSED: str(max(1, closed // replicas
-                                                                          + (r < closed % replicas))).encode()})
-            p = predicted_records(part, server, mode, run_id)
+                part = part.replace_schema_metadata({META_CLOSED: str(closed // groups
+                                                                      + (r < closed % groups)).encode()})
+            p = predicted_records(part, server, mode, run_id, stop_s=stop_s)
             parts.append(p.set_column(p.schema.get_field_index("replica"), "replica",
                                       pa.array([f"{mode}-{r}"] * p.num_rows)))
         return pa.concat_tables(parts).cast(REQUEST_SCHEMA)
@@ -101,7 +106,8 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
             requests.append(None)
     served = [r for r in requests if r is not None]
     results = iter(simulate(server.engine.dep, served, max_num_seqs=server.engine.max_num_seqs,
-                            seed=server.cfg.seed, concurrency=closed))
+                            seed=server.cfg.seed, concurrency=closed,
+                            stop_s=None if stop_s is None else stop_s / scale))
     out = []
     for i, (row, req) in enumerate(zip(rows, requests, strict=True)):
         res = next(results) if req is not None else None
@@ -110,6 +116,11 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
         rec = RequestRecord(run_id=run_id, mode=mode, worker="plan", tenant=row["tenant"],
                             request_id=row["request_id"], scheduled_ns=scheduled, offset_s=row["offset_s"],
                             replica=f"{mode}-plan", sent_ns=scheduled, lateness_ms=0.0)
+        if req is not None and res is None:      # past the level's duration: never sent
+            rec.status, rec.sent_ns, rec.lateness_ms = "not_sent", None, None
+            rec.error = UNSENT_BECAUSE["level_end"]
+            out.append(rec.as_row())
+            continue
         if res is None:
             rec.status, rec.http_status, rec.error_kind, rec.error = "error", 400, "http", refused[i][:200]
             out.append(rec.as_row())
@@ -171,15 +182,7 @@ def _capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list
         rows.append(f"| {mode} | {rate} | {per_gpu} | {'; '.join(binding) or '-'} | {found.reason} "
                     f"({len(found.probes)} probes) |")
     pq.write_table(pa.Table.from_pylist(probes, schema=CAPACITY_SCHEMA), run_dir / "capacity.parquet")
-    top = max((a for a in answers.values()), default=(0.0, False))
-    best = [m for m, a in answers.items() if a == top and a[0] > 0]
-    if not best:
-        choice = "No mode meets the SLOs at any rate searched."
-    elif len(best) > 1 or top[1]:
-        choice = (f"{', '.join(best)} met the SLOs up to the top of the search ({top[0]:,.2f} req/s): no choice "
-                  "between them in this range.")
-    else:
-        choice = f"For this traffic choose **{best[0]}**."
+    choice = choose(answers)
     return "\n".join([
         "## Capacity: the highest offered rate within every tenant's SLOs", "",
         f"Bracketed by doubling from 1/16 of the scenario's rate, then bisected to {CAPACITY_PRECISION:.0%}; "
@@ -191,9 +194,11 @@ def _capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list
 
 def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServer], fleet: FleetSpec,
                 run_dir: Path, manifest_of: Callable[[str, float | None], Manifest],
-                on_level: Callable[[str, float], None] = lambda name, offered: None) -> pa.Table:
+                on_level: Callable[[str, float], None] = lambda name, offered: None,
+                stop_s: float | None = None) -> pa.Table:
     """Predict every level for every mode into `run_dir`/levels/<level>/ (a run folder each) and
-    return the sweep's curves (LEVEL_SCHEMA), written to `run_dir`/sweep.parquet."""
+    return the sweep's curves (LEVEL_SCHEMA), written to `run_dir`/sweep.parquet; `stop_s`: as a
+    sweep's --level-duration, nothing sent from then on."""
     modes = list(servers)
     sweeps = []
     for level in levels:
@@ -206,7 +211,7 @@ def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServe
         manifest = manifest_of(level.name, level.rate_scale)
         tables = []
         for mode in modes:
-            records = predicted_records(trace, servers[mode], mode, manifest.run_id, fleet.replicas)
+            records = predicted_records(trace, servers[mode], mode, manifest.run_id, fleet.replicas, stop_s)
             (level_dir / "requests" / f"mode={mode}").mkdir()
             pq.write_table(records, level_dir / "requests" / f"mode={mode}" / "part-plan-00000.parquet")
             tables.append(records)

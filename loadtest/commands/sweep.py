@@ -12,25 +12,32 @@ predicted by the model (plan/, as `loadtest plan` would) and set beside what was
 from __future__ import annotations
 
 import argparse
+import shutil
 import time
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.console import Console
 
+from analysis.gate import ErrorCheck
 from analysis.long_summary import long_summary
 from analysis.sweep import LEVEL_SCHEMA, plan_vs_measured, saturation, sweep_markdown, with_level
 from analysis.sweep_html import sweep_html
 from cluster import FleetError
+from cluster.fleet import FleetSpec
 from common import exits
 from common.exits import print_error
 from loadtest.commands.console import new_console
-from loadtest.commands.inputs import FleetChoice, choose_fleet, new_run_dir, prepare_trace
-from loadtest.commands.levels import levels_of
+from loadtest.commands.inputs import choose_fleet, new_run_dir, prepare_trace
+from loadtest.commands.levels import Level, levels_of
 from loadtest.commands.levels_run import LevelDir, LevelsRun, new_level, summarise
 from loadtest.commands.manifest import Manifest
 from loadtest.commands.run import Stage, guarded
 from scenarios import ScenarioError
+from scenarios.trace import write_trace
+
+BASELINE = "baseline"    # taken to every level, saturated or not: every other mode's speedup needs it
 
 
 class SweepRun(LevelsRun):
@@ -42,7 +49,7 @@ class SweepRun(LevelsRun):
         curves: list[pa.Table] = []
         saturated_at: str | None = None
         for i, lv in enumerate(self.levels):
-            if saturated_at is not None and not self.args.keep_going:
+            if saturated_at is not None and not self.args.keep_going and mode != BASELINE:
                 lv.skipped[mode] = f"saturated at {saturated_at} (--keep-going replays it)"
                 continue
             self.replay_level(stage, mode, lv, pause=i > 0)
@@ -53,7 +60,7 @@ class SweepRun(LevelsRun):
                 lv.saturated.append(mode)
                 saturated_at = saturated_at or lv.level.name
                 self.console.print(f"{mode}: saturated at {lv.level.name} (completions no longer follow the load)"
-                                   + ("" if self.args.keep_going or i == len(self.levels) - 1
+                                   + ("" if self.args.keep_going or i == len(self.levels) - 1 or mode == BASELINE
                                       else "; its higher levels are skipped"), soft_wrap=True)
         self.manifest.levels = [lv.entry() for lv in self.levels]
 
@@ -63,32 +70,34 @@ def _one_trace(args: argparse.Namespace) -> argparse.Namespace:
     return argparse.Namespace(**{**vars(args), "rate_scale": None})
 
 
-def plan_beside(choice: FleetChoice, base: pa.Table, levels: list[LevelDir], run_dir, top: Manifest) -> pa.Table | None:
+def plan_beside(spec: FleetSpec | None, modes: list[str], base: pa.Table, levels: list[LevelDir], run_dir: Path,
+                top: Manifest, stop_s: float | None) -> pa.Table | None:
     """On a simulator fleet this sweep provisioned: the model's prediction of the same levels
-    (plan/, as `loadtest plan` writes it); None otherwise."""
+    and requests, sent for as long (plan/, as `loadtest plan` writes it); None otherwise."""
     from loadtest.commands.plan import plan_levels, simulator_of
 
-    spec = choice.spec
-    if choice.existing is not None or spec is None or spec.engine != "sim":
+    if spec is None or spec.engine != "sim":
         return None
-    servers = {m: simulator_of(spec, m, None) for m in choice.modes}
+    servers = {m: simulator_of(spec, m, None) for m in modes}
+    shutil.rmtree(run_dir / "plan", ignore_errors=True)     # made again by `loadtest report SWEEP`
 
     def manifest_of(level: str, scale: float | None) -> Manifest:
         return Manifest(f"{top.run_id}/plan/{level}", {**top.scenario, "rate_scale": scale},
-                        {**top.fleet, "planned_on": spec.sim.hardware}, choice.modes, top.seed, base.num_rows,
+                        {**top.fleet, "planned_on": spec.sim.hardware}, modes, top.seed, base.num_rows,
                         status="completed")
 
-    return plan_levels(base, [lv.level for lv in levels], servers, spec, run_dir / "plan", manifest_of)
+    return plan_levels(base, [lv.level for lv in levels], servers, spec, run_dir / "plan", manifest_of,
+                       stop_s=stop_s)
 
 
-def write_report(console: Console, run_dir, title: str, levels: list[LevelDir], status: str, gpus: int,
-                 predicted: pa.Table | None) -> pa.Table | None:
-    for lv in levels:
-        summarise(lv, status)
+def write_report(console: Console, run_dir: Path, title: str, levels: list[LevelDir], status: str, gpus: int,
+                 predicted: pa.Table | None, max_errors: float | None) -> list[tuple[str, list[ErrorCheck]]]:
+    """Every level analysed as a run, then the sweep's curves; each level's error gate."""
+    checks = [(lv.level.name, summarise(lv, status, max_errors)) for lv in levels]
     parts = [with_level(pq.read_table(lv.dir / "summary.parquet"), lv.level.name, lv.offered, lv.level.concurrency)
              for lv in levels if (lv.dir / "summary.parquet").is_file()]
     if not parts:
-        return None
+        return checks
     sweep = pa.concat_tables(parts).cast(LEVEL_SCHEMA)
     pq.write_table(sweep, run_dir / "sweep.parquet")
     report = sweep_markdown(sweep, title)
@@ -97,7 +106,31 @@ def write_report(console: Console, run_dir, title: str, levels: list[LevelDir], 
     (run_dir / "report.md").write_text(report)
     (run_dir / "report.html").write_text(sweep_html(title, report, sweep, gpus, predicted))
     console.print(report, markup=False, highlight=False)
-    return sweep
+    return checks
+
+
+def reanalyse(console: Console, run_dir: Path, max_errors: float | None = None) -> None:
+    """A finished sweep's analysis again, from its folders alone (`loadtest report SWEEP`)."""
+    manifest = Manifest.read(run_dir)
+    levels = []
+    for entry in manifest.levels:
+        folder = run_dir / "levels" / entry["name"]
+        level = Level(entry["name"], rate_scale=entry.get("rate_scale"), concurrency=entry.get("concurrency"))
+        levels.append(LevelDir(level, folder, pq.read_table(folder / "trace.parquet"), Manifest.read(folder),
+                               list(entry.get("saturated", [])), dict(entry.get("skipped", {}))))
+    predicted, plan = None, run_dir / "plan" / "sweep.parquet"
+    if plan.is_file():
+        try:   # the model again, as the code now has it
+            spec = FleetSpec.model_validate(manifest.fleet["spec"])
+            predicted = plan_beside(spec, manifest.modes, pq.read_table(run_dir / "trace.parquet"), levels,
+                                    run_dir, manifest, manifest.level_duration_s)
+        except (ValueError, KeyError, OSError):   # an older sweep, or a spec no longer valid: the plan it has
+            predicted = pq.read_table(plan)
+    spec_dict = manifest.fleet.get("spec") or {}
+    gpus = int(spec_dict.get("tensor_parallel_size", 1)) * int(spec_dict.get("replicas", 1))
+    title = (f"Sweep {manifest.run_id} ({manifest.status}): {manifest.scenario.get('name')} on fleet "
+             f"{manifest.fleet.get('name')}, measured")
+    write_report(console, run_dir, title, levels, manifest.status, gpus, predicted, max_errors)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -113,6 +146,8 @@ def main(args: argparse.Namespace) -> int:
         return exits.BAD_INPUT
     manifest = Manifest(run_id=run_dir.name, scenario=trace.info, fleet=choice.info, modes=choice.modes,
                         seed=trace.seed, requests=trace.table.num_rows, skipped=choice.skipped)
+    manifest.level_duration_s = args.level_duration
+    write_trace(trace.table, run_dir / "trace.parquet", trace.info["name"], trace.info["sha256"])   # the base
     dirs = [new_level(manifest, trace.table, lv, run_dir / "levels" / lv.name) for lv in levels]
     manifest.levels = [lv.entry() for lv in dirs]
     manifest.write(run_dir)
@@ -123,12 +158,24 @@ def main(args: argparse.Namespace) -> int:
                                             levels=dirs).replay_all(), manifest, run_dir, "loadtest sweep")
     manifest.levels = [lv.entry() for lv in dirs]
     manifest.write(run_dir)
-    predicted = plan_beside(choice, trace.table, dirs, run_dir, manifest) if code == exits.OK else None
     spec = choice.spec
     gpus = spec.tensor_parallel_size * spec.replicas if spec is not None else 1
     title = (f"Sweep {manifest.run_id} ({manifest.status}): {trace.info['name']} on fleet {choice.info['name']}, "
              "measured")
-    write_report(console, run_dir, title, dirs, manifest.status, gpus, predicted)
+    try:
+        spec = choice.spec if choice.existing is None else None
+        predicted = (plan_beside(spec, choice.modes, trace.table, dirs, run_dir, manifest, args.level_duration)
+                     if code == exits.OK else None)
+        checks = write_report(console, run_dir, title, dirs, manifest.status, gpus, predicted, args.max_errors)
+    except Exception as exc:   # the replays are on disk: say what failed, and that `loadtest report` reads them
+        print_error("loadtest sweep", f"the analysis failed ({type(exc).__name__}: {exc}); the records are in "
+                    f"{run_dir / 'levels'}")
+        return exits.INCOMPLETE
+    failed = [f"{name}: {c.reason()}" for name, level_checks in checks for c in level_checks if not c.passed]
+    for reason in failed:
+        console.print(f"[red bold]gate failed: {reason}[/red bold]", soft_wrap=True)
+    if code == exits.OK and failed:
+        code = exits.GATE_FAILED
     console.print(f"sweep: {run_dir / 'report.md'}  (curves: {run_dir / 'sweep.parquet'}, {run_dir / 'report.html'}; "
                   f"levels as run folders under {run_dir / 'levels'}) in {time.monotonic() - started:.1f} s",
                   soft_wrap=True)
