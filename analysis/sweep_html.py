@@ -47,7 +47,7 @@ def _lines(fig: go.Figure, sweep: pa.Table, predicted: pa.Table | None, y: tuple
             continue
         cells = _cells(table)
         for mode in modes:
-            for tenant in [ALL, *tenants]:
+            for tenant in [ALL, *(tenants if dash is None else [])]:   # the model: each mode as a whole
                 if x is None:
                     xs, yv = _series(cells, table, mode, tenant, *y, per=per)
                 else:   # the frontier: y against x at the levels where both exist

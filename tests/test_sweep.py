@@ -98,7 +98,10 @@ def test_a_saturated_mode_goes_no_higher_and_a_closed_loop_level_stops_sending_o
     done = {c: read_requests(tmp_path / "c" / "levels" / f"concurrency-{c}")["status"].to_pylist().count("ok")
             for c in (1, 8)}
     assert 2 <= done[1] < done[8], done      # more in flight, more completed in the same 4 s
-    assert "| concurrency-8 | 8 |" in (tmp_path / "c" / "report.md").read_text()
+    report = (tmp_path / "c" / "report.md").read_text()
+    assert "| concurrency-8 | 8 |" in report and "## The model against the measurement" in report
+    planned = read_requests(tmp_path / "c" / "plan" / "levels" / "concurrency-1")   # the model sent for 4 s too
+    assert 2 <= planned["status"].to_pylist().count("ok") < 400
 
 
 def _capacity(tmp_path, run_id: str) -> tuple[list[dict], str]:
