@@ -42,11 +42,12 @@ from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
 from analysis.stats import floats, paired_speedups_ci, percentiles
 from analysis.steady import in_window, steady_window
-from loadtest.records import OK, STATUSES
+from loadtest.records import OK, REQUEST_SCHEMA, STATUSES
 
 LATENCIES = ("ttft_ms", "tpot_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms")
 SPEEDUPS = {"speedup_ttft": "ttft_ms", "speedup_tpot": "tpot_ms", "speedup_e2e": "e2e_ms"}
 LIST_COLUMNS = ("itl_ms", "chunk_tokens")
+SCALAR_COLUMNS = [c for c in REQUEST_SCHEMA.names if c not in LIST_COLUMNS]   # a record's columns but the lists
 
 LONG_SCHEMA = pa.schema([
     pa.field("run_id", pa.string()), pa.field("mode", pa.string()), pa.field("tenant", pa.string()),

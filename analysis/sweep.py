@@ -72,10 +72,16 @@ def saturated(cells: dict, level: str, mode: str, offered: float) -> bool:
     return end > QUEUE_GROWTH * mid and end - mid >= max(MIN_BACKLOG, NOISE_SIGMAS * math.sqrt(mid))
 
 
+def steady_or_makespan(cells: dict, key: tuple[str, str, str, str]) -> tuple[float | None, str]:
+    """(level, mode, tenant, metric)'s rate over the steady window (`rate`), or where the level
+    had none over its makespan (`makespan`: first send to last completion); and which it is."""
+    v = _value(cells, (*key, "rate"))
+    return (v, "rate") if v is not None else (_value(cells, (*key, "makespan")), "makespan")
+
+
 def completed_rate(cells: dict, level: str, mode: str) -> float | None:
-    """Completions per second over the steady window, else from the first to the last."""
-    done = _value(cells, (level, mode, ALL, "req_per_s", "rate"))
-    return done if done is not None else _value(cells, (level, mode, ALL, "req_per_s", "makespan"))
+    """Completions per second over the steady window, else over the level's makespan."""
+    return steady_or_makespan(cells, (level, mode, ALL, "req_per_s"))[0]
 
 
 def saturation(sweep: pa.Table) -> dict[tuple[str, str], bool]:
@@ -180,10 +186,9 @@ AGREE_WITHIN = 0.10   # the issue's bar for the model against a measured sweep: 
 def throughput(cells: dict, level: str, mode: str, over: str = "rate") -> tuple[float | None, str]:
     """Output tokens per second over the steady window (`rate`) or, without one (or when `over`
     says so), from the first send to the last completion (`makespan`); and which of the two."""
-    t = _value(cells, (level, mode, ALL, "out_tok_per_s", over))
-    if t is not None or over == "makespan":
-        return t, over
-    return _value(cells, (level, mode, ALL, "out_tok_per_s", "makespan")), "makespan"
+    if over == "makespan":
+        return _value(cells, (level, mode, ALL, "out_tok_per_s", "makespan")), over
+    return steady_or_makespan(cells, (level, mode, ALL, "out_tok_per_s"))
 
 
 def agreement(predicted: pa.Table, measured: pa.Table) -> list[dict]:

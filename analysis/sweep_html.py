@@ -20,16 +20,19 @@ from plotly.offline import get_plotlyjs
 
 from analysis.cells import ALL
 from analysis.html import STYLE, _layout, colours
-from analysis.sweep import _cells, _value, levels_of, load_unit
+from analysis.sweep import _cells, _value, levels_of, load_unit, steady_or_makespan
+
+
+def _rate(cells: dict, key: tuple[str, str, str, str, str]) -> float | None:
+    """A cell's value; a `rate` without a steady window over the level's makespan, as report.md."""
+    return steady_or_makespan(cells, key[:4])[0] if key[4] == "rate" else _value(cells, key)
 
 
 def _series(cells: dict, sweep: pa.Table, mode: str, tenant: str, metric: str, statistic: str,
             per: float = 1.0) -> tuple[list[float], list[float]]:
     xs, ys = [], []
     for level, load, _ in levels_of(sweep):
-        v = _value(cells, (level, mode, tenant, metric, statistic))
-        if v is None and statistic == "rate":   # no steady window: over the level's makespan, as report.md
-            v = _value(cells, (level, mode, tenant, metric, "makespan"))
+        v = _rate(cells, (level, mode, tenant, metric, statistic))
         if v is not None:
             xs.append(load)
             ys.append(v / per)
@@ -67,9 +70,7 @@ def _paired(cells: dict, table: pa.Table, mode: str, tenant: str, x: tuple[str, 
             y: tuple[str, str]) -> list[tuple[float, float]]:
     out = []
     for level, _, _ in levels_of(table):
-        a, b = _value(cells, (level, mode, tenant, *x)), _value(cells, (level, mode, tenant, *y))
-        if a is None and x[1] == "rate":
-            a = _value(cells, (level, mode, tenant, x[0], "makespan"))
+        a, b = _rate(cells, (level, mode, tenant, *x)), _rate(cells, (level, mode, tenant, *y))
         if a is not None and b is not None:
             out.append((a, b))
     return out

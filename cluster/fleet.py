@@ -128,6 +128,11 @@ class FleetSpec(_Strict):
     sim: SimOptions = SimOptions()
     modes: Annotated[dict[str, ModeSpec], Field(min_length=1)]
 
+    @property
+    def gpus_per_mode(self) -> int:
+        """The GPUs one mode's replicas hold (a draft model shares its target's)."""
+        return self.tensor_parallel_size * self.replicas
+
     @model_validator(mode="before")
     @classmethod
     def _local_paths(cls, data):

@@ -59,24 +59,24 @@ def positive_int(text: str) -> int:
     return value
 
 
-def positive_floats(text: str) -> list[float]:
-    """A comma-separated list of positive numbers, increasing: 0.5,1,2,4."""
-    values = [positive_float(part.strip()) for part in text.split(",") if part.strip()]
+def _increasing(text: str, parse, words: str) -> list:
+    """A comma-separated list of `parse`d values, each above the one before."""
+    values = [parse(part.strip()) for part in text.split(",") if part.strip()]
     if not values:
-        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {words} separated by commas, got {text!r}")
     if any(b <= a for a, b in pairwise(values)):
         raise argparse.ArgumentTypeError(f"the levels must increase, got {text!r}")
     return values
+
+
+def positive_floats(text: str) -> list[float]:
+    """A comma-separated list of positive numbers, increasing: 0.5,1,2,4."""
+    return _increasing(text, positive_float, "numbers")
 
 
 def positive_ints(text: str) -> list[int]:
     """A comma-separated list of positive integers, increasing: 1,4,16,64."""
-    values = [positive_int(part.strip()) for part in text.split(",") if part.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}")
-    if any(b <= a for a, b in pairwise(values)):
-        raise argparse.ArgumentTypeError(f"the levels must increase, got {text!r}")
-    return values
+    return _increasing(text, positive_int, "integers")
 
 
 def slo_targets(text: str) -> dict[str, float]:

@@ -24,10 +24,9 @@ from cluster import FleetError
 from common import exits
 from common.exits import print_error
 from loadtest.commands.console import new_console
-from loadtest.commands.inputs import Trace, choose_fleet, new_run_dir, prepare_trace
+from loadtest.commands.inputs import Trace, choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.commands.levels import Level, native_rate
 from loadtest.commands.levels_run import LevelsRun, new_level, summarise
-from loadtest.commands.manifest import Manifest
 from loadtest.commands.run import Stage, guarded
 from loadtest.records import OK
 from scenarios import ScenarioError
@@ -149,11 +148,9 @@ def main(args: argparse.Namespace) -> int:
         if args.start_rate and args.max_rate and args.start_rate > args.max_rate:
             raise ScenarioError(f"--start-rate {args.start_rate:g} is above --max-rate {args.max_rate:g}")
         # one trace long enough for the fastest probe: --probe-duration s at the highest rate
-        first = prepare_trace(argparse.Namespace(**{**vars(args), "rate_scale": None, "requests": None}))
-        native = native_rate(first.table)
+        native = native_rate(prepare_trace(args, rate_scale=None, requests=None).table)
         rows = math.ceil(search_range(args, native)[1] * args.probe_duration) + 1
-        trace = with_targets(prepare_trace(argparse.Namespace(**{**vars(args), "rate_scale": None,
-                                                                 "requests": rows})), args.slo)
+        trace = with_targets(prepare_trace(args, rate_scale=None, requests=rows), args.slo)
         if not has_targets(trace.table):
             raise ScenarioError(f"the scenario {trace.info['name']} sets no SLO targets to hold: give its tenants "
                                 "an `slo`, or --slo ttft_p99_ms=...,tpot_p99_ms=...")
@@ -162,8 +159,7 @@ def main(args: argparse.Namespace) -> int:
     except (ScenarioError, FleetError, FileExistsError) as exc:
         print_error("loadtest capacity", str(exc))
         return exits.BAD_INPUT
-    manifest = Manifest(run_id=run_dir.name, scenario=trace.info, fleet=choice.info, modes=choice.modes,
-                        seed=trace.seed, requests=trace.table.num_rows, skipped=choice.skipped)
+    manifest = new_manifest(run_dir, trace, choice)
     manifest.write(run_dir)
     console.print(f"[bold]capacity {manifest.run_id}[/bold]: {args.probe_duration:g} s of {trace.info['name']}'s "
                   f"arrivals a probe, modes {', '.join(choice.modes)}, fleet {choice.info['name']}",
@@ -173,8 +169,7 @@ def main(args: argparse.Namespace) -> int:
                                                results=results).replay_all(), manifest, run_dir, "loadtest capacity")
     probes = [p for r in results.values() for p in r.probes]
     pq.write_table(pa.Table.from_pylist(probes, schema=PROBE_SCHEMA), run_dir / "capacity.parquet")
-    spec = choice.spec
-    gpus = spec.tensor_parallel_size * spec.replicas if spec is not None else 1
+    gpus = choice.spec.gpus_per_mode if choice.spec is not None else 1
     text = report(results, gpus, args.precision, args.repeats)
     (run_dir / "report.md").write_text(text)
     console.print(text, markup=False, highlight=False)

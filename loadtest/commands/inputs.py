@@ -20,6 +20,7 @@ from cluster import FleetError
 from cluster.fleet import FleetSpec, available_modes, load_fleet, redacted, resolve_modes
 from cluster.provision import Replica, ray_address
 from cluster.state import ClusterState, ReplicaState, check_health, load_endpoints
+from loadtest.commands.manifest import Manifest
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, load_trace_file, scale_rate, scenario_hash
@@ -45,8 +46,11 @@ class FleetChoice:
     skipped: dict[str, str] = field(default_factory=dict)   # mode -> why it cannot start (--skip-unavailable)
 
 
-def prepare_trace(args: argparse.Namespace) -> Trace:
-    """The trace to replay, checked against --slo-gate (which needs targets to check)."""
+def prepare_trace(args: argparse.Namespace, **overrides) -> Trace:
+    """The trace to replay, checked against --slo-gate (which needs targets to check); `overrides`
+    stand in for some of the arguments (a sweep's base trace: rate_scale=None)."""
+    if overrides:
+        args = argparse.Namespace(**{**vars(args), **overrides})
     trace = _trace(args)
     if getattr(args, "slo_gate", False) and not has_targets(trace.table):
         raise ScenarioError(f"--slo-gate: the trace {trace.info['name']} sets no SLO target (slo_ttft_p99_ms, "
@@ -102,6 +106,12 @@ def choose_fleet(args: argparse.Namespace, modes_text: str | None, first_only: b
     info = {"name": spec.name, "source": str(args.fleet or DEFAULT_FLEET), "sha256": scenario_hash(raw),
             "spec": redacted(spec)}
     return FleetChoice(spec, info, modes, skipped=skipped)
+
+
+def new_manifest(run_dir: Path, trace: Trace, fleet: FleetChoice) -> Manifest:
+    """The manifest of a replaying command's run folder, before anything starts."""
+    return Manifest(run_id=run_dir.name, scenario=trace.info, fleet=fleet.info, modes=fleet.modes, seed=trace.seed,
+                    requests=trace.table.num_rows, skipped=fleet.skipped)
 
 
 def endpoints_fleet_info(state: ClusterState, text: str, from_file: bool, modes: list[str]) -> dict:

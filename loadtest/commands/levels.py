@@ -35,10 +35,6 @@ class Level:
         within = int(np.searchsorted(scaled["offset_s"].to_numpy(), self.duration_s, side="left"))
         return scaled.slice(0, max(1, within))
 
-    @property
-    def load_text(self) -> str:
-        return f"{self.concurrency} in flight" if self.concurrency is not None else f"x{self.rate_scale:g} rate"
-
 
 def native_rate(trace: pa.Table) -> float:
     """The trace's offered requests per second (its requests over the span of their arrivals)."""

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from rich.console import Console
 
 from analysis.gate import ErrorCheck
-from analysis.long_summary import LIST_COLUMNS
+from analysis.long_summary import SCALAR_COLUMNS
 from analysis.reader import read_requests
 from cluster.scrape import Scraper
 from common.times import utc_now
@@ -24,10 +24,7 @@ from loadtest.commands.levels import Level, offered_rate
 from loadtest.commands.manifest import Manifest, ModeRun
 from loadtest.commands.report import print_summary
 from loadtest.commands.run import Interrupted, Run, Stage
-from loadtest.records import REQUEST_SCHEMA
 from scenarios.trace import write_trace
-
-SCALARS = [c for c in REQUEST_SCHEMA.names if c not in LIST_COLUMNS]
 
 
 @dataclass
@@ -51,9 +48,9 @@ class LevelDir:
                 "concurrency": self.level.concurrency, "offered_req_per_s": self.offered,
                 "saturated": list(self.saturated), "skipped": dict(self.skipped)}
 
-    def records(self, mode: str, lists: bool = False) -> pa.Table:
-        columns = None if lists else SCALARS
-        return read_requests(self.dir, columns=columns, filter=pc.field("mode") == mode)
+    def records(self, mode: str) -> pa.Table:
+        """`mode`'s records at this level, without their chunk lists."""
+        return read_requests(self.dir, columns=SCALAR_COLUMNS, filter=pc.field("mode") == mode)
 
 
 def new_level(top: Manifest, base: pa.Table, level: Level, folder: Path, name: str | None = None) -> LevelDir:

@@ -169,7 +169,7 @@ def _capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list
                       run_dir) -> str:
     """Each mode's highest rate within every tenant's SLOs (capacity.parquet holds every probe)."""
     native = native_rate(base)
-    gpus = fleet.tensor_parallel_size * fleet.replicas
+    gpus = fleet.gpus_per_mode
     rows, probes, answers = [], [], {}
     for mode in modes:
         found, binding = capacity_of(base, servers[mode], mode, native / 16, native * 16, CAPACITY_PRECISION,

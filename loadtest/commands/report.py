@@ -13,7 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from analysis.gate import ErrorCheck, error_checks
 from analysis.html import report_html
-from analysis.long_summary import LIST_COLUMNS, long_summary
+from analysis.long_summary import LIST_COLUMNS, SCALAR_COLUMNS, long_summary
 from analysis.markdown import report_markdown
 from analysis.reader import read_requests
 from analysis.server import load_server_metrics, spec_decode_stats
@@ -21,7 +21,6 @@ from analysis.slo import attainment, has_slos, with_slos
 from analysis.summary import summarize, tenant_speedups, write_summary, write_tenant_speedups
 from analysis.table import mode_table, slo_table, steady_state_note, tenant_table
 from loadtest.commands.manifest import Manifest
-from loadtest.records import REQUEST_SCHEMA
 from loadtest.replay import protocol
 
 
@@ -51,8 +50,7 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     tenant_speedups.parquet, report.md), print the tables and the client's warnings, and return
     the error gate of each mode (when `max_error_share`)."""
     # every column but the chunk lists; those are read a mode at a time (the long summary's chunks_of)
-    scalars = [c for c in REQUEST_SCHEMA.names if c not in LIST_COLUMNS]
-    table = read_requests(run_dir, columns=scalars) if (run_dir / "requests").exists() else None
+    table = read_requests(run_dir, columns=SCALAR_COLUMNS) if (run_dir / "requests").exists() else None
     if table is None or not table.num_rows:
         return []
     table = with_slos(table, run_dir) or table

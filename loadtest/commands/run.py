@@ -38,6 +38,7 @@ from loadtest.commands.inputs import (
     Trace,
     choose_fleet,
     default_workers,
+    new_manifest,
     new_run_dir,
     prepare_trace,
 )
@@ -67,8 +68,7 @@ def main(args: argparse.Namespace) -> int:
     except (ScenarioError, FleetError, FileExistsError) as exc:
         print_error("loadtest run", str(exc))
         return exits.BAD_INPUT
-    manifest = Manifest(run_id=run_dir.name, scenario=trace.info, fleet=fleet.info, modes=fleet.modes,
-                        seed=trace.seed, requests=trace.table.num_rows, skipped=fleet.skipped)
+    manifest = new_manifest(run_dir, trace, fleet)
     manifest.write(run_dir)
     trace_path = run_dir / "trace.parquet"
     write_trace(trace.table, trace_path, trace.info["name"], trace.info["sha256"])

@@ -29,7 +29,7 @@ from cluster.fleet import FleetSpec
 from common import exits
 from common.exits import print_error
 from loadtest.commands.console import new_console
-from loadtest.commands.inputs import choose_fleet, new_run_dir, prepare_trace
+from loadtest.commands.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.commands.levels import Level, levels_of
 from loadtest.commands.levels_run import LevelDir, LevelsRun, new_level, summarise
 from loadtest.commands.manifest import Manifest
@@ -63,11 +63,6 @@ class SweepRun(LevelsRun):
                                    + ("" if self.args.keep_going or i == len(self.levels) - 1 or mode == BASELINE
                                       else "; its higher levels are skipped"), soft_wrap=True)
         self.manifest.levels = [lv.entry() for lv in self.levels]
-
-
-def _one_trace(args: argparse.Namespace) -> argparse.Namespace:
-    """The arguments as `prepare_trace` reads them: the base trace at the scenario's own rate."""
-    return argparse.Namespace(**{**vars(args), "rate_scale": None})
 
 
 def plan_beside(spec: FleetSpec | None, modes: list[str], base: pa.Table, levels: list[LevelDir], run_dir: Path,
@@ -118,16 +113,20 @@ def reanalyse(console: Console, run_dir: Path, max_errors: float | None = None) 
         level = Level(entry["name"], rate_scale=entry.get("rate_scale"), concurrency=entry.get("concurrency"))
         levels.append(LevelDir(level, folder, pq.read_table(folder / "trace.parquet"), Manifest.read(folder),
                                list(entry.get("saturated", [])), dict(entry.get("skipped", {}))))
+    try:
+        spec: FleetSpec | None = FleetSpec.model_validate(manifest.fleet["spec"])
+    except (ValueError, KeyError, TypeError):   # a fleet that was already running: no spec of ours
+        spec = None
     predicted, plan = None, run_dir / "plan" / "sweep.parquet"
     if plan.is_file():
         try:   # the model again, as the code now has it
-            spec = FleetSpec.model_validate(manifest.fleet["spec"])
             predicted = plan_beside(spec, manifest.modes, pq.read_table(run_dir / "trace.parquet"), levels,
                                     run_dir, manifest, manifest.level_duration_s)
-        except (ValueError, KeyError, OSError):   # an older sweep, or a spec no longer valid: the plan it has
+        except (ValueError, KeyError, OSError):
+            predicted = None
+        if predicted is None:   # an older sweep, or a spec no longer valid: the plan it has
             predicted = pq.read_table(plan)
-    spec_dict = manifest.fleet.get("spec") or {}
-    gpus = int(spec_dict.get("tensor_parallel_size", 1)) * int(spec_dict.get("replicas", 1))
+    gpus = spec.gpus_per_mode if spec is not None else 1
     title = (f"Sweep {manifest.run_id} ({manifest.status}): {manifest.scenario.get('name')} on fleet "
              f"{manifest.fleet.get('name')}, measured")
     write_report(console, run_dir, title, levels, manifest.status, gpus, predicted, max_errors)
@@ -137,15 +136,14 @@ def main(args: argparse.Namespace) -> int:
     console = new_console()
     started = time.monotonic()
     try:
-        trace = prepare_trace(_one_trace(args))
+        trace = prepare_trace(args, rate_scale=None)   # the base trace, at the scenario's own rate
         levels = levels_of(args, trace.table)
         choice = choose_fleet(args, args.modes)
         run_dir = new_run_dir(args.out, args.run_id, f"sweep-{trace.info['name']}")
     except (ScenarioError, FleetError, FileExistsError) as exc:
         print_error("loadtest sweep", str(exc))
         return exits.BAD_INPUT
-    manifest = Manifest(run_id=run_dir.name, scenario=trace.info, fleet=choice.info, modes=choice.modes,
-                        seed=trace.seed, requests=trace.table.num_rows, skipped=choice.skipped)
+    manifest = new_manifest(run_dir, trace, choice)
     manifest.level_duration_s = args.level_duration
     write_trace(trace.table, run_dir / "trace.parquet", trace.info["name"], trace.info["sha256"])   # the base
     dirs = [new_level(manifest, trace.table, lv, run_dir / "levels" / lv.name) for lv in levels]
@@ -158,12 +156,11 @@ def main(args: argparse.Namespace) -> int:
                                             levels=dirs).replay_all(), manifest, run_dir, "loadtest sweep")
     manifest.levels = [lv.entry() for lv in dirs]
     manifest.write(run_dir)
-    spec = choice.spec
-    gpus = spec.tensor_parallel_size * spec.replicas if spec is not None else 1
+    gpus = choice.spec.gpus_per_mode if choice.spec is not None else 1
     title = (f"Sweep {manifest.run_id} ({manifest.status}): {trace.info['name']} on fleet {choice.info['name']}, "
              "measured")
     try:
-        spec = choice.spec if choice.existing is None else None
+        spec = choice.spec if choice.existing is None else None     # a fleet it started: the model beside it
         predicted = (plan_beside(spec, choice.modes, trace.table, dirs, run_dir, manifest, args.level_duration)
                      if code == exits.OK else None)
         checks = write_report(console, run_dir, title, dirs, manifest.status, gpus, predicted, args.max_errors)
