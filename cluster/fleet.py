@@ -8,9 +8,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from cluster import FleetError
+from cluster.sim.profiles import HARDWARE
+from cluster.sim.sim_profile import ProfileError, resolve
 from cluster.speculation import (
     Method,
     SpeculativeConfig,
@@ -96,9 +98,24 @@ class ModeSpec(SpeculativeFields):
 
 
 class SimOptions(_Strict):
-    hardware: Literal["h100-sxm", "h200", "a100-80gb"] = "h100-sxm"
+    # A built-in GPU profile, or a profile file fitted by `loadtest calibrate` (a path relative to
+    # the fleet file; made absolute here so every replica's argv names the same file).
+    hardware: str = "h100-sxm"
     time_scale: Annotated[float, Field(gt=0)] = 1.0
     seed: int = 0
+
+    @field_validator("hardware")
+    @classmethod
+    def _profile(cls, value: str, info: ValidationInfo) -> str:
+        if value in HARDWARE:
+            return value
+        base = (info.context or {}).get("base")
+        path = Path(value) if Path(value).is_absolute() or base is None else Path(base) / value
+        try:
+            resolve(str(path))
+        except ProfileError as exc:
+            raise ValueError(str(exc)) from None
+        return str(path.resolve())
 
 
 class FleetSpec(_Strict):
@@ -283,6 +300,7 @@ def load_fleet(name_or_path: str | Path) -> tuple[FleetSpec, bytes]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise FleetError(f"{where}: not valid TOML: {exc}") from None
     try:
-        return FleetSpec.model_validate(data), raw
+        base = path.parent if where == text else None
+        return FleetSpec.model_validate(data, context={"base": base}), raw
     except ValidationError as exc:
         raise FleetError("\n".join(problems(exc, data, where))) from None

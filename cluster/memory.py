@@ -47,7 +47,9 @@ def from_sim_info(info: dict) -> ReplicaMemory:
     per_token = model["kv_bytes_per_token"]
     draft = info.get("draft_profile")
     if draft:   # a draft model keeps its own KV beside the target's, on every rank that holds a copy
-        draft_tp = (info.get("speculative_config") or {}).get("draft_tensor_parallel_size") or 1
+        # the draft's TP as the simulator ran it (vLLM's default: the target's)
+        draft_tp = (mem.get("draft_tensor_parallel_size")
+                    or (info.get("speculative_config") or {}).get("draft_tensor_parallel_size") or 1)
         per_token += (draft.get("kv_bytes_per_token", 0.0) or 0.0) * (tp // draft_tp)
     return ReplicaMemory("simulator /sim/info (its performance model)",
                          (mem["target_weight_bytes_per_gpu"] + proposer) / GB, proposer / GB,

@@ -10,7 +10,7 @@ import signal
 import socket
 import sys
 
-from cluster.sim import perf_model
+from cluster.sim import perf_model, sim_profile
 from cluster.sim.engine import Engine
 from cluster.sim.faults import FAULT_HELP, parse_faults
 from cluster.sim.profiles import HARDWARE, model_profile
@@ -41,7 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="As vLLM 0.29+: add each request's acceptance (metrics.speculative_decoding) to its "
                         "response, on the final usage chunk of a stream (default none; detailed = summary here).")
     sim = p.add_argument_group("simulator-only options")
-    sim.add_argument("--hardware", default="h100-sxm", choices=sorted(HARDWARE), help="GPU profile (default h100-sxm).")
+    sim.add_argument("--hardware", default="h100-sxm", metavar="NAME|FILE",
+                     help=f"GPU profile: {', '.join(sorted(HARDWARE))} (default h100-sxm), or a profile file "
+                          "fitted to a real fleet by `loadtest calibrate` (efficiencies, overheads, acceptance).")
     sim.add_argument("--seed", type=int, default=0, help="Seed of the acceptance draws (default 0).")
     sim.add_argument("--fault", default=None, metavar="LIST", help=FAULT_HELP)
     sim.add_argument("--time-scale", type=float, default=1.0,
@@ -77,10 +79,14 @@ def build(args: argparse.Namespace) -> tuple[SimServer, str, int]:
             if spec.method == "draft_model":
                 draft = model_profile(spec.model or "")
         faults = parse_faults(args.fault)
+        try:
+            profile = sim_profile.resolve(args.hardware)
+        except sim_profile.ProfileError as exc:
+            raise SimArgsError(f"--hardware {exc}") from None
     except (SpeculativeConfigError, ValueError) as exc:
         raise SimArgsError(str(exc)) from None
-    dep = perf_model.Deployment(HARDWARE[args.hardware], target, args.tensor_parallel_size, spec, draft,
-                                args.gpu_memory_utilization)
+    dep = perf_model.Deployment(profile.hardware, target, args.tensor_parallel_size, spec, draft,
+                                args.gpu_memory_utilization, acceptance=profile.acceptance)
     if perf_model.kv_capacity_tokens(dep) <= 0:
         raise SimArgsError(
             f"No available memory for the cache blocks: {model} at TP{dep.tp} on {args.hardware} "

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cluster.sim import perf_model
-from cluster.sim.acceptance import draw_accepted, position_alphas
+from cluster.sim.acceptance import draw_accepted, profile, request_alphas
 from cluster.sim.profiles import BLOCK_SIZE, MAX_NUM_BATCHED_TOKENS
 
 CATCH_UP_LIMIT_S = 0.05
@@ -41,7 +41,8 @@ class Sequence:
     finished: bool = False
     aborted: bool = False
     outbox: asyncio.Queue[int] = field(default_factory=asyncio.Queue)  # tokens per chunk; 0 = done
-    alphas: np.ndarray | None = None  # per-position acceptance, set when the engine takes it
+    alphas: np.ndarray | None = None  # its own per-position acceptance, drawn when the engine takes it
+    match: float = 1.0                # the chance a step proposes for it (n-gram: a match is found)
     stop: tuple[int, int, str] | None = None  # a stop string ends it: (tokens, visible chars, string)
     # Its own speculation, as vLLM's --per-request-spec-decode-metrics reports it: steps that
     # verified drafts, drafted and accepted tokens, and how many steps accepted 0, 1, ... K.
@@ -81,6 +82,7 @@ class StepPlan:
     decoding: tuple[Sequence, ...]
     prefill: tuple[tuple[Sequence, int], ...]   # (sequence, tokens of its prompt computed this step)
     duration_s: float                            # the performance model's time for the step
+    drafted: np.ndarray | None = None            # per decoding sequence: did the proposer propose
 
 
 class Engine:
@@ -115,7 +117,9 @@ class Engine:
     def add(self, seq: Sequence) -> None:
         self.stats.prompt_tokens += seq.prompt_tokens
         if self.dep.spec is not None:
-            seq.alphas = position_alphas(self.dep.method, seq.domain, self.dep.k, seq.temperature)
+            acc = profile(self.dep.method, seq.domain, self.dep.acceptance)
+            seq.alphas = request_alphas(self.rng, acc, self.dep.k, seq.temperature)
+            seq.match = acc.match
             seq.spec_histogram = [0] * (self.dep.k + 1)
         self.waiting.append(seq)
         self._wake.set()
@@ -211,9 +215,16 @@ class Engine:
                 prefill.append((s, chunk))
                 prefill_tokens += chunk
                 prefill_kv += s.computed + chunk
+        drafted = None
+        if self.dep.spec is not None and decoding:
+            match = np.array([s.match for s in decoding])
+            drafted = (np.ones(len(decoding), dtype=bool) if (match >= 1).all()
+                       else self.rng.random(len(decoding)) < match)
         self.stats.steps += 1
+        n_drafted = int(drafted.sum()) if drafted is not None else 0
         return StepPlan(tuple(decoding), tuple(prefill),
-                        perf_model.step_s(self.dep, len(decoding), decode_kv, prefill_tokens, prefill_kv))
+                        perf_model.step_s(self.dep, len(decoding), decode_kv, prefill_tokens, prefill_kv,
+                                          drafted=n_drafted, n_prefill=len(prefill)), drafted)
 
     def _emit(self, seq: Sequence, n: int, now: float) -> None:
         n = min(n, seq.target_tokens - seq.generated)
@@ -244,26 +255,30 @@ class Engine:
             if not seq.prefilling:
                 # Prefill (or the recompute after a preemption) ends by sampling one token.
                 self._emit(seq, 1, now)
-        decoding = [s for s in plan.decoding if not s.aborted and not s.finished]
+        live = [i for i, s in enumerate(plan.decoding) if not s.aborted and not s.finished]
+        decoding = [plan.decoding[i] for i in live]
         if decoding:
             k = self.dep.k
-            if k and self.dep.spec is not None:
-                accepted = draw_accepted(self.rng, np.stack([s.alphas for s in decoding]))
+            if k and self.dep.spec is not None and plan.drafted is not None:
+                drafted = plan.drafted[live]
+                accepted = draw_accepted(self.rng, np.stack([s.alphas for s in decoding]), drafted)
                 # Drafts past the request's last token are discarded, and not counted as accepted,
                 # so /metrics and the client's tokens per chunk describe the same tokens.
                 room = np.array([s.target_tokens - s.generated - 1 for s in decoding])
                 accepted = np.minimum(accepted, np.maximum(room, 0))
                 st = self.stats
-                st.drafts += len(decoding)
-                st.draft_tokens += k * len(decoding)
+                n_drafted = int(drafted.sum())
+                st.drafts += n_drafted
+                st.draft_tokens += k * n_drafted
                 st.accepted_tokens += int(accepted.sum())
                 for pos in range(k):
                     st.accepted_per_pos[pos] += int((accepted > pos).sum())
-                for s, a in zip(decoding, accepted.tolist(), strict=True):
-                    s.spec_steps += 1
-                    s.spec_draft_tokens += k
-                    s.spec_accepted += a
-                    s.spec_histogram[a] += 1
+                for s, a, d in zip(decoding, accepted.tolist(), drafted.tolist(), strict=True):
+                    if d:
+                        s.spec_steps += 1
+                        s.spec_draft_tokens += k
+                        s.spec_accepted += a
+                        s.spec_histogram[a] += 1
                     self._emit(s, 1 + a, now)
             else:
                 for s in decoding:

@@ -1,26 +1,25 @@
-"""The performance model: step times and memory of a vLLM deployment, as pure functions.
+"""The performance model: step times and memory of a vLLM V1 deployment, as pure functions.
 
-A decode step reads every weight once and each running sequence's KV cache, and multiplies the
-step's tokens through the weights; it takes the larger of its memory time and its compute time,
-plus fixed overheads (profiles.py holds every constant and its source). Speculation adds the
-proposer's cost and widens the target pass to verify K+1 tokens per sequence: nearly free while
-the step is memory-bound (small batches), paid in full once it is compute-bound (large batches),
-which is why speculation pays at low load and costs at high load.
+A step is one target pass over the step's tokens (each decoding sequence's last token plus its
+drafts, and any prefill chunk), preceded by the proposer's passes at the current batch and
+followed by the (rejection) sampler. The target pass reads every weight once and each
+sequence's KV cache, and multiplies the step's tokens through the weights; the memory time and
+the compute time add, as the published V1 fit this is calibrated to shows (profiles.py has every
+constant and its source). Speculation's extra tokens cost little while the weight read dominates
+(small batches) and their full compute price once the batch is large, which is why speculation
+pays at low load and pays less, or costs, at high load.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from cluster.sim.acceptance import Table
 from cluster.sim.profiles import (
-    ALLREDUCE_S,
     BLOCK_SIZE,
-    COMPUTE_EFFICIENCY,
-    DRAFT_STEP_OVERHEAD_S,
-    MEM_EFFICIENCY,
-    NGRAM_LOOKUP_S_PER_SEQ,
-    STEP_OVERHEAD_S,
+    NGRAM_PROPOSE_SHARE,
+    SAMPLER_PASSES,
     Hardware,
     ModelProfile,
 )
@@ -45,6 +44,7 @@ class Deployment:
     spec: SpeculativeConfig | None = None
     draft: ModelProfile | None = None  # the draft model, for method draft_model
     gpu_memory_utilization: float = 0.9
+    acceptance: Table | None = field(default=None, compare=False)  # a fleet's fitted acceptance
 
     @property
     def k(self) -> int:
@@ -56,18 +56,46 @@ class Deployment:
 
     @property
     def draft_tp(self) -> int:
+        """The draft model's TP: as set, else vLLM's default, the target's (1 for mlp_speculator)."""
         if self.spec and self.spec.draft_tensor_parallel_size:
             return self.spec.draft_tensor_parallel_size
-        return 1
+        return 1 if self.method == "mlp_speculator" else self.tp
 
 
-def target_pass_s(hw: Hardware, model: ModelProfile, tp: int, tokens: int, kv_tokens: int) -> float:
-    """One forward pass of `model` over `tokens` new tokens that attend to `kv_tokens` cached ones."""
-    mem_bytes = (model.weight_bytes + kv_tokens * model.kv_bytes_per_token) / tp
-    t_mem = mem_bytes / (hw.hbm_bandwidth * MEM_EFFICIENCY)
-    t_compute = 2.0 * model.params * tokens / tp / (hw.bf16_flops * COMPUTE_EFFICIENCY)
-    t_comm = 2 * model.layers * ALLREDUCE_S if tp > 1 else 0.0
-    return max(t_mem, t_compute) + STEP_OVERHEAD_S + t_comm
+def _mem_s(hw: Hardware, nbytes: float) -> float:
+    """Streaming `nbytes` of weights (or logits) from HBM."""
+    return nbytes / (hw.hbm_bandwidth * hw.weight_read_efficiency)
+
+
+def _kv_s(hw: Hardware, nbytes: float) -> float:
+    """Attention reading `nbytes` of KV cache."""
+    return nbytes / (hw.hbm_bandwidth * hw.kv_read_efficiency)
+
+
+def _flops_s(hw: Hardware, params: float, tokens: float) -> float:
+    return 2.0 * params * tokens / (hw.bf16_flops * hw.compute_efficiency)
+
+
+def allreduce_s(hw: Hardware, nbytes: float, tp: int) -> float:
+    """One all-reduce of `nbytes` over `tp` GPUs (a ring: each GPU moves 2(tp-1)/tp of it)."""
+    return hw.allreduce_latency_s + nbytes * 2 * (tp - 1) / tp / hw.allreduce_bus_bytes_per_s
+
+
+def _layer_s(hw: Hardware, model: ModelProfile, tp: int, tokens: int) -> float:
+    """One decoder layer's weight read and its two all-reduces, or the layer floor if longer."""
+    t = _mem_s(hw, model.layer_weight_bytes / tp)
+    if tp > 1:
+        t += 2 * allreduce_s(hw, tokens * model.hidden * model.bytes_per_param, tp)
+    return max(t, hw.layer_floor_s)
+
+
+def forward_s(hw: Hardware, model: ModelProfile, tp: int, tokens: int, kv_tokens: int) -> float:
+    """One forward pass of `model` on `tp` GPUs over `tokens` new tokens that attend to `kv_tokens`
+    cached ones: its layers (weights, all-reduces), embedding and LM head, KV reads, and the
+    linear layers' arithmetic."""
+    rest = model.weight_bytes - model.layers * model.layer_weight_bytes   # embedding, LM head
+    t = model.layers * _layer_s(hw, model, tp, tokens) + _mem_s(hw, rest / tp)
+    return t + _kv_s(hw, kv_tokens * model.kv_bytes_per_token / tp) + _flops_s(hw, model.params / tp, tokens)
 
 
 def proposer_weight_bytes(dep: Deployment) -> float:
@@ -86,40 +114,69 @@ def proposer_weight_bytes(dep: Deployment) -> float:
 
 
 def proposer_s(dep: Deployment, n_seqs: int, kv_tokens: int) -> float:
-    """Time to propose K tokens for each of `n_seqs` sequences (0 without speculation)."""
-    if dep.spec is None or n_seqs == 0:
+    """Time for a model-based proposer (draft model, heads) to propose for `n_seqs` decoding
+    sequences (0 without one): V1 runs it on the current batch after each verification. (An
+    n-gram lookup's cost is a share of the verification: step_parts.)"""
+    if dep.spec is None or n_seqs == 0 or dep.method in ("ngram", "suffix"):
         return 0.0
-    hw, k = dep.hardware, dep.k
-    if dep.method in ("ngram", "suffix"):
-        return NGRAM_LOOKUP_S_PER_SEQ * n_seqs
+    hw, k, tp = dep.hardware, dep.k, dep.tp
     if dep.method == "draft_model" and dep.draft is not None:
-        d = dep.draft
-        t_mem = (d.weight_bytes + kv_tokens * d.kv_bytes_per_token) / dep.draft_tp / (hw.hbm_bandwidth * MEM_EFFICIENCY)
-        t_compute = 2.0 * d.params * n_seqs / dep.draft_tp / (hw.bf16_flops * COMPUTE_EFFICIENCY)
-        t_comm = 2 * d.layers * ALLREDUCE_S if dep.draft_tp > 1 else 0.0
-        return k * (max(t_mem, t_compute) + DRAFT_STEP_OVERHEAD_S + t_comm)
-    # Head-based proposers (medusa, eagle, eagle3, mtp, mlp_speculator) run on the target's ranks.
-    head_bytes = proposer_weight_bytes(dep) / dep.tp
-    t_mem = head_bytes / (hw.hbm_bandwidth * MEM_EFFICIENCY)
-    head_params = proposer_weight_bytes(dep) / 2
-    t_compute = 2.0 * head_params * n_seqs / dep.tp / (hw.bf16_flops * COMPUTE_EFFICIENCY)
-    one = max(t_mem, t_compute) + DRAFT_STEP_OVERHEAD_S
+        one = forward_s(hw, dep.draft, dep.draft_tp, n_seqs, kv_tokens)
+        return k * (one + hw.draft_pass_overhead_s)
+    model = dep.model
     if dep.method in ("medusa", "mlp_speculator"):
-        return one  # all heads in one pass
-    return k * one  # eagle-style heads are autoregressive: K passes of one layer
+        # One pass: every head's block, then the shared LM head once per head.
+        nbytes = proposer_weight_bytes(dep) + k * model.lm_head_bytes
+        return (_mem_s(hw, nbytes / tp) + _flops_s(hw, nbytes / model.bytes_per_param / tp, n_seqs)
+                + hw.draft_pass_overhead_s)
+    # EAGLE-style heads (eagle, eagle3, mtp) are autoregressive: K passes, each one decoder layer
+    # (reading that layer's KV), the fusion fc, and the shared LM head.
+    nbytes = proposer_weight_bytes(dep) + model.lm_head_bytes
+    one = _layer_s(hw, model, tp, n_seqs) + _mem_s(hw, (nbytes - model.layer_weight_bytes) / tp)
+    one += _kv_s(hw, kv_tokens * model.kv_bytes_per_token / model.layers / tp)
+    one += _flops_s(hw, nbytes / model.bytes_per_param / tp, n_seqs)
+    return k * (one + hw.draft_pass_overhead_s)
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """Where one engine step's time goes."""
+
+    propose_s: float
+    verify_s: float     # the target pass: weights, KV, linear layers, all-reduces
+    sample_s: float     # the sampler and the rejection sampler
+    overhead_s: float   # the engine's fixed cost per step
+
+    @property
+    def total_s(self) -> float:
+        return self.propose_s + self.verify_s + self.sample_s + self.overhead_s
+
+
+def step_parts(dep: Deployment, n_decode: int, decode_kv_tokens: int, prefill_tokens: int = 0,
+               prefill_kv_tokens: int = 0, drafted: int | None = None, n_prefill: int = 0) -> StepParts:
+    """One engine step: `n_decode` decoding sequences, of which `drafted` (default all) carry K
+    drafts to verify (an n-gram proposer proposes nothing where it finds no match), plus this
+    step's prefill chunks (`n_prefill` of them, `prefill_tokens` in all)."""
+    drafted = n_decode if drafted is None else drafted
+    tokens = n_decode + drafted * dep.k + prefill_tokens
+    if tokens == 0:
+        return StepParts(0.0, 0.0, 0.0, 0.0)
+    hw, model = dep.hardware, dep.model
+    verify = forward_s(hw, model, dep.tp, tokens, decode_kv_tokens + prefill_kv_tokens)
+    scored = n_decode + drafted * dep.k + n_prefill   # positions whose logits are sampled
+    sample = _mem_s(hw, scored * model.vocab * 4 * SAMPLER_PASSES)
+    if dep.method in ("ngram", "suffix"):
+        propose = NGRAM_PROPOSE_SHARE * verify
+    else:
+        propose = proposer_s(dep, n_decode, decode_kv_tokens)
+    return StepParts(propose, verify, sample, hw.step_overhead_s)
 
 
 def step_s(dep: Deployment, n_decode: int, decode_kv_tokens: int, prefill_tokens: int = 0,
-           prefill_kv_tokens: int = 0) -> float:
-    """One engine step: propose for the decoding sequences, then one target pass verifying K+1
-    tokens for each of them and carrying this step's chunk of prefill."""
-    tokens = n_decode * (dep.k + 1) + prefill_tokens
-    if tokens == 0:
-        return 0.0
-    kv = decode_kv_tokens + prefill_kv_tokens
-    return proposer_s(dep, n_decode, decode_kv_tokens) + target_pass_s(
-        dep.hardware, dep.model, dep.tp, tokens, kv
-    )
+           prefill_kv_tokens: int = 0, drafted: int | None = None, n_prefill: int = 0) -> float:
+    """One engine step's time (step_parts, summed)."""
+    return step_parts(dep, n_decode, decode_kv_tokens, prefill_tokens, prefill_kv_tokens, drafted,
+                      n_prefill).total_s
 
 
 def kv_capacity_tokens(dep: Deployment) -> int:

@@ -24,7 +24,7 @@ import orjson
 from aiohttp import web
 
 from cluster.sim import perf_model, profiles
-from cluster.sim.acceptance import classify_domain
+from cluster.sim.domains import classify_domain
 from cluster.sim.engine import Engine, Sequence
 from cluster.sim.faults import HTTP_ERROR_TYPES, FaultPlan, Faults, RequestFaults
 from cluster.sim.metrics import ServerMetrics
@@ -241,15 +241,12 @@ class SimServer:
             "memory": {
                 "target_weight_bytes_per_gpu": dep.model.weight_bytes / dep.tp,
                 "proposer_weight_bytes": perf_model.proposer_weight_bytes(dep),
+                "draft_tensor_parallel_size": dep.draft_tp if dep.draft else None,
                 "kv_capacity_tokens": self.engine.kv_capacity,
                 "gpu_memory_utilization": dep.gpu_memory_utilization,
             },
             "performance_model": {
-                "mem_efficiency": profiles.MEM_EFFICIENCY,
-                "compute_efficiency": profiles.COMPUTE_EFFICIENCY,
-                "step_overhead_s": profiles.STEP_OVERHEAD_S,
-                "allreduce_s": profiles.ALLREDUCE_S,
-                "draft_step_overhead_s": profiles.DRAFT_STEP_OVERHEAD_S,
+                **{name: getattr(dep.hardware, name) for name in profiles.FITTABLE},
                 "max_num_batched_tokens": profiles.MAX_NUM_BATCHED_TOKENS,
                 "single_stream_step_s": perf_model.step_s(dep, 1, 1024),
             },

@@ -68,7 +68,8 @@ def _cluster(args: argparse.Namespace) -> int:
 COMMANDS = {"sim": ("cluster.sim.cli", "run"), "run": ("loadtest.commands.run", "main"),
             "ui": ("loadtest.commands.ui", "main"), "report": ("loadtest.commands.analyse", "main"),
             "compare": ("loadtest.commands.analyse", "compare"), "plan": ("loadtest.commands.plan", "main"),
-            "sweep": ("loadtest.commands.sweep", "main"), "capacity": ("loadtest.commands.capacity", "main")}
+            "sweep": ("loadtest.commands.sweep", "main"), "capacity": ("loadtest.commands.capacity", "main"),
+            "calibrate": ("loadtest.commands.calibrate", "main")}
 
 
 def main(argv: list[str] | None = None) -> int:

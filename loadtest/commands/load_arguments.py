@@ -124,3 +124,24 @@ def add_load_commands(sub) -> None:
     cap.add_argument("--max-rate", type=positive_float, default=None, metavar="R",
                      help="the highest rate probed, in req/s (default: 8 times the scenario's)")
     _client_options(cap)
+
+    cal = sub.add_parser(
+        "calibrate", help="fit the simulator to a measured run or sweep: a profile for sim, fleets and plan",
+        description="Fit the simulator's performance model to what a fleet measured: the compute and KV-read "
+        "efficiencies and the step overhead from the baseline's decode steps against its batch and context "
+        "(each request's mean step time beside the load over its decode window), and, per speculative method and "
+        "domain, the acceptance per draft position, its spread across requests and the share of steps that "
+        "proposed, from each request's acceptance histogram (vLLM's --per-request-spec-decode-metrics, or the "
+        "simulator's). Writes a profile TOML that `loadtest sim --hardware FILE`, a fleet's [sim] hardware = "
+        "\"FILE\" and `loadtest plan --hardware FILE` load, and prints the fit and its residuals. A sweep with "
+        "several concurrency levels and varied prompt lengths fixes all three hardware constants; a constant the "
+        "data cannot fix is held at the prior profile's value, and says so. Exit 2 on a folder with no runs.")
+    cal.add_argument("result", metavar="RUN_OR_SWEEP",
+                     help="a run folder, a sweep folder (every levels/<level>/) or a capacity folder (its probes)")
+    cal.add_argument("--out", required=True, metavar="PROFILE.toml", help="where to write the fitted profile")
+    cal.add_argument("--hardware", default=None, metavar="NAME|FILE",
+                     help="the datasheet (and prior constants) to fit from: a built-in profile or a profile file "
+                     "(default: the fleet's [sim] hardware, or its accelerator type for a vLLM fleet)")
+    cal.add_argument("--mode", default=None, metavar="MODE",
+                     help="the mode whose decode steps fix the hardware constants (default: the fleet's baseline)")
+

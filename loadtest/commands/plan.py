@@ -27,8 +27,8 @@ from cluster import FleetError
 from cluster.argv import serve_argv
 from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
 from cluster.sim import cli as sim_cli
+from cluster.sim import sim_profile
 from cluster.sim.offline import SimRequest, simulate
-from cluster.sim.profiles import HARDWARE
 from cluster.sim.server import RequestError, SimServer, chat_prompt, completion_prompt, sequence_for
 from common import exits
 from common.exits import print_error
@@ -233,8 +233,11 @@ def main(args: argparse.Namespace) -> int:
     try:
         fleet, raw_fleet = load_fleet(args.fleet or DEFAULT_FLEET)
         modes = resolve_modes(fleet.name, list(fleet.modes), args.modes)
-        if args.hardware is not None and args.hardware not in HARDWARE:
-            raise FleetError(f"--hardware {args.hardware!r}: not a simulator profile ({', '.join(sorted(HARDWARE))})")
+        if args.hardware is not None:
+            try:
+                sim_profile.resolve(args.hardware)
+            except sim_profile.ProfileError as exc:
+                raise FleetError(f"--hardware {exc}") from None
         scenario, raw = load_scenario(args.scenario)
         seed = scenario.seed if args.seed is None else args.seed
         base = build_trace(scenario, requests=args.requests or scenario.demo_requests, seed=seed)

@@ -1,0 +1,193 @@
+"""`loadtest calibrate RUN_OR_SWEEP --out PROFILE.toml`: fit the simulator to a measured fleet.
+
+Reads every run folder under the argument (a run, a sweep's levels/, a capacity search's
+probes/), fits the hardware efficiencies and the step overhead to the baseline's decode steps
+against its batch and context, and the acceptance per speculative method and domain to each
+request's acceptance histogram (cluster/sim/fitting.py), then writes a profile that
+`loadtest sim --hardware`, a fleet's `[sim] hardware` and `loadtest plan --hardware` load, and
+prints the fit and its residuals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from rich.table import Table
+
+from analysis.reader import read_requests
+from cluster import FleetError
+from cluster.fleet import FleetSpec
+from cluster.sim.acceptance import Table as AcceptanceTable
+from cluster.sim.fitting import FITTED_HARDWARE, Window, fit_acceptance, fit_hardware, loads
+from cluster.sim.profiles import HARDWARE
+from cluster.sim.sim_profile import ProfileError, render_profile, resolve
+from common.exits import BAD_INPUT, OK, print_error
+from loadtest.commands.console import new_console
+from loadtest.commands.plan import simulator_of
+
+PROG = "loadtest calibrate"
+# Ray's accelerator_type of a vLLM fleet -> the datasheet a fit starts from.
+ACCELERATORS = {"H100": "h100-sxm", "H200": "h200", "A100": "a100-80gb", "A100-80G": "a100-80gb"}
+
+
+class CalibrateError(ValueError):
+    pass
+
+
+def run_folders(root: Path) -> list[Path]:
+    """The run folders a result holds: itself, or its levels/ or probes/ (nested one deeper)."""
+    if (root / "requests").is_dir():
+        return [root]
+    found = sorted(p.parent for p in root.glob("levels/*/requests"))
+    found += sorted(p.parent for p in root.glob("probes/*/*/requests"))
+    if not found:
+        raise CalibrateError(f"{root}: no run here (no requests/ folder, nor levels/ or probes/ of runs)")
+    return found
+
+
+def _fleet(root: Path, folders: list[Path]) -> FleetSpec:
+    for where in (root, *folders):
+        path = where / "manifest.json"
+        if path.is_file():
+            fleet = json.loads(path.read_text()).get("fleet") or {}
+            if "spec" in fleet:
+                return FleetSpec.model_validate(fleet["spec"])
+    raise CalibrateError(f"{root}: no manifest.json with the fleet it ran on")
+
+
+def _domains(folder: Path) -> dict[str, str]:
+    path = folder / "trace.parquet"
+    if not path.is_file():
+        return {}
+    t = pq.read_table(path, columns=["request_id", "domain"])
+    return dict(zip(t["request_id"].to_pylist(), t["domain"].to_pylist(), strict=True))
+
+
+def _windows(rows: list[dict], scale: float) -> dict[str, list[Window]]:
+    """Per replica, each ok request's chunks in the simulator's own seconds (`scale`: the sim's
+    time_scale; 1 for a real fleet). Without running usage the tokens are spread evenly."""
+    out: dict[str, list[Window]] = {}
+    for r in rows:
+        itl = r["itl_ms"]
+        if r["sent_ns"] is None or not itl:
+            continue
+        times = (r["sent_ns"] / 1e9 + np.cumsum(np.asarray(itl, dtype=np.float64)) / 1e3) / scale
+        tokens = np.asarray(r["chunk_tokens"] or [], dtype=np.float64)
+        if len(tokens) != len(times):
+            tokens = np.full(len(times), (r["completion_tokens"] or len(times)) / len(times))
+        out.setdefault(r["replica"] or "", []).append(
+            Window(times, tokens, int(r["prompt_tokens"] or 0), r["sent_ns"] / 1e9 / scale))
+    return out
+
+
+def main(args: argparse.Namespace) -> int:
+    console = new_console()
+    try:
+        return _calibrate(console, args)
+    except (CalibrateError, FleetError, ProfileError) as exc:
+        print_error(PROG, str(exc))
+        return BAD_INPUT
+
+
+def _calibrate(console, args: argparse.Namespace) -> int:
+    root = Path(args.result)
+    if not root.is_dir():
+        raise CalibrateError(f"{root}: not a folder (give a run, sweep or capacity folder)")
+    folders = run_folders(root)
+    fleet = _fleet(root, folders)
+    base = args.hardware or (fleet.sim.hardware if fleet.engine == "sim" and fleet.sim.hardware in HARDWARE
+                             else ACCELERATORS.get(fleet.accelerator_type or "", "h100-sxm"))
+    prior = resolve(base)
+    scale = fleet.sim.time_scale if fleet.engine == "sim" else 1.0
+    baseline = args.mode or next((m for m, spec in fleet.modes.items() if spec.method == "none"), None)
+    if baseline is None or baseline not in fleet.modes:
+        raise CalibrateError(f"no baseline mode to fit the hardware to (fleet modes: {', '.join(fleet.modes)}); "
+                             "name one with --mode")
+    dep = simulator_of(fleet, baseline, base).engine.dep
+    observed = []
+    spec_rows: dict[str, list[tuple[dict, str]]] = {}
+    for folder in folders:
+        records = read_requests(folder)
+        ok = records.filter(pc.equal(records["status"], "ok"))
+        domains = _domains(folder)
+        for mode in fleet.modes:
+            rows = ok.filter(pc.equal(ok["mode"], mode)).to_pylist()
+            if mode == baseline:
+                for windows in _windows(rows, scale).values():
+                    observed += loads(windows)
+            elif fleet.modes[mode].method != "none":
+                spec_rows.setdefault(mode, []).extend((r, domains.get(r["request_id"], "chat")) for r in rows)
+    if len(observed) < 5:
+        raise CalibrateError(f"{root}: {len(observed)} baseline requests with enough decode steps to fit (need 5)")
+    hw_fit = fit_hardware(dep, observed)
+    table, acc_report = _fit_acceptance(fleet, spec_rows)
+    _print(console, prior.hardware, hw_fit, acc_report)
+    header = (f"Fitted by `loadtest calibrate {root}` to {hw_fit.requests} baseline requests of fleet {fleet.name} "
+              f"({fleet.model}, TP{fleet.tensor_parallel_size}).\nLoad it with `loadtest sim --hardware FILE`, "
+              "a fleet's [sim] hardware = \"FILE\", or `loadtest plan --hardware FILE`.")
+    fit_info = {"source": str(root), "fleet": fleet.name, "model": fleet.model, "baseline_requests": hw_fit.requests,
+                "step_residual_rms_pct": round(hw_fit.residual_pct, 3), "held": list(hw_fit.held)}
+    values = {k: v for k, v in hw_fit.values.items() if k not in hw_fit.held}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_profile(base, values, table, fit_info, header), encoding="utf-8")
+    resolve(str(out))      # what was written loads
+    console.print(f"wrote {out}")
+    return OK
+
+
+def _fit_acceptance(fleet: FleetSpec, spec_rows: dict[str, list[tuple[dict, str]]]
+                    ) -> tuple[AcceptanceTable, list[tuple[str, str, object]]]:
+    table: AcceptanceTable = {}
+    report = []
+    for mode, rows in spec_rows.items():
+        method = fleet.modes[mode].method
+        if method in table:
+            report.append((mode, "-", f"method {method} already fitted from another mode; skipped"))
+            continue
+        for domain in sorted({d for _, d in rows}):
+            mine = [r for r, d in rows if d == domain and r.get("spec_acceptance_histogram")]
+            if not mine:
+                report.append((mode, domain, "no per-request acceptance (the server did not report it)"))
+                continue
+            hist = np.array([r["spec_acceptance_histogram"] for r in mine], dtype=np.float64)
+            steps = np.array([max(int(r["n_chunks"]) - 1, 0) for r in mine])
+            tokens = np.array([max(int(r["completion_tokens"] or 0) - 1, 0) for r in mine])
+            fit = fit_acceptance(hist, steps, tokens)
+            table.setdefault(method, {})[domain] = fit.acceptance
+            report.append((mode, domain, fit))
+    return table, report
+
+
+def _print(console, prior, hw_fit, acc_report) -> None:
+    t = Table(title=f"Hardware: fitted to {hw_fit.requests} baseline requests "
+              f"(mean step time, RMS residual {hw_fit.residual_pct:.1f}%)")
+    for col in ("constant", "prior", "fitted", "ratio"):
+        t.add_column(col, justify="left" if col == "constant" else "right")
+    for name in FITTED_HARDWARE:
+        before, after = getattr(prior, name), hw_fit.values[name]
+        held = name in hw_fit.held
+        t.add_row(name, f"{before:.4g}", "held" if held else f"{after:.4g}",
+                  "-" if held or not math.isfinite(after) else f"{after / before:.3f}")
+    console.print(t)
+    if not acc_report:
+        return
+    a = Table(title="Acceptance per method and domain (tokens per decode step: measured, and the fitted profile's)")
+    for col in ("mode", "domain", "requests", "per position", "spread", "match", "measured", "profile", "diff"):
+        a.add_column(col, justify="left" if col in ("mode", "domain", "per position") else "right")
+    for mode, domain, fit in acc_report:
+        if isinstance(fit, str):
+            a.add_row(mode, domain, "-", fit, "", "", "", "", "")
+            continue
+        acc = fit.acceptance
+        diff = (fit.modelled_tokens_per_step - fit.tokens_per_step) / fit.tokens_per_step
+        a.add_row(mode, domain, str(fit.requests), " ".join(f"{p:.2f}" for p in acc.positions), f"{acc.spread:.2f}",
+                  f"{acc.match:.2f}", f"{fit.tokens_per_step:.2f}", f"{fit.modelled_tokens_per_step:.2f}",
+                  f"{diff:+.1%}")
+    console.print(a)
