@@ -47,3 +47,17 @@ def test_the_projects_own_prompts_keep_their_domain(domain, language):
     for tokens in (60, 400, 3000):
         for uid in range(10):
             assert classify_domain(make_prompt(domain, language, tokens, uid, uid * 977)) == domain
+
+
+def test_prompts_no_one_tuned_on_are_mostly_read_right():
+    # tests/data/domain_holdout.jsonl was written after the classifier was tuned on the corpus,
+    # by an author who read neither: the honest estimate of how it does on new text. Measured:
+    # 122 of 137 (89%); code (81%) and summaries (85%) are the weakest. This guards against a
+    # change that makes it worse, not a figure it was fitted to.
+    holdout = [json.loads(line) for line in (DATA / "domain_holdout.jsonl").read_text(encoding="utf-8").splitlines()
+               if line.strip()]
+    assert Counter(r["domain"] for r in holdout).most_common()[-1][1] >= 25
+    right = Counter(r["domain"] for r in holdout if classify_domain(r["text"]) == r["domain"])
+    total = Counter(r["domain"] for r in holdout)
+    assert sum(right.values()) / len(holdout) >= 0.85
+    assert all(right[d] / total[d] >= 0.75 for d in DOMAINS), {d: right[d] / total[d] for d in DOMAINS}

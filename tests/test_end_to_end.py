@@ -93,7 +93,9 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
             assert len(r["itl_ms"]) == r["n_chunks"] == len(r["chunk_tokens"])
             assert r["ttft_ms"] <= r["e2e_ms"] and r["lateness_ms"] >= 0
         tokens_per_chunk = pc.sum(ok["completion_tokens"]).as_py() / pc.sum(ok["n_chunks"]).as_py()
-        assert (tokens_per_chunk == 1.0) if mode == "baseline" else (tokens_per_chunk > 1.2), mode
+        # n-gram finds a match in few steps of chat and code (V1 proposes nothing without one)
+        least = 1.05 if mode == "ngram" else 1.2
+        assert (tokens_per_chunk == 1.0) if mode == "baseline" else (tokens_per_chunk > least), mode
         # Server-side acceptance, scraped from /metrics, agrees with what the client saw per
         # verification pass (every chunk after the first, which comes from prefill).
         summary = {r["mode"]: r for r in pq.read_table(run_dir / "modes.parquet").to_pylist()}[mode]
@@ -103,13 +105,19 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
             assert summary["mean_acceptance_length"] is None
             assert ok["spec_steps"].null_count == 16      # no speculation, no per-request counts
         else:
-            assert summary["mean_acceptance_length"] == pytest.approx(client_len, rel=0.05), mode
+            if mode == "ngram":   # V1's n-gram verifies drafts only on the steps that found a match
+                assert summary["mean_acceptance_length"] > client_len, mode
+            else:
+                assert summary["mean_acceptance_length"] == pytest.approx(client_len, rel=0.05), mode
             assert 0 < summary["acceptance_rate"] < 1
             # each response's own count (--per-request-spec-decode-metrics summary): the prefill's
-            # token, then 1 + accepted per verification step
+            # token, then 1 + accepted per decode step, of which spec_steps verified drafts
+            # (none at all for a request none of whose steps drafted, as vLLM)
             for r in ok.to_pylist():
-                assert 1 + r["spec_steps"] + r["spec_accepted_tokens"] == r["completion_tokens"], r
-                assert sum(r["spec_acceptance_histogram"]) == r["spec_steps"]
+                steps, accepted = r["spec_steps"] or 0, r["spec_accepted_tokens"] or 0
+                assert r["n_chunks"] + accepted == r["completion_tokens"], r
+                assert steps == r["n_chunks"] - 1 if mode != "ngram" else steps < r["n_chunks"]
+                assert sum(r["spec_acceptance_histogram"] or []) == steps
             long = {(r["tenant"], r["metric"], r["statistic"]): r["value"]
                     for r in pq.read_table(run_dir / "summary.parquet").to_pylist() if r["mode"] == mode}
             steps, accepted = pc.sum(ok["spec_steps"]).as_py(), pc.sum(ok["spec_accepted_tokens"]).as_py()

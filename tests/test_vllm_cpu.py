@@ -73,6 +73,11 @@ def test_a_small_sweep_on_real_vllm(tmp_path):
     assert set(sweep["concurrency"].to_pylist()) == {1, 4}
     report = (run / "report.md").read_text()
     assert "## ngram" in report and "The model against the measurement" not in report   # no model of real vLLM
+    # the simulator fitted to what real vLLM measured: its residuals are reported, not asserted
+    fit = loadtest("calibrate", str(run), "--out", str(tmp_path / "cpu-profile.toml"), timeout=120)
+    assert fit.returncode == 0, fit.stdout + fit.stderr
+    assert "RMS residual" in fit.stdout and (tmp_path / "cpu-profile.toml").is_file()
+    print(fit.stdout)
     manifest = json.loads((run / "manifest.json").read_text())
     for mr in manifest["mode_runs"].values():
         for rep in mr["replicas"]:

@@ -1,11 +1,10 @@
 """The content domain of a request, read from its prompt text the way a person would.
 
-`classify_domain` is a small deterministic scorer: each domain collects weighted evidence from the ask
-(the opening paragraph and closing lines, where people say what they want, counted where they read as
-a request) and, capped so that a pasted document or file cannot outvote the ask, from the material (a
-sample of the whole text: code syntax, SQL keywords, vocabulary). The highest score wins; chat holds a
-fixed baseline. Regular expressions run on the short ask (lower-cased, unless a pattern has re.I or needs
-case), and only when a cheap word test says they could match.
+`classify_domain` is a small deterministic scorer: each domain collects weighted evidence from the ask (the opening
+paragraph and closing lines, where people say what they want, counted where they read as a request) and, capped so
+that a pasted document or file cannot outvote the ask, from the material (a sample of the whole text: code syntax,
+SQL keywords, vocabulary). The highest score wins; chat holds a fixed baseline. Regular expressions run on the short
+ask (lower-cased, unless a pattern has re.I or needs case), and only when a cheap word test says they could match.
 """
 
 import re
@@ -16,11 +15,13 @@ DOMAINS = ("chat", "code", "sql", "summarize", "structured")
 _HEAD, _TAIL, _ASK, _SAMPLE_HEAD, _SAMPLE_TAIL = 6000, 1500, 320, 1000, 300
 _CHAT_BASELINE, _MATERIAL_CAP, _WORD_CAP, _MATERIAL_WEIGHT = 2.0, 3.5, 3.5, 0.35
 _Vocab = tuple[dict[str, float], frozenset[str]]
+# Language names: no plurals ("ball pythons" are snakes), and several in one ask ("Rust or Go?") count as one.
+_NAMES = frozenset("python java javascript typescript kotlin swift ruby rust php perl scala golang".split())
 
 
 def _vocab(*groups: tuple[float, str]) -> _Vocab:
-    """Word -> weight (plurals too: "goroutine" counts "goroutines"), and the words as a set."""
-    table = {w + "s": weight for weight, words in groups for w in words.split() if w[-1] not in "s+#"}
+    """Word -> weight (plurals too, except of _NAMES: "goroutine" counts "goroutines"), and the words as a set."""
+    table = {w + "s": x for x, words in groups for w in words.split() if w[-1] not in "s+#" and w not in _NAMES}
     table |= {w: weight for weight, words in groups for w in words.split()}
     return table, frozenset(table)
 
@@ -40,11 +41,12 @@ _CODE_WORDS = _vocab(
           "useeffect usestate goroutine coroutine dereference polymorphism variadic panicked println printf malloc "
           "stdin stdout codebase unique_ptr shared_ptr elision pygame c++ #include"),
     (2.5, "div css html flexbox jquery dom"),
-    (2.0, "python javascript typescript kotlin golang haskell php scala perl lua elixir nodejs django flask numpy "
-          "pytest junit jsx webpack tokio serde powershell compiler compile compiling compiled struct enum hashmap "
-          "regex regexp mutable immutable mutex refactor refactoring debug debugging callback closures constructor "
-          "destructor raii namespace unwrap impl fn vec std inheritance decorator lambda generics iterator async "
-          "await snippet mut idiomatic profiler oop usize typename elif derive"),
+    (2.0, "python javascript typescript kotlin golang haskell php scala perl lua elixir ocaml clojure erlang dart "
+          "julia fortran matlab nodejs django flask numpy asyncio aiohttp ggplot ggplot2 dplyr dataframe matplotlib "
+          "assembly disassembly x86 pytest junit jsx webpack tokio serde powershell compiler compile compiling "
+          "compiled struct enum hashmap regex regexp mutable immutable mutex refactor refactoring debug debugging "
+          "callback closures constructor destructor raii namespace unwrap impl fn vec std inheritance decorator "
+          "lambda generics iterator async await snippet mut idiomatic profiler oop usize typename elif derive"),
     (1.5, "java swift ruby bash zsh js ts rs py cpp panic react pandas npm pip cargo crate c#"),
     (1.2, "rust function method trait macro generic closure pointer lifetimes variable syntax recursion dict "
           "implement code script program def const bug loop borrowed iterate iterating runtime operator parameter "
@@ -64,13 +66,13 @@ _SQL_WORDS = _vocab(
 _CHAT_WORDS = _vocab(
     (1.0, "email letter poem haiku limerick story toast recipe advice tips trip travel itinerary wedding birthday "
           "friend partner feel landlord boss proofread joke tweet note funny recommend book novel movie business "
-          "history career"))
+          "history career market salary hiring learn pet reptile animal"))
 _CREATIVE = frozenset("poem poems haiku limerick sonnet song lyrics joke jokes story stories toast rap".split())
 _CHAT_PHRASES = _phrases((1.0, "tell me about|who created|who invented|history of|is it worth|good career"))
 _CODE_PHRASES = _phrases(
     (3.0, "borrow checker|undefined reference|error[e"), (2.5, "regular expression|stack trace"),
     (2.0, "move out of|'static|linked list|compile error|race condition|data race|memory leak"),
-    (1.5, "hello world|pull request|unit test|type error"), (1.0, "one-liner|bad practice"))
+    (1.5, "hello world|pull request|unit test|type error|context manager|try/"), (1.0, "one-liner|bad practice"))
 _SQL_PHRASES = _phrases(
     (3.0, "create an index|add an index|window function|sql server|write a query|isolation level|"
           "phantom read|covering index"), (2.5, "stored procedure|query plan|seq scan"),
@@ -80,46 +82,46 @@ _SQL_PHRASES = _phrases(
 _SQL_UPPER = ("SELECT ", "FROM ", "WHERE ", "JOIN ", "GROUP BY", "ORDER BY", " AS ", "CREATE TABLE", "INSERT ",
               "HAVING", "UPDATE ", "SUM(", "COUNT(", "OVER (", "ALTER TABLE", "PRIMARY KEY", "UNION", " NULL",
               "DELETE", "TRUNCATE", "MERGE ", "VARCHAR")
-_SQL_MATERIAL = _SQL_UPPER[:9]    # counted in the material; the ask looks for them all
-_SQL_LOWER = ("group by", "order by", " join ", "select ", "\n-- ")
-_PUNCT = str.maketrans({c: " " for c in "!\"$%&'()*,./:;<=>?@[\\]^`{|}~-"})  # keeps _ + # for c++, c#
+_SQL_MATERIAL, _SQL_LOWER = _SQL_UPPER[:9], ("group by", "order by", " join ", "select ", "\n-- ")  # ask: all
+_PUNCT = bytes.maketrans(b"!\"$%&'()*,./:;<=>?@[\\]^`{|}~-", b" " * 29)  # keeps _ + # for c++, c#
 _FENCE_TAGS = {"sql": "sql", **dict.fromkeys("json yaml yml csv xml toml".split(), "structured"),
                **dict.fromkeys("text txt markdown md".split(), "chat")}
 _FENCE = re.compile(r"```[ \t]*([A-Za-z+#]*)")
 _INLINE_CODE = re.compile(r"`[^`\n]{1,40}`")
 _GENERIC = re.compile(r"<[A-Z&'_][\w&', <>]{0,30}>")  # Vec<T>, Box<dyn Trait>, &'a
 _CALL = re.compile(r"\((?<=\w\()[\w\"' ,.]*\)")  # foo(bar), len(xs)
-_DECL = re.compile(r"(?:let|const|def|fn|var|val) \w+\s*[:=(<]")  # let x =, def f(
-
-# Is this end a request? A question mark, or a sentence opening with an imperative or "can you".
+_DECL = re.compile(r"(?:let|const|def|fn|var|val|local)(?: \w+){1,3}\s*[:=(<]")  # let x =, let f x y =, def f(
+# Is this end a request? A question, an imperative or "can you", or a line ending in ':'; not a quotation.
 _PREAMBLE = re.compile(r"(?:system:|\[system\]|<<sys>>|you are (?:a|an) )", re.I)
 _SENTENCE_START = re.compile(r"[.!?:\]\n] ?([a-z']+)[ ,]*([a-z']*)")
 _OPENERS = frozenset(
-    "write give make create explain summarize summarise sumarize return output convert find list show fix review "
-    "tell generate extract translate draft describe recommend suggest rewrite refactor implement calculate get "
-    "design add remove port optimize optimise parse classify tag map fill produce respond reply answer use turn "
-    "condense shorten recap boil pull provide tldr tl key help what how why please pls plz".split())
+    "write give make create explain summarize summarise sumarize return output convert find list show fix review tell "
+    "generate extract translate draft describe recommend suggest rewrite refactor implement calculate get design add "
+    "remove port optimize optimise parse classify tag map fill produce respond reply answer use turn condense shorten "
+    "recap boil pull provide tldr tl key help what how why please pls plz read detect identify compare".split())
 _REQUEST_PAIRS = (frozenset("can could would will i".split()), frozenset("you u need want would i'd d".split()))
-
 # A summary ask is strong when it points at given text (this, below, the article...), stands bare
 # ("TL;DR:", "summarize pls") or follows a document; "summarise the arguments for X" is chat.
-_SUMMARY_GATE = ("sum", "tl", "gist", "recap", "conden", "boil", "synops", "nutshell", "overview", "short", "key",
-                 "main", "important", "takeaway", "digest", "cliff", "say", "abridg")  # word prefixes
+_SUMMARY_GATE = ("summ", "sumar", "sumer", "tl", "gist", "recap", "conden", "boil", "synops", "nutshell", "short",
+                 "point", "takeaway", "finding", "idea", "argument", "message", "digest", "cliff", "say", "abridg")
 _SUMMARY = re.compile(
     r"\b(?:summ?[ae]r(?:y|ies|i[sz]e[sd]?|i[sz]ing|i[sz]ation)|tl\s?;?\s?dr|gist|recap|condense|synopsis|"
-    r"boil\s+(?:\w+\s+)?down|summ?\s+(?:\w+\s+)?up|nutshell|overview|in\s+short|short\s+summary|short\s+version|"
+    r"boil\s+(?:\w+\s+)?down|summ?\s+(?:\w+\s+)?up|nutshell|in\s+short|short\s+summary|short\s+version|"
     r"what\s+(?:does|do)\s+(?:it|this|they|the\s+\w+)\s+say|takeaways?|cliff'?s?\s?notes|shorten|shorter|abridge|"
     r"(?:key|main|important)\s+(?:points?|takeaways?|findings|ideas?|arguments?|messages?)|digest)\b")
+# With a prose document given, its overview, highlights, abstract... is a summary; "an overview of X" alone is chat.
+_GIST = re.compile(r"\b(?:overview|highlights|pros\s+and\s+cons|(?:key|main)\s+contributions|abstract|logline|"
+                   r"(?:an?|executive)\s+brief(?=\s*(?:\(|of\b|for\b|:|$))|r[eé]sum[eé]\s+of|what\s+happened|what(?:'s|\s+is)\s+"
+                   r"(?:it|this|the\s+\w+)\s+(?:\w+\s+)?(?:about|asking|saying))\b")  # not "a brief reply"
 _DOC_NOUNS = ("article text document doc passage email thread transcript report paper post notes minutes chapter "
               "essay memo conversation discussion meeting page letter speech lecture interview reviews? content "
-              "piece blog changelog release postmortem proposal study story")
+              "piece blog changelog release postmortem proposal study story survey results excerpt")
 _DOC_REF = re.compile(r"\b(?:this|these|that|those|it|them|the\s+following|following|below|above|attached|"
-                      rf"here'?s?|here\s+(?:is|are)|the\s+{_alt(_DOC_NOUNS)})\b")
+                      rf"here'?s?|here\s+(?:is|are)|(?:the|(?:my|our)(?:\s+[\w-]+)?)\s+{_alt(_DOC_NOUNS)})\b")
 _INTRO = re.compile(r"\b(?:here'?s|here\s+(?:is|are)|below\s+(?:is|are)|the\s+following|attached|i\s+pasted|"
                     r"pasted\s+(?:below|above))\b")
 _END = re.compile(r"[.?!:\n]")
 _TOPIC = re.compile(r"\s*(?:of|about|on)\s+\w")
-
 # Structured: a format asked for (not "a function that returns JSON", nor JSON.parse), or fields.
 _FMT_WORDS = frozenset("json jsonl ndjson yaml yml csv tsv xml toml fill populate complete".split())
 _FMT_HIT = re.compile(r"(?:ndjson|jsonl?|yaml|yml|csv|tsv|xml|toml)\b")  # run on the lower-cased ask
@@ -128,7 +130,8 @@ _FMT_VERBS = frozenset("as in into to return returns output respond reply answer
 _FMT_FILLERS = frozenset("a an me the some one pure plain strict single it them back only with".split())
 _FMT_ASKERS = frozenset("generate give produce create make output return list show print format".split())
 _FMT_AFTER = re.compile(r"\s+(?:object|objects|obj|array|list|format|output|only|schema|response|record|records|"
-                        r"lines?|file|document|config|dict)\b|\s*:\s*(?:\n|$)")
+                        r"lines?|file|document|config|dict|feed)\b|\s*:\s*(?:\n|$)")
+_FMT_IO = re.compile(r"\b(?:(?:ex|im)port|sav|load|read|pars|(?:up|down)load)\w*(?: .*(?:to|from))? (?:an? )?$")
 _FILL = re.compile(r"\b(?:fill|populate|complete)\s+(?:in\s+|out\s+)?(?:this|the|these|following|my)\s+"
                    r"(?:\w+\s+)?(?:schema|template|form|fields)\b")
 _CODE_OBJECT = re.compile(  # "a function that returns JSON" describes code, not the answer's shape
@@ -142,7 +145,6 @@ _FIELD_WORDS = frozenset("keys fields field properties attributes".split())
 _FIELDS = re.compile(r"\b(?:with|using|into|onto|has|have)\s+(?:the\s+)?(?:keys|fields|properties|attributes)\b|"
                      r"\binto\b[^.\n]{0,60}\bfields\b|\bfields?\s+\w+(?:,\s*\w+)+")
 _SHAPES = re.compile(r"\{\s*\w+\s*,\s*\w+[^{}\n]{0,40}\}|:[ \t]*<\w[^>\n]*>[ \t]*$", re.M)  # {a, b}; Name: <x>
-
 # Code: a verb with a program object ("write a function"), "won't compile", or "in C".
 _CODE_VERB_LIST = ("write implement fix debug refactor review optimize optimise port rewrite convert translate "
                    "explain compile test generate create build make code")
@@ -152,7 +154,7 @@ _CODE_VERBS = frozenset(_CODE_VERB_LIST.split())
 _CODE_OBJECTS = frozenset(_CODE_OBJECT_LIST.split() + [w + "s" for w in _CODE_OBJECT_LIST.split()] + ["regular"])
 _CODE_ASK = re.compile(rf"\b{_alt(_CODE_VERB_LIST)}\b[^.?\n]{{0,40}}\b(?:{_alt(_CODE_OBJECT_LIST)}|"
                        r"regular\s+expression)s?\b")
-_CODE_ASK2 = re.compile(r"won'?t\s+(?:this\s+|it\s+|my\s+\w+\s+)?compile\b|in (?:C\+\+|C#|C|Go|R)(?![\w+#])")
+_CODE_ASK2 = re.compile(r"won'?t\s+(?:this\s+|it\s+|my\s+\w+\s+)?compile\b|[Ii]n (?:C\+\+|C#|C|Go|R)(?![\w+#])")
 _SQL_GATE = frozenset("select join group create insert alter delete partition over having union".split())
 _SQL_MARK = re.compile(
     r"\bselect\s+(?:\*|distinct\b|top\s+\d|count\s*\(|[\w.]+\s*(?:,|\bfrom\b|\bas\b))|\bgroup\s+by\b|\border\s+by\b|"
@@ -187,9 +189,13 @@ def _ends(text: str) -> tuple[str, str, int]:
 
 
 def _is_request(part: str) -> bool:
-    firsts, seconds = _REQUEST_PAIRS
-    return "?" in part or any(a in _OPENERS or (a in firsts and b in seconds)
-                              for a, b in _SENTENCE_START.findall(part.lower()))
+    firsts, seconds, q = *_REQUEST_PAIRS, part.strip()
+    return not (q[:1] in "\"“" and q[-1:] in "\"”") and ("?" in part or q.endswith(":") or any(
+        a in _OPENERS or (a in firsts and b in seconds) for a, b in _SENTENCE_START.findall(part.lower())))
+
+
+def _words(s: str) -> list[str]:  # bytes.translate stays fast on non-ASCII text; str.translate does not
+    return s.encode(errors="surrogatepass").translate(_PUNCT).decode(errors="surrogatepass").split()
 
 
 def _weigh(vocab: _Vocab, words: set[str], phrases: dict[str, float] | None = None, low: str = "") -> float:
@@ -198,10 +204,9 @@ def _weigh(vocab: _Vocab, words: set[str], phrases: dict[str, float] | None = No
 
 
 def _code_syntax(s: str) -> int:
-    """Code-like tokens in `s`: braces, semicolons, ::, ->, =>, ==, indentation, generics, declarations, calls."""
+    """Code-like tokens in `s`: braces, semicolons, ::, ->, =>, ==, indentation, generics, calls."""
     return (s.count("{") + s.count(";") + 2 * (s.count("::") + s.count("->") + s.count("=>")) + s.count("==")
-            + 2 * (s.count("\n    ") + s.count("\n\t") + len(_GENERIC.findall(s)) + len(_DECL.findall(s)))
-            + len(_CALL.findall(s)))
+            + 2 * (s.count("\n    ") + s.count("\n\t") + len(_GENERIC.findall(s))) + len(_CALL.findall(s)))
 
 
 def _summary_ask(ask: str, after_doc: bool) -> float:
@@ -222,23 +227,23 @@ def _format_asks(ask: str) -> int:
     """How many times `ask` (lower-cased) asks for a machine-readable format."""
     n = 0
     for m in _FMT_HIT.finditer(ask):
-        start, end, nxt = m.start(), m.end(), ask[m.end():m.end() + 2]
-        if (start and ask[start - 1].isalnum()) or nxt[:1] == "(" or (nxt[:1] == "." and nxt[1:].isalnum()):
+        start, end, nxt, prev = m.start(), m.end(), ask[m.end():m.end() + 2], ask[m.start() - 1:m.start()]
+        if prev.isalnum() or prev in ("_", ".") or nxt[:1] == "(" or (nxt[:1] == "." and nxt[1:].isalnum()):
             continue
-        sentence = ask[max(0, start - 60, *(ask.rfind(c, 0, start) + 1 for c in ".?!\n")):start]
-        before = sentence.translate(_PUNCT).split()
-        verb = next((w for w in reversed(before[-4:]) if w not in _FMT_FILLERS), "")
+        sentence = ask[max(0, start - 120, *(ask.rfind(c, 0, start) + 1 for c in (". ", "? ", "! ", "\n"))):start]
+        verb = next((w for w in reversed(_words(sentence)[-4:]) if w not in _FMT_FILLERS), "")
         asked = verb in _FMT_VERBS or bool(_FMT_ASKERS.intersection(sentence[-41:].split()))
-        if (asked or _FMT_AFTER.match(ask, end)) and not _CODE_OBJECT.search(ask, max(0, start - 50), start):
+        moved = ask.startswith(" file", end) and _FMT_IO.search(sentence)  # "export it to a CSV file"
+        if (asked or _FMT_AFTER.match(ask, end)) and not (moved or _CODE_OBJECT.search(ask, max(0, start - 50), start)):
             n += 1
     return n
 
 
 def _material(text: str) -> dict[str, float]:
-    """Capped evidence from a sample of the whole text: code syntax, SQL keywords, vocabulary, fences."""
+    """Capped evidence from a sample of the whole text (code syntax, SQL keywords, words, fences); is it prose?"""
     sample = text if len(text) <= _SAMPLE_HEAD + _SAMPLE_TAIL else text[:_SAMPLE_HEAD] + text[-_SAMPLE_TAIL:]
     low = sample.lower()
-    words = set(low.translate(_PUNCT).split())
+    words = set(_words(low))
     syntax = _code_syntax(sample)
     code = min(3.0, 60.0 * syntax / len(sample)) if syntax >= 3 else 0.0
     code += min(1.0, 0.2 * sample.count("_")) + _MATERIAL_WEIGHT * _weigh(_CODE_WORDS, words)
@@ -247,7 +252,7 @@ def _material(text: str) -> dict[str, float]:
     fences = [_FENCE_TAGS.get(tag.lower(), "code") for tag in _FENCE.findall(sample)]
     code, sql = code + 1.5 * fences.count("code"), sql + 1.5 * fences.count("sql")
     return {"code": min(_MATERIAL_CAP, max(0.0, code - 0.4 * min(sql_kw, 8))), "sql": min(_MATERIAL_CAP, sql),
-            "structured": min(2.0, 0.5 * sample.count('":'))}
+            "structured": min(2.0, 0.5 * sample.count('":')), "prose": syntax < 3 and sql_kw < 2 and not fences}
 
 
 def scores(text: str) -> dict[str, float]:
@@ -261,34 +266,30 @@ def scores(text: str) -> dict[str, float]:
         parts = [(p, after) for p, after in ((head, False), (tail, True)) if p.strip() and _is_request(p)]
         parts = parts or [(p, after) for p, after in ((head, False), (tail, True)) if p.strip()]
     ask = "\n".join(p for p, _ in parts)
-    low, words = ask.lower(), set(ask.lower().translate(_PUNCT).split())
-
-    fmt = bool(words & _FMT_WORDS and (_format_asks(low) or _FILL.search(low)))
+    low, words = ask.lower(), set(_words(ask.lower()))
+    fmt = (_format_asks(low) + bool(_FILL.search(low))) if words & _FMT_WORDS else 0  # asked more than once: surer
     fields = sum(map(low.__contains__, _FIELD_PHRASES)) + ("schema" in words)
     fields += len(_FIELDS.findall(low)) if words & _FIELD_WORDS else 0
     fields += len(_SHAPES.findall(ask)) if "{" in ask or "<" in ask else 0
-    structured = (7.5 if fmt else 0.0) + min(5.0, 2.5 * fields) + ("extract" in low)
-    code = min(_WORD_CAP, _weigh(_CODE_WORDS, words, _CODE_PHRASES, low)) + min(3.0, 0.8 * _code_syntax(ask))
+    structured = (6.5 + min(fmt, 3) if fmt else 0.0) + min(5.0, 2.5 * fields) + ("extract" in low)
+    code = min(_WORD_CAP, _weigh(_CODE_WORDS, words, _CODE_PHRASES, low) - 2 * max(0, len(words & _NAMES) - 1))
+    code += min(3.0, 0.8 * (_code_syntax(ask) + 2 * len(_DECL.findall(ask))))
     code += min(1.6, 0.8 * len(_INLINE_CODE.findall(ask))) if "`" in ask else 0.0
     code += 2.0 * any(len(w) > 9 and w.endswith(("error", "exception")) for w in words)  # KeyError, ...
     # "Convert this class to JSON" puts its object into a format; it does not program it.
     asks = len(_CODE_ASK.findall(ask)) if words & _CODE_VERBS and words & _CODE_OBJECTS and not fmt else 0
     code += 2.5 * min(2, asks + len(_CODE_ASK2.findall(ask)))
-
     sql = min(_WORD_CAP, _weigh(_SQL_WORDS, words, _SQL_PHRASES, low))
     sql += min(4.0, 1.5 * sum(map(ask.__contains__, _SQL_UPPER)))
     sql += min(3.0, 1.0 * len(_SQL_MARK.findall(low))) if words & _SQL_GATE else 0.0
     sql += 2.5 if "table" in low and _TABLE_REF.search(low) else 0.0
     before_tail = between + (0 if parts[0][0] is head else len(head))  # document text before the tail
     summ = max(_summary_ask(p.lower(), after and before_tail >= 150) for p, after in parts) \
-        if any(w.startswith(_SUMMARY_GATE) for w in words) else 0.0
-    doc = 2.5 if summ == 2.0 and len(text) - len(ask) >= 100 else 0.0   # a document is given
-    summarize = {0.0: 0.0, 1.0: 1.0, 2.0: 4.0}[summ] + doc
-
-    chat = min(2.0, _weigh(_CHAT_WORDS, words, _CHAT_PHRASES, low))
-    chat += _CHAT_BASELINE + (3.0 if words & _CREATIVE else 0.0)
-
-    material = _material(text)
+        if any(w.startswith(_SUMMARY_GATE) for w in words) or {"sum", "up"} <= words else 0.0
+    material, given = _material(text), len(text) - len(ask)  # the length of the document given, if any
+    summ = 2.0 if given >= 150 and material["prose"] and _GIST.search(low) else summ
+    summarize = {0.0: 0.0, 1.0: 1.0, 2.0: 6.5 if given >= 100 else 4.0}[summ]
+    chat = _CHAT_BASELINE + min(2.0, _weigh(_CHAT_WORDS, words, _CHAT_PHRASES, low)) + 3.0 * bool(words & _CREATIVE)
     return {"chat": chat, "code": code + material["code"], "sql": sql + material["sql"], "summarize": summarize,
             "structured": structured + material["structured"]}
 

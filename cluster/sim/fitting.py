@@ -229,3 +229,27 @@ def fit_acceptance(histograms: np.ndarray, decode_steps: np.ndarray, decode_toke
     acc = Acceptance(tuple(float(min(c, 0.999)) for c in centre), spread, min(match, 1.0))
     measured = float(np.sum(decode_tokens) / max(np.sum(decode_steps), 1))
     return AcceptanceFit(acc, len(hist), measured, expected_tokens_per_step(acc, k))
+
+
+def fit_acceptance_from_counters(per_position: list[float], match: float, tokens_per_step: float,
+                                 spread: float) -> AcceptanceFit:
+    """One method's acceptance on one domain where the server reported no per-request histograms:
+    the shape per position from its /metrics counters (`per_position[p]`: the share of drafts that
+    accepted position p), moved on the logit until the profile gives the client's `tokens_per_step`
+    for the domain; the spread is not measured and stays `spread` (the method's default)."""
+    cum = np.clip(np.asarray(per_position, dtype=np.float64), 1e-4, 1 - 1e-4)
+    shape = cum / np.concatenate([[1.0], cum[:-1]])
+    shape = np.clip(shape, 1e-4, 0.999)
+    k = len(shape)
+
+    def expected(z: float) -> float:
+        acc = Acceptance(tuple(float(v) for v in 1 / (1 + np.exp(-(_logit(shape) + z)))), spread, match)
+        return expected_tokens_per_step(acc, k)
+
+    lo, hi = -8.0, 8.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if expected(mid) < tokens_per_step else (lo, mid)
+    z = (lo + hi) / 2
+    acc = Acceptance(tuple(float(min(v, 0.999)) for v in 1 / (1 + np.exp(-(_logit(shape) + z)))), spread, match)
+    return AcceptanceFit(acc, 0, tokens_per_step, expected_tokens_per_step(acc, k))

@@ -9,9 +9,11 @@ predict. A fleet's own measurements replace them (`loadtest calibrate`, cluster/
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -177,10 +179,30 @@ _SIZE_CLASSES = [
 _SIZE_RE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*[bB](?![a-zA-Z])")
 
 
+def from_config(path: Path) -> ModelProfile:
+    """A local checkpoint's shape from its config.json (a Llama-style decoder): parameters counted
+    from the attention, MLP and embedding matrices."""
+    try:
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        hidden, layers, heads = int(cfg["hidden_size"]), int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"])
+        kv_heads = int(cfg.get("num_key_value_heads") or heads)
+        head_dim = int(cfg.get("head_dim") or hidden // heads)
+        inter, vocab = int(cfg["intermediate_size"]), int(cfg["vocab_size"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"model {str(path)!r}: its config.json does not give the model's shape ({exc})") from None
+    tied = bool(cfg.get("tie_word_embeddings", False))
+    attention = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
+    params = layers * (attention + 3 * hidden * inter) + vocab * hidden * (1 if tied else 2)
+    return ModelProfile(path.name, float(params), layers, hidden, kv_heads, head_dim, vocab, tied)
+
+
 def model_profile(name: str) -> ModelProfile:
-    """Look a model up by its Hugging Face name (or basename); else infer its size from the name."""
+    """Look a model up by its Hugging Face name (or basename), or read a local checkpoint's
+    config.json; else infer its size from the name."""
     if name in MODELS:
         return MODELS[name]
+    if (Path(name) / "config.json").is_file():
+        return from_config(Path(name))
     base = name.rstrip("/").split("/")[-1]
     for key, prof in MODELS.items():
         if key.split("/")[-1] == base:

@@ -21,10 +21,19 @@ import pyarrow.parquet as pq
 from rich.table import Table
 
 from analysis.reader import read_requests
+from analysis.server import load_server_metrics, spec_decode_stats
 from cluster import FleetError
 from cluster.fleet import FleetSpec
+from cluster.sim.acceptance import SPREAD
 from cluster.sim.acceptance import Table as AcceptanceTable
-from cluster.sim.fitting import FITTED_HARDWARE, Window, fit_acceptance, fit_hardware, loads
+from cluster.sim.fitting import (
+    FITTED_HARDWARE,
+    Window,
+    fit_acceptance,
+    fit_acceptance_from_counters,
+    fit_hardware,
+    loads,
+)
 from cluster.sim.profiles import HARDWARE
 from cluster.sim.sim_profile import ProfileError, render_profile, resolve
 from common.exits import BAD_INPUT, OK, print_error
@@ -126,7 +135,7 @@ def _calibrate(console, args: argparse.Namespace) -> int:
     if len(observed) < 5:
         raise CalibrateError(f"{root}: {len(observed)} baseline requests with enough decode steps to fit (need 5)")
     hw_fit = fit_hardware(dep, observed)
-    table, acc_report = _fit_acceptance(fleet, spec_rows)
+    table, acc_report = _fit_acceptance(fleet, spec_rows, folders)
     _print(console, prior.hardware, hw_fit, acc_report)
     header = (f"Fitted by `loadtest calibrate {root}` to {hw_fit.requests} baseline requests of fleet {fleet.name} "
               f"({fleet.model}, TP{fleet.tensor_parallel_size}).\nLoad it with `loadtest sim --hardware FILE`, "
@@ -142,8 +151,11 @@ def _calibrate(console, args: argparse.Namespace) -> int:
     return OK
 
 
-def _fit_acceptance(fleet: FleetSpec, spec_rows: dict[str, list[tuple[dict, str]]]
+def _fit_acceptance(fleet: FleetSpec, spec_rows: dict[str, list[tuple[dict, str]]], folders: list[Path]
                     ) -> tuple[AcceptanceTable, list[tuple[str, str, object]]]:
+    """Per speculative mode's method and domain: from each request's acceptance histogram, or,
+    where the server sent none, from its /metrics per-position counters and the client's tokens
+    per step."""
     table: AcceptanceTable = {}
     report = []
     for mode, rows in spec_rows.items():
@@ -151,18 +163,44 @@ def _fit_acceptance(fleet: FleetSpec, spec_rows: dict[str, list[tuple[dict, str]
         if method in table:
             report.append((mode, "-", f"method {method} already fitted from another mode; skipped"))
             continue
+        counters = None
         for domain in sorted({d for _, d in rows}):
-            mine = [r for r, d in rows if d == domain and r.get("spec_acceptance_histogram")]
-            if not mine:
-                report.append((mode, domain, "no per-request acceptance (the server did not report it)"))
-                continue
-            hist = np.array([r["spec_acceptance_histogram"] for r in mine], dtype=np.float64)
-            steps = np.array([max(int(r["n_chunks"]) - 1, 0) for r in mine])
+            mine = [r for r, d in rows if d == domain]
+            steps = np.array([max(int(r["n_chunks"] or 0) - 1, 0) for r in mine])
             tokens = np.array([max(int(r["completion_tokens"] or 0) - 1, 0) for r in mine])
-            fit = fit_acceptance(hist, steps, tokens)
+            width = next((len(h) for r, _ in rows if (h := r.get("spec_acceptance_histogram"))), 0)
+            if width:   # the server reports each request's; a request that drafted on no step gets none
+                hist = np.array([r.get("spec_acceptance_histogram") or [0] * width for r in mine], dtype=np.float64)
+                fit = fit_acceptance(hist, steps, tokens)
+            else:
+                counters = counters or _counters(mode, folders, spec_rows[mode])
+                if counters is None or not steps.sum():
+                    report.append((mode, domain, "no per-request acceptance and no /metrics counters to fit"))
+                    continue
+                per_position, match = counters
+                fit = fit_acceptance_from_counters(per_position, match, float(tokens.sum() / steps.sum()),
+                                                   SPREAD.get(method, 0.0))
             table.setdefault(method, {})[domain] = fit.acceptance
             report.append((mode, domain, fit))
     return table, report
+
+
+def _counters(mode: str, folders: list[Path], rows: list[tuple[dict, str]]) -> tuple[list[float], float] | None:
+    """The mode's per-position acceptance over every folder's scraped /metrics, and the share of
+    its decode steps that verified drafts."""
+    drafts, per_pos = 0.0, None
+    for folder in folders:
+        metrics = load_server_metrics(folder)
+        stats = spec_decode_stats(metrics, mode) if metrics is not None else None
+        if stats is None:
+            continue
+        weighted = np.asarray(stats.per_position) * stats.drafts
+        per_pos = weighted if per_pos is None else per_pos + weighted
+        drafts += stats.drafts
+    steps = sum(max(int(r["n_chunks"] or 0) - 1, 0) for r, _ in rows)
+    if per_pos is None or not drafts or not steps:
+        return None
+    return (per_pos / drafts).tolist(), min(1.0, drafts / steps)
 
 
 def _print(console, prior, hw_fit, acc_report) -> None:
