@@ -64,6 +64,7 @@ class SimProfile:
     hardware: Hardware
     acceptance: Table | None = None
     source: str = ""
+    base: str = "h100-sxm"     # the built-in datasheet it starts from
 
 
 def load_profile(path: str | Path) -> SimProfile:
@@ -93,13 +94,13 @@ def load_profile(path: str | Path) -> SimProfile:
             if domain not in DOMAINS:
                 raise ProfileError(f"{where}: acceptance.{method}.{domain}: not a domain ({', '.join(DOMAINS)})")
             table.setdefault(method, {})[domain] = Acceptance(tuple(acc.positions), acc.spread, acc.match)
-    return SimProfile(hardware, table or None, where)
+    return SimProfile(hardware, table or None, where, hw.base)
 
 
 def resolve(name_or_path: str) -> SimProfile:
     """A built-in hardware name, or a profile file."""
     if name_or_path in HARDWARE:
-        return SimProfile(HARDWARE[name_or_path])
+        return SimProfile(HARDWARE[name_or_path], base=name_or_path)
     if not name_or_path.endswith(".toml") and not Path(name_or_path).exists():
         raise ProfileError(f"{name_or_path!r}: not a simulator profile ({', '.join(sorted(HARDWARE))}) "
                            "nor a profile file (.toml, from `loadtest calibrate`)")

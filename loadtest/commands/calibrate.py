@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 from rich.table import Table
 
 from analysis.reader import read_requests
@@ -26,6 +27,7 @@ from cluster import FleetError
 from cluster.fleet import FleetSpec
 from cluster.sim.acceptance import SPREAD
 from cluster.sim.acceptance import Table as AcceptanceTable
+from cluster.sim.domains import classify_domain
 from cluster.sim.fitting import (
     FITTED_HARDWARE,
     Window,
@@ -34,7 +36,7 @@ from cluster.sim.fitting import (
     fit_hardware,
     loads,
 )
-from cluster.sim.profiles import HARDWARE
+from cluster.sim.profiles import FITTABLE, HARDWARE
 from cluster.sim.sim_profile import ProfileError, render_profile, resolve
 from common.exits import BAD_INPUT, OK, print_error
 from loadtest.commands.console import new_console
@@ -66,16 +68,32 @@ def _fleet(root: Path, folders: list[Path]) -> FleetSpec:
         if path.is_file():
             fleet = json.loads(path.read_text()).get("fleet") or {}
             if "spec" in fleet:
-                return FleetSpec.model_validate(fleet["spec"])
+                try:
+                    return FleetSpec.model_validate(fleet["spec"])
+                except ValidationError as exc:   # e.g. its [sim] hardware file is gone
+                    problem = exc.errors()[0]
+                    raise CalibrateError(f"{path}: the fleet it records no longer loads: "
+                                         f"{'.'.join(str(p) for p in problem['loc'])}: {problem['msg']}") from None
     raise CalibrateError(f"{root}: no manifest.json with the fleet it ran on")
 
 
 def _domains(folder: Path) -> dict[str, str]:
+    """Each request's domain as the simulator reads it: from its own text (the trace's label is
+    the scenario's, which an imported trace does not have)."""
     path = folder / "trace.parquet"
     if not path.is_file():
         return {}
-    t = pq.read_table(path, columns=["request_id", "domain"])
-    return dict(zip(t["request_id"].to_pylist(), t["domain"].to_pylist(), strict=True))
+    t = pq.read_table(path, columns=["request_id", "prompt", "messages"])
+    out = {}
+    for rid, prompt, messages in zip(*(t[c].to_pylist() for c in ("request_id", "prompt", "messages")), strict=True):
+        text = prompt or ""
+        if not text and messages:
+            try:
+                text = "\n".join(str(m.get("content", "")) for m in json.loads(messages) if isinstance(m, dict))
+            except (ValueError, AttributeError):
+                text = ""
+        out[rid] = classify_domain(text)
+    return out
 
 
 def _windows(rows: list[dict], scale: float) -> dict[str, list[Window]]:
@@ -143,9 +161,16 @@ def _calibrate(console, args: argparse.Namespace) -> int:
     fit_info = {"source": str(root), "fleet": fleet.name, "model": fleet.model, "baseline_requests": hw_fit.requests,
                 "step_residual_rms_pct": round(hw_fit.residual_pct, 3), "held": list(hw_fit.held)}
     values = {k: v for k, v in hw_fit.values.items() if k not in hw_fit.held}
+    # what the prior set and the fit did not touch goes on (a prior profile file's own values)
+    datasheet = HARDWARE[prior.base]
+    values |= {k: getattr(prior.hardware, k) for k in FITTABLE
+               if k not in values and getattr(prior.hardware, k) != getattr(datasheet, k)}
+    merged: AcceptanceTable = {m: dict(d) for m, d in (prior.acceptance or {}).items()}
+    for method, domains in table.items():
+        merged.setdefault(method, {}).update(domains)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_profile(base, values, table, fit_info, header), encoding="utf-8")
+    out.write_text(render_profile(prior.base, values, merged, fit_info, header), encoding="utf-8")
     resolve(str(out))      # what was written loads
     console.print(f"wrote {out}")
     return OK
@@ -169,12 +194,15 @@ def _fit_acceptance(fleet: FleetSpec, spec_rows: dict[str, list[tuple[dict, str]
             steps = np.array([max(int(r["n_chunks"] or 0) - 1, 0) for r in mine])
             tokens = np.array([max(int(r["completion_tokens"] or 0) - 1, 0) for r in mine])
             width = next((len(h) for r, _ in rows if (h := r.get("spec_acceptance_histogram"))), 0)
+            if not steps.sum():
+                report.append((mode, domain, "no decode steps (every reply was one token)"))
+                continue
             if width:   # the server reports each request's; a request that drafted on no step gets none
                 hist = np.array([r.get("spec_acceptance_histogram") or [0] * width for r in mine], dtype=np.float64)
                 fit = fit_acceptance(hist, steps, tokens)
             else:
                 counters = counters or _counters(mode, folders, spec_rows[mode])
-                if counters is None or not steps.sum():
+                if counters is None:
                     report.append((mode, domain, "no per-request acceptance and no /metrics counters to fit"))
                     continue
                 per_position, match = counters
