@@ -105,8 +105,10 @@ def test_a_saturated_mode_goes_no_higher_and_a_closed_loop_level_stops_sending_o
 
 
 def _capacity(tmp_path, run_id: str) -> tuple[list[dict], str]:
+    # 165 ms keeps the boundary between two of the search's probe rates: at 150 ms the V1 model
+    # put eagle's TTFT p99 at 150-151 ms right on a probe (measured: one search in three flipped)
     out = loadtest("capacity", "--modes", "eagle", "--scenario", TINY, "--probe-duration", "4", "--slo",
-                   "ttft_p99_ms=150", "--precision", "25", "--out", str(tmp_path), "--run-id", run_id, timeout=900)
+                   "ttft_p99_ms=165", "--precision", "25", "--out", str(tmp_path), "--run-id", run_id, timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr
     report = (tmp_path / run_id / "report.md").read_text()
     return pq.read_table(tmp_path / run_id / "capacity.parquet").to_pylist(), report
