@@ -79,45 +79,28 @@ def _decaying(first: float, decay: float, k: int = 5) -> tuple[float, ...]:
 # - ngram, suffix: acceptance given a match, and the chance of a match. summarize FITTED to
 #   SpecDecode-Bench Fig. 1 (batch 1: 1.28x) with the match rate ASSUMED 0.3; others ASSUMED from
 #   Spec-Bench's prompt-lookup ordering (summarisation 2.43x > chat 1.64x > QA 1.14x, Vicuna-7B).
+def _profiles(method: str, first: dict[str, float | tuple[float, ...]], decay: float | None = None,
+              match: dict[str, float] | None = None) -> dict[str, Acceptance]:
+    """One method's profile per domain: a listed tuple as is, else the first position's value,
+    decaying per position when `decay` is given (flat otherwise), with the method's spread."""
+    def positions(v: float | tuple[float, ...]) -> tuple[float, ...]:
+        return v if isinstance(v, tuple) else _decaying(v, decay) if decay else (v,)
+    return {d: Acceptance(positions(v), SPREAD[method], (match or {}).get(d, 1.0)) for d, v in first.items()}
+
+
 PROFILES: dict[str, dict[str, Acceptance]] = {
-    "draft_model": {
-        "chat": Acceptance((0.765,), SPREAD["draft_model"]), "code": Acceptance((0.188,), SPREAD["draft_model"]),
-        "sql": Acceptance((0.45,), SPREAD["draft_model"]), "summarize": Acceptance((0.82,), SPREAD["draft_model"]),
-        "structured": Acceptance((0.6,), SPREAD["draft_model"]),
-    },
-    "eagle": {
-        "chat": Acceptance(_decaying(0.829, EAGLE_DECAY), SPREAD["eagle"]),
-        "code": Acceptance(_decaying(0.76, EAGLE_DECAY), SPREAD["eagle"]),
-        "sql": Acceptance(_decaying(0.74, EAGLE_DECAY), SPREAD["eagle"]),
-        "summarize": Acceptance(_decaying(0.579, EAGLE_DECAY), SPREAD["eagle"]),
-        "structured": Acceptance(_decaying(0.80, EAGLE_DECAY), SPREAD["eagle"]),
-    },
-    "eagle3": {
-        "chat": Acceptance((0.730, 0.714, 0.681, 0.66, 0.64), SPREAD["eagle3"]),
-        "code": Acceptance(_decaying(0.68, EAGLE_DECAY), SPREAD["eagle3"]),
-        "sql": Acceptance(_decaying(0.66, EAGLE_DECAY), SPREAD["eagle3"]),
-        "summarize": Acceptance(_decaying(0.62, EAGLE_DECAY), SPREAD["eagle3"]),
-        "structured": Acceptance(_decaying(0.71, EAGLE_DECAY), SPREAD["eagle3"]),
-    },
-    "medusa": {
-        "chat": Acceptance(_decaying(0.70, MEDUSA_DECAY), SPREAD["medusa"]),
-        "code": Acceptance(_decaying(0.684, MEDUSA_DECAY), SPREAD["medusa"]),
-        "sql": Acceptance(_decaying(0.65, MEDUSA_DECAY), SPREAD["medusa"]),
-        "summarize": Acceptance(_decaying(0.66, MEDUSA_DECAY), SPREAD["medusa"]),
-        "structured": Acceptance(_decaying(0.72, MEDUSA_DECAY), SPREAD["medusa"]),
-    },
-    "mlp_speculator": {
-        "chat": Acceptance(_decaying(0.65, MEDUSA_DECAY), SPREAD["mlp_speculator"]),
-        "code": Acceptance(_decaying(0.55, MEDUSA_DECAY), SPREAD["mlp_speculator"]),
-        "sql": Acceptance(_decaying(0.55, MEDUSA_DECAY), SPREAD["mlp_speculator"]),
-        "summarize": Acceptance(_decaying(0.6, MEDUSA_DECAY), SPREAD["mlp_speculator"]),
-        "structured": Acceptance(_decaying(0.65, MEDUSA_DECAY), SPREAD["mlp_speculator"]),
-    },
-    "ngram": {
-        "chat": Acceptance((0.35,), SPREAD["ngram"], 0.15), "code": Acceptance((0.5,), SPREAD["ngram"], 0.3),
-        "sql": Acceptance((0.5,), SPREAD["ngram"], 0.3), "summarize": Acceptance((0.685,), SPREAD["ngram"], 0.3),
-        "structured": Acceptance((0.5,), SPREAD["ngram"], 0.35),
-    },
+    "draft_model": _profiles("draft_model", {"chat": 0.765, "code": 0.188, "sql": 0.45, "summarize": 0.82,
+                                             "structured": 0.6}),
+    "eagle": _profiles("eagle", {"chat": 0.829, "code": 0.76, "sql": 0.74, "summarize": 0.579, "structured": 0.80},
+                       EAGLE_DECAY),
+    "eagle3": _profiles("eagle3", {"chat": (0.730, 0.714, 0.681, 0.66, 0.64), "code": 0.68, "sql": 0.66,
+                                   "summarize": 0.62, "structured": 0.71}, EAGLE_DECAY),
+    "medusa": _profiles("medusa", {"chat": 0.70, "code": 0.684, "sql": 0.65, "summarize": 0.66, "structured": 0.72},
+                        MEDUSA_DECAY),
+    "mlp_speculator": _profiles("mlp_speculator", {"chat": 0.65, "code": 0.55, "sql": 0.55, "summarize": 0.6,
+                                                   "structured": 0.65}, MEDUSA_DECAY),
+    "ngram": _profiles("ngram", {"chat": 0.35, "code": 0.5, "sql": 0.5, "summarize": 0.685, "structured": 0.5},
+                       match={"chat": 0.15, "code": 0.3, "sql": 0.3, "summarize": 0.3, "structured": 0.35}),
 }
 PROFILES["mtp"] = dict(PROFILES["eagle3"])
 PROFILES["suffix"] = {d: Acceptance(a.positions, a.spread, min(1.0, a.match * 1.2))
@@ -143,11 +126,16 @@ def profile(method: str, domain: str, table: Table | None = None) -> Acceptance:
     return PROFILES[method][domain]
 
 
+def logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return np.log(p / (1 - p))
+
+
 def _alphas(acc: Acceptance, k: int, offset: np.ndarray | float, temperature: float) -> np.ndarray:
     base = np.array([acc.positions[min(i, len(acc.positions) - 1)] for i in range(k)], dtype=np.float64)
-    logit = np.log(np.clip(base, 1e-6, 1 - 1e-6) / np.clip(1 - base, 1e-6, 1))
+    logit_ = logit(base)
     z = np.asarray(offset, dtype=np.float64)[..., None]
-    shifted = np.where(base > 0, 1.0 / (1.0 + np.exp(-(logit + z))), 0.0)
+    shifted = np.where(base > 0, 1.0 / (1.0 + np.exp(-(logit_ + z))), 0.0)
     return shifted * (1.0 - TEMPERATURE_PENALTY * min(max(temperature, 0.0), 1.0))
 
 
