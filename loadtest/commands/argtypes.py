@@ -49,6 +49,11 @@ def port(text: str) -> int:
     return value
 
 
+def port_or_zero(text: str) -> int:
+    """A TCP port, or 0 for a free one."""
+    return 0 if text.strip() == "0" else port(text)
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

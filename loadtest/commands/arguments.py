@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="address the web UI listens on (default 127.0.0.1, this machine only)")
     ui.add_argument("--web-port", type=port, default=8089, metavar="PORT", help="web UI port (default 8089)")
     _replay_options(ui, "in the replay")
+    from loadtest.commands.ops_arguments import metrics_options
+
+    metrics_options(ui)
 
     rep = sub.add_parser("report", help="analyse finished runs again: tables, summary.parquet, report.md",
                          description="Read finished runs' folders (records, trace, server metrics, manifest) and "
@@ -214,7 +217,10 @@ def _fleet_options(p: argparse.ArgumentParser) -> None:
 
 
 def _client_options(p: argparse.ArgumentParser) -> None:
-    """How the modes are replayed: in turn or at once, and by how many Locust processes."""
+    """How the modes are replayed: in turn or at once, and by how many Locust processes; /metrics."""
+    from loadtest.commands.ops_arguments import metrics_options
+
+    metrics_options(p)
     p.add_argument("--parallel-modes", action="store_true",
                    help="replay all modes at once, each with its own Locust process(es), instead of one after "
                    "the other (faster; the modes share the client machine, and the manifest says so); refused "

@@ -27,7 +27,8 @@ from loadtest.commands.console import new_console
 from loadtest.commands.inputs import Trace, choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.commands.levels import Level, native_rate
 from loadtest.commands.levels_run import LevelsRun, new_level, summarise
-from loadtest.commands.run import Stage, guarded
+from loadtest.commands.metrics_server import MetricsError, MetricsServer
+from loadtest.commands.run import Stage, guarded, serving
 from loadtest.records import OK
 from scenarios import ScenarioError
 
@@ -155,8 +156,9 @@ def main(args: argparse.Namespace) -> int:
             raise ScenarioError(f"the scenario {trace.info['name']} sets no SLO targets to hold: give its tenants "
                                 "an `slo`, or --slo ttft_p99_ms=...,tpot_p99_ms=...")
         choice = choose_fleet(args, args.modes)
+        MetricsServer.from_args(args, None).check()  # before the run folder is made
         run_dir = new_run_dir(args.out, args.run_id, f"capacity-{trace.info['name']}")
-    except (ScenarioError, FleetError, FileExistsError) as exc:
+    except (ScenarioError, FleetError, FileExistsError, MetricsError) as exc:
         print_error("loadtest capacity", str(exc))
         return exits.BAD_INPUT
     manifest = new_manifest(run_dir, trace, choice)
@@ -165,8 +167,13 @@ def main(args: argparse.Namespace) -> int:
                   f"arrivals a probe, modes {', '.join(choice.modes)}, fleet {choice.info['name']}",
                   soft_wrap=True)
     results = {m: ModeCapacity() for m in choice.modes}
-    code = guarded(lambda signals: CapacityRun(args, console, trace, choice, run_dir, manifest, signals,
-                                               results=results).replay_all(), manifest, run_dir, "loadtest capacity")
+    try:
+        with serving(MetricsServer.from_args(args, run_dir), manifest, console) as server:
+            code = guarded(lambda signals: CapacityRun(args, console, trace, choice, run_dir, manifest, signals, server,
+                                                results=results).replay_all(), manifest, run_dir, "loadtest capacity")
+    except MetricsError as exc:
+        print_error("loadtest capacity", str(exc))
+        return exits.BAD_INPUT
     probes = [p for r in results.values() for p in r.probes]
     pq.write_table(pa.Table.from_pylist(probes, schema=PROBE_SCHEMA), run_dir / "capacity.parquet")
     gpus = choice.spec.gpus_per_mode if choice.spec is not None else 1

@@ -96,6 +96,7 @@ class LevelsRun(Run):
         mr.started_at = utc_now()
         self.manifest.write(self.run_dir)
         stage.progress.start_task(stage.tasks[mode])
+        self.metrics.watch(mode, [(r.label, r.url) for r in stage.bringup.replicas[mode]])
         try:
             self.drive(stage, mode)
         finally:

@@ -13,9 +13,9 @@ import argparse
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from loadtest.commands.inputs import (
     prepare_trace,
 )
 from loadtest.commands.manifest import Manifest, ModeRun
+from loadtest.commands.metrics_server import MetricsError, MetricsServer
 from loadtest.commands.report import live_text, mode_progress, print_summary, progress_counts, record_gate
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
@@ -64,8 +65,9 @@ def main(args: argparse.Namespace) -> int:
         t_build = time.monotonic()
         trace = prepare_trace(args)
         fleet = choose_fleet(args, args.modes)
+        MetricsServer.from_args(args, None).check()  # before the run folder is made
         run_dir = new_run_dir(args.out, args.run_id, trace.info["name"])
-    except (ScenarioError, FleetError, FileExistsError) as exc:
+    except (ScenarioError, FleetError, FileExistsError, MetricsError) as exc:
         print_error("loadtest run", str(exc))
         return exits.BAD_INPUT
     manifest = new_manifest(run_dir, trace, fleet)
@@ -76,8 +78,13 @@ def main(args: argparse.Namespace) -> int:
                   f"{trace.table['offset_s'][-1].as_py():.1f} s (trace ready in {time.monotonic() - t_build:.1f} s), "
                   f"modes {', '.join(fleet.modes)}, fleet {fleet.info['name']}")
 
-    code = guarded(lambda signals: Run(args, console, trace, fleet, run_dir, manifest, signals).replay_all(),
-                   manifest, run_dir, "loadtest run")
+    try:
+        with serving(MetricsServer.from_args(args, run_dir), manifest, console) as server:
+            code = guarded(lambda signals: Run(args, console, trace, fleet, run_dir, manifest, signals,
+                                               server).replay_all(), manifest, run_dir, "loadtest run")
+    except MetricsError as exc:
+        print_error("loadtest run", str(exc))
+        return exits.BAD_INPUT
     checks = print_summary(console, run_dir, fleet.modes, manifest, args.max_errors, args.slo_gate)
     if code == exits.OK:
         if not record_gate(manifest, checks, console, args.slo_gate):
@@ -87,6 +94,18 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"report: {run_dir / 'report.md'}")
     console.print(f"results: {run_dir}/")
     return code
+
+
+@contextmanager
+def serving(server: MetricsServer, manifest: Manifest, console: Console) -> Iterator[MetricsServer]:
+    """`server` serving /metrics for the command's length, its address in the manifest and on the
+    console (MetricsError when it cannot listen: nothing has started yet)."""
+    with server:
+        if server.url:
+            manifest.metrics = server.url
+            console.print(f"client metrics: {server.url} (Prometheus file_sd targets: {server.targets_path})",
+                          soft_wrap=True, highlight=False)
+        yield server
 
 
 def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path, prog: str) -> int:
@@ -129,9 +148,10 @@ class Run:
     """One `loadtest run` after its inputs are checked: the fleet up, every mode replayed."""
 
     def __init__(self, args: argparse.Namespace, console: Console, trace: Trace, fleet: FleetChoice, run_dir: Path,
-                 manifest: Manifest, signals: Signals) -> None:
+                 manifest: Manifest, signals: Signals, metrics: MetricsServer | None = None) -> None:
         self.args, self.console, self.trace, self.choice = args, console, trace, fleet
         self.run_dir, self.manifest, self.signals = run_dir, manifest, signals
+        self.metrics = metrics or MetricsServer("127.0.0.1", 0, None, enabled=False)
         workers = args.workers or default_workers(fleet.spec, len(fleet.modes))
         closed = closed_concurrency(trace.table)
         self.workers = min(workers, closed) if closed else workers  # each worker keeps one request in flight
@@ -190,6 +210,7 @@ class Run:
         replicas = stage.bringup.replicas[mode]
         progress, task, scraper = stage.progress, stage.tasks[mode], stage.scraper
         scraper.watch(mode, [(r.label, r.url) for r in replicas])
+        self.metrics.watch(mode, [(r.label, r.url) for r in replicas])
         progress.start_task(task)
         progress.update(task, counts="starting")
         try:
@@ -230,7 +251,7 @@ class Run:
             elif isinstance(msg, protocol.Live):
                 progress.update(task, live=live_text(msg))
 
-        process = LocustProcess(config, show, {a.api_key_env: key} if key else {})
+        process = LocustProcess(config, show, {a.api_key_env: key} if key else {}, metrics=self.metrics.metrics)
         self.signals.watch(process)
         try:
             process.start()

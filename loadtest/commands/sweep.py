@@ -33,7 +33,8 @@ from loadtest.commands.inputs import choose_fleet, new_manifest, new_run_dir, pr
 from loadtest.commands.levels import Level, levels_of
 from loadtest.commands.levels_run import LevelDir, LevelsRun, new_level, summarise
 from loadtest.commands.manifest import Manifest
-from loadtest.commands.run import Stage, guarded
+from loadtest.commands.metrics_server import MetricsError, MetricsServer
+from loadtest.commands.run import Stage, guarded, serving
 from scenarios import ScenarioError
 from scenarios.trace import write_trace
 
@@ -139,8 +140,9 @@ def main(args: argparse.Namespace) -> int:
         trace = prepare_trace(args, rate_scale=None)   # the base trace, at the scenario's own rate
         levels = levels_of(args, trace.table)
         choice = choose_fleet(args, args.modes)
+        MetricsServer.from_args(args, None).check()  # before the run folder is made
         run_dir = new_run_dir(args.out, args.run_id, f"sweep-{trace.info['name']}")
-    except (ScenarioError, FleetError, FileExistsError) as exc:
+    except (ScenarioError, FleetError, FileExistsError, MetricsError) as exc:
         print_error("loadtest sweep", str(exc))
         return exits.BAD_INPUT
     manifest = new_manifest(run_dir, trace, choice)
@@ -152,8 +154,13 @@ def main(args: argparse.Namespace) -> int:
     console.print(f"[bold]sweep {manifest.run_id}[/bold]: {trace.table.num_rows:,} requests of {trace.info['name']} "
                   f"per level, levels {', '.join(lv.name for lv in levels)}, modes {', '.join(choice.modes)}, fleet "
                   f"{choice.info['name']}", soft_wrap=True)
-    code = guarded(lambda signals: SweepRun(args, console, trace, choice, run_dir, manifest, signals,
-                                            levels=dirs).replay_all(), manifest, run_dir, "loadtest sweep")
+    try:
+        with serving(MetricsServer.from_args(args, run_dir), manifest, console) as server:
+            code = guarded(lambda signals: SweepRun(args, console, trace, choice, run_dir, manifest, signals, server,
+                                                levels=dirs).replay_all(), manifest, run_dir, "loadtest sweep")
+    except MetricsError as exc:
+        print_error("loadtest sweep", str(exc))
+        return exits.BAD_INPUT
     manifest.levels = [lv.entry() for lv in dirs]
     manifest.write(run_dir)
     gpus = choice.spec.gpus_per_mode if choice.spec is not None else 1

@@ -22,7 +22,9 @@ from common.times import utc_now
 from loadtest.commands.console import new_console
 from loadtest.commands.inputs import choose_fleet, new_run_dir, prepare_trace, replica_entry
 from loadtest.commands.manifest import Manifest, ModeRun
+from loadtest.commands.metrics_server import MetricsError, MetricsServer
 from loadtest.commands.report import print_summary, record_gate
+from loadtest.commands.run import serving
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
@@ -56,8 +58,9 @@ def main(args: argparse.Namespace) -> int:
         problem = _listen_problem(args.web_host, args.web_port)
         if problem:
             raise FleetError(problem)
+        MetricsServer.from_args(args, None).check()  # before the run folder is made
         run_dir = new_run_dir(args.out, args.run_id, f"{trace.info['name']}-ui")
-    except (FleetError, ScenarioError, FileExistsError) as exc:
+    except (FleetError, ScenarioError, FileExistsError, MetricsError) as exc:
         print_error("loadtest ui", str(exc))
         return exits.BAD_INPUT
     run_id, state = run_dir.name, fleet.existing
@@ -91,10 +94,12 @@ def main(args: argparse.Namespace) -> int:
             console.print(f"{mode}: replay {msg.reason}: {msg.recorded} records in {run_dir}/requests/; "
                           "the UI stays up for its charts: Ctrl-C to quit")
 
-    process = LocustProcess(config, show)
-    with Signals() as signals, Scraper(run_dir) as scraper:
+    server = MetricsServer.from_args(args, run_dir)
+    process = LocustProcess(config, show, metrics=server.metrics)
+    with serving(server, manifest, console), Signals() as signals, Scraper(run_dir) as scraper:
         signals.watch(process)
         scraper.watch(mode, [(r.label, r.url) for r in replicas])
+        server.watch(mode, [(r.label, r.url) for r in replicas])
         mr.started_at = utc_now()
         try:
             process.start()

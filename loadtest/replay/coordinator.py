@@ -21,6 +21,7 @@ from loadtest.replay.dispatcher import Clock
 from loadtest.replay.shards import iter_shard
 from loadtest.request.client import Clock as EpochClock
 from loadtest.request.client_stats import ClientStats
+from loadtest.request.tally import Tally
 
 log = logging.getLogger("loadtest.replay")
 LOST_GRACE_S = 2.0  # a missing worker this long is lost; then this long again for its last part file
@@ -83,6 +84,7 @@ class Coordinator:
     read_recorded: Callable[[str], set[str]]   # request ids a worker's part files hold
     workers: dict[str, _Worker] = field(default_factory=dict)  # Locust client id -> its shard
     stats: ClientStats = field(default_factory=ClientStats)
+    tally: Tally = field(default_factory=Tally)  # the workers' and our own rows since the last Observed
     t0: float | None = None
     finished: bool = False
     _sink: Sink | None = None
@@ -108,6 +110,7 @@ class Coordinator:
         if isinstance(msg, protocol.WorkerReport | protocol.WorkerDone):
             w.counts = msg.counts
             self.stats.merge(msg.stats)
+            self.tally.merge(msg.tally)
         if isinstance(msg, protocol.WorkerDone):
             if msg.reason == "failed":  # it could not replay: fill in what it did not record
                 self._declare_lost(client_id, w, "failed")
@@ -119,6 +122,7 @@ class Coordinator:
         if self.finished or self.t0 is None:
             return
         now = self.clock.now()
+        self._say_observed()
         self.say(self.progress())
         self.say(protocol.Live(*self.stats.live()))
         for client_id, w in self.workers.items():
@@ -138,11 +142,17 @@ class Coordinator:
         if self.workers and all(w.done is not None for w in self.workers.values()):
             reasons = {w.done for w in self.workers.values()}
             self.finished = True
+            self._say_observed()
             self.say(protocol.ClientVerdict(self.stats.verdict(self.opts.lateness_limit_ms)))
             self.say(protocol.Finished("completed" if reasons == {"completed"} else sorted(reasons - {"completed"})[0],
                                        self.recorded()))
             self.close()
             self.master.quit()
+
+    def _say_observed(self) -> None:
+        tally = self.tally.take()
+        if tally:
+            self.say(protocol.Observed(tally))
 
     def progress(self) -> protocol.Progress:
         total = protocol.Counts()
@@ -159,6 +169,7 @@ class Coordinator:
         """The master is quitting before every shard was done: say how far it got."""
         if self.workers and not self.finished:
             self.finished = True
+            self._say_observed()
             self.say(self.progress())
             self.say(protocol.Finished("interrupted", self.recorded()))
         self.close()
@@ -174,6 +185,7 @@ class Coordinator:
         for _, row in iter_shard(self.opts.trace_file, 0, 1):
             self._write(row, t0 + row["offset_s"], t0, "master", "not_sent", None, why)
             n += 1
+        self._say_observed()
         self.say(protocol.Progress(total=n, sent=0, done=0, not_sent=n))
         self.say(protocol.Finished("failed", n))
         self.close()
@@ -218,7 +230,9 @@ class Coordinator:
         rec = RequestRecord(run_id=self.opts.run_id, mode=self.opts.mode, worker=worker, tenant=row["tenant"],
                             request_id=row["request_id"], scheduled_ns=self._records.to_ns(due),
                             offset_s=due - t0, status=status, error_kind=kind, error=error)
-        self._sink_().add(rec.as_row())
+        row = rec.as_row()
+        self._sink_().add(row)
+        self.tally.observe(row)
 
     def _sink_(self) -> Sink:
         if self._sink is None:

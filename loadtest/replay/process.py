@@ -24,6 +24,7 @@ from typing import TextIO
 from common.process import die_with_parent
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
+from loadtest.request.exporter import ClientMetrics
 
 log = logging.getLogger("loadtest")
 WORKER_EXIT_WAIT_S = 10.0  # the master quits its workers; one still running after this is killed
@@ -70,6 +71,7 @@ class LocustProcess:
     config: ReplayConfig
     on_message: Callable[[protocol.Line], None] = lambda msg: None
     env: dict[str, str] = field(default_factory=dict)   # for Ray workers: the API key, never on a command line
+    metrics: ClientMetrics | None = None                # the command's /metrics: what the replay records
     end: ReplayEnd = field(default_factory=ReplayEnd)
     main: subprocess.Popen | None = None
     workers: list[subprocess.Popen] = field(default_factory=list)
@@ -124,6 +126,11 @@ class LocustProcess:
 
     # ---- run ---------------------------------------------------------------------------------
     def _take(self, msg: protocol.Line) -> None:
+        cfg = self.config
+        if self.metrics is not None and isinstance(msg, protocol.Observed):
+            self.metrics.add(cfg.run_id, cfg.mode, msg.tally)
+        elif self.metrics is not None and isinstance(msg, protocol.Progress):
+            self.metrics.progress(cfg.run_id, cfg.mode, msg.in_flight, msg.total)
         if isinstance(msg, protocol.ClientVerdict):
             self.end.client = msg.verdict
         elif isinstance(msg, protocol.Finished):

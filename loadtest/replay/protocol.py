@@ -10,11 +10,12 @@ Fields are named, never split by position, so adding one breaks no reader.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 import orjson
 
 from loadtest.request.client_stats import StatsReport
+from loadtest.request.tally import TallyReport
 
 PREFIX = "@@"
 
@@ -46,6 +47,13 @@ class Live:
 
 
 @dataclass(frozen=True)
+class Observed:
+    """The records written since the last Observed, per tenant, for the command's /metrics."""
+
+    tally: TallyReport
+
+
+@dataclass(frozen=True)
 class ClientVerdict:
     """The client's report on itself (ClientStats.verdict): lateness, CPU, client_limited."""
 
@@ -61,8 +69,9 @@ class Finished:
     recorded: int
 
 
-Line = Progress | Live | ClientVerdict | Finished
-_LINES: dict[str, type] = {"progress": Progress, "live": Live, "client": ClientVerdict, "finished": Finished}
+Line = Progress | Live | Observed | ClientVerdict | Finished
+_LINES: dict[str, type] = {"progress": Progress, "live": Live, "observed": Observed, "client": ClientVerdict,
+                           "finished": Finished}
 
 
 def encode_line(msg: Line) -> str:
@@ -112,6 +121,7 @@ class WorkerReport:
 
     counts: Counts
     stats: StatsReport
+    tally: TallyReport = field(default_factory=TallyReport)
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,7 @@ class WorkerDone:
     reason: str
     counts: Counts
     stats: StatsReport
+    tally: TallyReport = field(default_factory=TallyReport)
 
 
 @dataclass(frozen=True)
@@ -145,7 +156,7 @@ def from_locust(kind: str, data: dict | None) -> Wire:
 
 
 # ---- shared ----------------------------------------------------------------------------------
-_NESTED = {"counts": Counts, "stats": StatsReport}
+_NESTED = {"counts": Counts, "stats": StatsReport, "tally": TallyReport}
 
 
 def _name(kinds: dict[str, type], msg: object) -> str:

@@ -30,6 +30,7 @@ from loadtest.request.body import request_body
 from loadtest.request.client import Clock, execute
 from loadtest.request.client_stats import ClientStats, cpu_seconds
 from loadtest.request.sink import ParquetSink
+from loadtest.request.tally import Tally
 from scenarios.trace import closed_concurrency
 
 PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
@@ -91,6 +92,7 @@ class ShardReplay:
                         **({"Authorization": f"Bearer {key}"} if key else {})}
         self.clock = Clock.now()
         self.stats = ClientStats()
+        self.tally = Tally()              # per tenant, for the command's /metrics
         self.sink: ParquetSink | None = None
         self.dispatcher: Dispatcher | None = None
         self.recorded = 0
@@ -184,12 +186,15 @@ class ShardReplay:
             out = rec.as_row()
             self.sink.add(out)
             self.stats.observe(out)
+            self.tally.observe(out)
             self.recorded += 1
             if self.on_request is not None:
                 self.on_request(rec, str(url), row["tenant"])
 
     def _unsent(self, row: dict, scheduled: float, why: str) -> None:
-        self.sink.add(self._record(row, scheduled, "not_sent", why).as_row())
+        out = self._record(row, scheduled, "not_sent", why).as_row()
+        self.sink.add(out)
+        self.tally.observe(out)
         self.recorded += 1
 
     def _tick(self) -> None:
@@ -215,10 +220,12 @@ class ShardReplay:
 
 
 def request_event(environment) -> Callable[..., None]:
-    """Locust's own statistics: one request per LLM request, named after the mode, E2E as its time."""
+    """Locust's own statistics: one request per LLM request, named after the mode, E2E as its time.
+    A failure is named by its status and error kind only: Locust keeps one entry per distinct
+    message for ever, and a request's own detail (in its Parquet record) would grow that in a soak."""
 
     def fire(rec, url: str, tenant: str) -> None:
-        exc = None if rec.status == "ok" else Exception(f"{rec.status}: {rec.error_kind or ''} {rec.error or ''}")
+        exc = None if rec.status == "ok" else Exception(f"{rec.status}: {rec.error_kind or 'unknown'}")
         environment.events.request.fire(request_type="POST", name=rec.mode, response_time=rec.e2e_ms or 0.0,
                                         response_length=rec.completion_tokens or 0, exception=exc,
                                         context={"tenant": tenant}, url=url)
@@ -232,6 +239,9 @@ def tell_command(say: Callable[[protocol.Line], None], lateness_limit: float) ->
 
     def tell(replay: ShardReplay, final: bool) -> None:
         replay.stats.cpu_max = max(replay.stats.cpu_max, replay.cpu_share())
+        tally = replay.tally.take()
+        if tally:  # before the progress that counts its rows, so /metrics never lags the bar
+            say(protocol.Observed(tally))
         say(replay.progress())
         say(protocol.Live(*replay.stats.live()))
         if final:
@@ -245,8 +255,8 @@ def tell_master(send: Callable[[protocol.Wire], None]) -> Callable[[ShardReplay,
     """A worker's `tell`: reports to the master, then its last one as WorkerDone."""
 
     def tell(replay: ShardReplay, final: bool) -> None:
-        stats = replay.stats.take(replay.cpu_share())
-        send(protocol.WorkerDone(replay.end_reason or "failed", replay.counts(), stats) if final
-             else protocol.WorkerReport(replay.counts(), stats))
+        stats, tally = replay.stats.take(replay.cpu_share()), replay.tally.take()
+        send(protocol.WorkerDone(replay.end_reason or "failed", replay.counts(), stats, tally) if final
+             else protocol.WorkerReport(replay.counts(), stats, tally))
 
     return tell

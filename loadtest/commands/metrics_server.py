@@ -1,0 +1,177 @@
+"""The command's own /metrics: the client's view (loadtest.request.exporter) served over HTTP
+while a run, sweep, capacity search, soak or web UI goes on, and a Prometheus file_sd targets file
+beside the run's folder (<out>/prometheus-targets/<run_id>.json) naming it and every replica it
+replays against, labelled by mode; the file goes when the command ends.
+
+Loopback by default. Any other address needs credentials in the environment (LOADTEST_WEB_USER,
+LOADTEST_WEB_PASSWORD) and is then behind HTTP basic auth (Prometheus's `basic_auth`); without
+them the command refuses to start. The credentials are never written anywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import ipaddress
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from prometheus_client import make_wsgi_app
+from prometheus_client.registry import CollectorRegistry
+
+from loadtest.request.exporter import ClientMetrics
+
+USER_ENV, PASSWORD_ENV = "LOADTEST_WEB_USER", "LOADTEST_WEB_PASSWORD"
+TARGETS_DIR = "prometheus-targets"   # <out>/prometheus-targets/<run_id>.json: Prometheus globs only file names
+
+
+class MetricsError(ValueError):
+    """A /metrics address that cannot be served (in use, or open without credentials)."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def credentials() -> tuple[str, str] | None:
+    """(user, password) from the environment, or None when either is unset or empty."""
+    user, password = os.environ.get(USER_ENV), os.environ.get(PASSWORD_ENV)
+    return (user, password) if user and password else None
+
+
+def login_problem(host: str, what: str) -> str | None:
+    """Why `what` may not listen on `host` (None when it may)."""
+    if is_loopback(host) or credentials():
+        return None
+    return (f"{what} on {host} (not loopback) needs a login: set {USER_ENV} and {PASSWORD_ENV} in the "
+            "environment, or bind 127.0.0.1")
+
+
+def basic_auth(app, user: str, password: str):
+    """`app` behind HTTP basic auth: 401 without the credentials, compared in constant time."""
+    expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    def guarded(environ, start_response):
+        if hmac.compare_digest(environ.get("HTTP_AUTHORIZATION", "").encode(), expected.encode()):
+            return app(environ, start_response)
+        start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="loadtest"'),
+                                            ("Content-Type", "text/plain")])
+        return [b"login required\n"]
+
+    return guarded
+
+
+class MetricsServer:
+    """/metrics on host:port (port 0: a free one) while the command runs; `watch` adds a mode's
+    replicas to the targets file; on leaving, `linger_s` more seconds for a last scrape."""
+
+    def __init__(self, host: str, port: int, run_dir: Path | None, linger_s: float = 0.0,
+                 enabled: bool = True) -> None:
+        self.host, self.port, self.run_dir, self.linger_s, self.enabled = host, port, run_dir, linger_s, enabled
+        self.metrics = ClientMetrics()
+        self.replicas: dict[str, list[tuple[str, str]]] = {}
+        self._server = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_args(cls, args, run_dir: Path | None) -> MetricsServer:
+        """The server the command's --metrics-* options ask for (`--no-metrics`: one that serves nothing)."""
+        return cls(args.metrics_host, args.metrics_port, run_dir, args.metrics_linger, not args.no_metrics)
+
+    def check(self) -> None:
+        """MetricsError now, before anything starts, when /metrics could not be served."""
+        if not self.enabled:
+            return
+        problem = login_problem(self.host, "/metrics")
+        if problem:
+            raise MetricsError(problem)
+        if self.port:
+            with socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET) as s:
+                try:
+                    s.bind((self.host, self.port))
+                except OSError as exc:
+                    raise MetricsError(f"cannot serve /metrics on {self.host}:{self.port} "
+                                       f"({exc.strerror or exc}); pick another --metrics-port (0 picks a free one)"
+                                       ) from None
+
+    @property
+    def targets_path(self) -> Path | None:
+        return self.run_dir.parent / TARGETS_DIR / f"{self.run_dir.name}.json" if self.run_dir is not None else None
+
+    @property
+    def url(self) -> str | None:
+        return f"http://{self.host}:{self.port}/metrics" if self._server is not None else None
+
+    def __enter__(self) -> MetricsServer:
+        from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+        from prometheus_client.exposition import ThreadingWSGIServer
+
+        if not self.enabled:
+            return self
+        self.check()
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self.metrics)
+        app = make_wsgi_app(registry)
+        creds = None if is_loopback(self.host) else credentials()
+        if creds:
+            app = basic_auth(app, *creds)
+
+        class Quiet(WSGIRequestHandler):
+            def log_message(self, *args) -> None:  # no line per scrape on the console
+                pass
+
+        try:
+            self._server = make_server(self.host, self.port, app, ThreadingWSGIServer, handler_class=Quiet)
+        except OSError as exc:
+            raise MetricsError(f"cannot serve /metrics on {self.host}:{self.port} ({exc.strerror or exc}); "
+                               "pick another --metrics-port (0 picks a free one)") from None
+        self.port = self._server.server_port
+        threading.Thread(target=self._server.serve_forever, daemon=True, name="loadtest-metrics").start()
+        self._write_targets()
+        return self
+
+    def watch(self, mode: str, replicas: list[tuple[str, str]]) -> None:
+        """`mode`'s replicas, (label, base URL), join the targets file."""
+        with self._lock:
+            self.replicas[mode] = list(replicas)
+            if self._server is not None:
+                self._write_targets()
+
+    def _write_targets(self) -> None:
+        """Prometheus's file_sd format: this command (the client's metrics; its series carry their
+        own run and mode labels) and each replica (vLLM's metrics, labelled here by mode)."""
+        path = self.targets_path
+        if path is None:
+            return
+        host = socket.gethostname() if self.host in ("0.0.0.0", "::") else self.host
+        groups = [{"targets": [f"{host}:{self.port}"], "labels": {"loadtest_role": "client"}}]
+        for mode, reps in self.replicas.items():
+            for label, url in reps:
+                groups.append({"targets": [urlsplit(url).netloc],
+                               "labels": {"loadtest_role": "server", "mode": mode, "replica": label,
+                                          "run": self.run_dir.name}})
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(groups, indent=1) + "\n")
+        tmp.replace(path)   # Prometheus never reads half a file
+
+    def __exit__(self, *exc) -> None:
+        if self._server is None:
+            return
+        if self.linger_s > 0 and exc[0] is None:
+            time.sleep(self.linger_s)
+        self._server.shutdown()
+        self._server.server_close()
+        if self.targets_path is not None:  # the run is over: Prometheus stops scraping it
+            self.targets_path.unlink(missing_ok=True)
