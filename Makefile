@@ -39,7 +39,7 @@ browser:
 PROMETHEUS ?= /usr/bin/prometheus
 prometheus:
 	@test -x $(PROMETHEUS) || { echo "installing Debian's prometheus for the /metrics test"; \
-	  apt-get install -y -q prometheus >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q prometheus >/dev/null; }; } \
+	  apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends prometheus >/dev/null; }; } \
 	  || { echo "could not install prometheus (apt-get needs root and Debian's archive); set PROMETHEUS=/path/to/prometheus"; exit 1; }
 
 lint: install

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from analysis.stats import floats, meets_slos, ms_text
@@ -36,14 +37,21 @@ def has_targets(trace: pa.Table) -> bool:
 
 
 def with_slos(records: pa.Table, run_dir: Path) -> pa.Table | None:
-    """`records` with their requests' targets joined from the run's trace.parquet; None when the
+    """`records` with their requests' targets joined from the run's trace.parquet (or a soak's
+    trace/ folder); None when the
     trace holds no target at all (an imported trace, a scenario without SLOs)."""
     path = Path(run_dir) / "trace.parquet"
-    if not path.is_file():
+    if path.is_file():
+        if not has_slos(pq.read_schema(path)):
+            return None
+        return join_targets(records, pq.read_table(path, columns=["request_id", *SLO_COLUMNS]))
+    folder = Path(run_dir) / "trace"   # a soak's trace, written a window part at a time
+    if not folder.is_dir():
         return None
-    if not has_slos(pq.read_schema(path)):
+    parts = ds.dataset(folder, format="parquet")
+    if not has_slos(parts.schema):
         return None
-    return join_targets(records, pq.read_table(path, columns=["request_id", *SLO_COLUMNS]))
+    return join_targets(records, parts.to_table(columns=["request_id", *SLO_COLUMNS]))
 
 
 def join_targets(records: pa.Table, trace: pa.Table) -> pa.Table | None:

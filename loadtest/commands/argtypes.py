@@ -96,3 +96,20 @@ def slo_targets(text: str) -> dict[str, float]:
     if not out:
         raise argparse.ArgumentTypeError(f"expected at least one target, e.g. tpot_p99_ms=40, got {text!r}")
     return out
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration(text: str) -> float:
+    """A positive duration in seconds: 90, 90s, 5m, 8h, 1.5h, 1d."""
+    t = text.strip().lower()
+    scale = _UNITS.get(t[-1:], None)
+    body = t[:-1] if scale is not None else t
+    try:
+        value = float(body) * (scale or 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 90s, 5m or 8h, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive duration such as 90s, 5m or 8h, got {text!r}")
+    return value

@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how much worse a metric may get before it fails, in percent (default 5)")
 
     add_load_commands(sub)
+    from loadtest.commands.ops_arguments import add_soak
+
+    add_soak(sub)
 
     clus = sub.add_parser("cluster", help="hold a fleet up across runs: up, status, down",
                           description="A long-lived fleet for the web UI and soak tests. `up` provisions it "
@@ -235,16 +238,17 @@ def _client_options(p: argparse.ArgumentParser) -> None:
 
 
 def _replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = True, requests: bool = True,
-                    gate: str = "errors,slo") -> None:
+                    gate: str = "errors,slo", trace: bool = True, scenario: str = "saas-mix") -> None:
     """What the replaying commands share: the trace, the results folder, the client's limits and
     the gate (`rate_scale`: its one --rate-scale, where a sweep has levels; `requests`: its
     --requests, where a capacity search sizes its probes by duration; `gate`: which of the error
-    and SLO gates it offers)."""
-    p.add_argument("--scenario", default="saas-mix", metavar="NAME|PATH",
-                   help="built-in scenario name or a scenario TOML file (default: saas-mix)")
-    p.add_argument("--trace", default=None, metavar="FILE",
-                   help="replay this trace.parquet (from `loadtest trace build` or `trace import`) instead of "
-                   "building one from --scenario; --requests keeps its first N rows, --rate-scale speeds it up")
+    and SLO gates it offers; `trace`: --trace, where the trace is not generated as it goes)."""
+    p.add_argument("--scenario", default=scenario, metavar="NAME|PATH",
+                   help=f"built-in scenario name or a scenario TOML file (default: {scenario})")
+    if trace:
+        p.add_argument("--trace", default=None, metavar="FILE", help="replay this trace.parquet (from `loadtest "
+                       "trace build` or `trace import`) instead of building one from --scenario; --requests keeps "
+                       "its first N rows, --rate-scale speeds it up")
     if requests:
         p.add_argument("--requests", type=positive_int, default=None, metavar="N",
                        help="requests in the trace (default: the scenario's demo size; --requests 50000 "

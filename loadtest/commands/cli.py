@@ -69,7 +69,7 @@ COMMANDS = {"sim": ("cluster.sim.cli", "run"), "run": ("loadtest.commands.run", 
             "ui": ("loadtest.commands.ui", "main"), "report": ("loadtest.commands.analyse", "main"),
             "compare": ("loadtest.commands.analyse", "compare"), "plan": ("loadtest.commands.plan", "main"),
             "sweep": ("loadtest.commands.sweep", "main"), "capacity": ("loadtest.commands.capacity", "main"),
-            "calibrate": ("loadtest.commands.calibrate", "main")}
+            "calibrate": ("loadtest.commands.calibrate", "main"), "soak": ("loadtest.commands.soak", "main")}
 
 
 def main(argv: list[str] | None = None) -> int:

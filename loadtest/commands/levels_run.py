@@ -101,6 +101,7 @@ class LevelsRun(Run):
             self.drive(stage, mode)
         finally:
             stage.progress.stop_task(stage.tasks[mode])
+            self.metrics.unwatch(mode)
             self._report_dead_replicas(stage.bringup.fleet, stage.bringup.replicas[mode], mr)
             mr.ended_at = utc_now()
             self.manifest.write(self.run_dir)

@@ -70,6 +70,7 @@ class Manifest:
     levels: list[dict] = field(default_factory=list)  # a sweep's levels: name, load, saturated and skipped modes
     level_duration_s: float | None = None             # a sweep's --level-duration
     metrics: str | None = None                        # where the command served the client's /metrics
+    soak: dict | None = None                          # a soak's parameters, its stretches (resumes) and verdict
     versions: dict = field(default_factory=versions)
     host: dict = field(default_factory=host_info)
     mode_runs: dict[str, ModeRun] = field(default_factory=dict)

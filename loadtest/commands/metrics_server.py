@@ -10,6 +10,7 @@ them the command refuses to start. The credentials are never written anywhere.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hmac
 import ipaddress
@@ -18,15 +19,19 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import CollectorRegistry
 
 from loadtest.request.exporter import ClientMetrics
 
 USER_ENV, PASSWORD_ENV = "LOADTEST_WEB_USER", "LOADTEST_WEB_PASSWORD"
+WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
 TARGETS_DIR = "prometheus-targets"   # <out>/prometheus-targets/<run_id>.json: Prometheus globs only file names
 
 
@@ -57,11 +62,15 @@ def login_problem(host: str, what: str) -> str | None:
             "environment, or bind 127.0.0.1")
 
 
-def basic_auth(app, user: str, password: str):
+def hostport(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def basic_auth(app: WSGIApp, user: str, password: str) -> WSGIApp:
     """`app` behind HTTP basic auth: 401 without the credentials, compared in constant time."""
     expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
-    def guarded(environ, start_response):
+    def guarded(environ: dict, start_response: Callable) -> Iterable[bytes]:
         if hmac.compare_digest(environ.get("HTTP_AUTHORIZATION", "").encode(), expected.encode()):
             return app(environ, start_response)
         start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="loadtest"'),
@@ -69,6 +78,11 @@ def basic_auth(app, user: str, password: str):
         return [b"login required\n"]
 
     return guarded
+
+
+class Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # no line per scrape on the console
+        pass
 
 
 class MetricsServer:
@@ -80,11 +94,11 @@ class MetricsServer:
         self.host, self.port, self.run_dir, self.linger_s, self.enabled = host, port, run_dir, linger_s, enabled
         self.metrics = ClientMetrics()
         self.replicas: dict[str, list[tuple[str, str]]] = {}
-        self._server = None
+        self._server: WSGIServer | None = None
         self._lock = threading.Lock()
 
     @classmethod
-    def from_args(cls, args, run_dir: Path | None) -> MetricsServer:
+    def from_args(cls, args: argparse.Namespace, run_dir: Path | None) -> MetricsServer:
         """The server the command's --metrics-* options ask for (`--no-metrics`: one that serves nothing)."""
         return cls(args.metrics_host, args.metrics_port, run_dir, args.metrics_linger, not args.no_metrics)
 
@@ -95,14 +109,13 @@ class MetricsServer:
         problem = login_problem(self.host, "/metrics")
         if problem:
             raise MetricsError(problem)
-        if self.port:
-            with socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET) as s:
-                try:
-                    s.bind((self.host, self.port))
-                except OSError as exc:
-                    raise MetricsError(f"cannot serve /metrics on {self.host}:{self.port} "
-                                       f"({exc.strerror or exc}); pick another --metrics-port (0 picks a free one)"
-                                       ) from None
+        try:
+            family = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0][0]
+            with socket.socket(family) as s:
+                s.bind((self.host, self.port))
+        except OSError as exc:
+            raise MetricsError(f"cannot serve /metrics on {self.host}:{self.port} ({exc.strerror or exc}); "
+                               "check --metrics-host, or pick another --metrics-port (0 picks a free one)") from None
 
     @property
     def targets_path(self) -> Path | None:
@@ -110,13 +123,9 @@ class MetricsServer:
 
     @property
     def url(self) -> str | None:
-        return f"http://{self.host}:{self.port}/metrics" if self._server is not None else None
+        return f"http://{hostport(self.host, self.port)}/metrics" if self._server is not None else None
 
     def __enter__(self) -> MetricsServer:
-        from wsgiref.simple_server import WSGIRequestHandler, make_server
-
-        from prometheus_client.exposition import ThreadingWSGIServer
-
         if not self.enabled:
             return self
         self.check()
@@ -127,12 +136,11 @@ class MetricsServer:
         if creds:
             app = basic_auth(app, *creds)
 
-        class Quiet(WSGIRequestHandler):
-            def log_message(self, *args) -> None:  # no line per scrape on the console
-                pass
+        class Server(ThreadingWSGIServer):   # IPv6 too (prometheus_client's own picks IPv4)
+            address_family = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0][0]
 
         try:
-            self._server = make_server(self.host, self.port, app, ThreadingWSGIServer, handler_class=Quiet)
+            self._server = make_server(self.host, self.port, app, Server, handler_class=Quiet)
         except OSError as exc:
             raise MetricsError(f"cannot serve /metrics on {self.host}:{self.port} ({exc.strerror or exc}); "
                                "pick another --metrics-port (0 picks a free one)") from None
@@ -148,30 +156,45 @@ class MetricsServer:
             if self._server is not None:
                 self._write_targets()
 
+    def unwatch(self, mode: str) -> None:
+        """`mode`'s replicas are done (or down): out of the targets file."""
+        with self._lock:
+            if self.replicas.pop(mode, None) is not None and self._server is not None:
+                self._write_targets()
+
     def _write_targets(self) -> None:
         """Prometheus's file_sd format: this command (the client's metrics; its series carry their
-        own run and mode labels) and each replica (vLLM's metrics, labelled here by mode)."""
+        own run and mode labels) and each replica (vLLM's metrics, labelled here by mode and run)."""
         path = self.targets_path
         if path is None:
             return
         host = socket.gethostname() if self.host in ("0.0.0.0", "::") else self.host
-        groups = [{"targets": [f"{host}:{self.port}"], "labels": {"loadtest_role": "client"}}]
+        groups = [{"targets": [hostport(host, self.port)], "labels": {"loadtest_role": "client"}}]
         for mode, reps in self.replicas.items():
             for label, url in reps:
-                groups.append({"targets": [urlsplit(url).netloc],
+                u = urlsplit(url)   # host and port only: never a user:password@ a URL may carry
+                groups.append({"targets": [hostport(u.hostname or "127.0.0.1", u.port or 80)],
                                "labels": {"loadtest_role": "server", "mode": mode, "replica": label,
-                                          "run": self.run_dir.name}})
+                                          "run": self.run_dir.name, "__scheme__": u.scheme or "http",
+                                          "__metrics_path__": f"{u.path.rstrip('/')}/metrics"}})
         path.parent.mkdir(exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(groups, indent=1) + "\n")
         tmp.replace(path)   # Prometheus never reads half a file
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._server is None:
             return
-        if self.linger_s > 0 and exc[0] is None:
-            time.sleep(self.linger_s)
-        self._server.shutdown()
-        self._server.server_close()
-        if self.targets_path is not None:  # the run is over: Prometheus stops scraping it
-            self.targets_path.unlink(missing_ok=True)
+        try:
+            if self.linger_s > 0 and exc[0] is None:
+                print(f"/metrics stays up {self.linger_s:g} s more for a last scrape (--metrics-linger; "
+                      "Ctrl-C ends it)", flush=True)
+                time.sleep(self.linger_s)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+            if self.targets_path is not None:  # the run is over: Prometheus stops scraping it
+                self.targets_path.unlink(missing_ok=True)

@@ -1,11 +1,11 @@
 """The operations side of the command line: the client's /metrics, which every replaying command
-serves (run, sweep, capacity, ui)."""
+serves (run, sweep, capacity, ui, soak), and `loadtest soak`."""
 
 from __future__ import annotations
 
 import argparse
 
-from loadtest.commands.argtypes import non_negative_float, port_or_zero
+from loadtest.commands.argtypes import duration, non_negative_float, port_or_zero
 
 
 def metrics_options(p: argparse.ArgumentParser) -> None:
@@ -24,3 +24,41 @@ def metrics_options(p: argparse.ArgumentParser) -> None:
                    help="keep /metrics up S seconds after the end, so a scraper's last scrape sees the final "
                    "counts (default 0; set it to your scrape interval or more)")
     g.add_argument("--no-metrics", action="store_true", help="serve no /metrics")
+
+
+def add_soak(sub) -> None:
+    from loadtest.commands.arguments import _client_options, _fleet_options, _replay_options
+    from loadtest.commands.load_arguments import _slo_choice
+
+    soak = sub.add_parser(
+        "soak", help="hours of day-shaped or bursty load, for leaks and drift; exit codes for schedulers",
+        description="Replay a scenario's arrivals for --duration (hours), generating the trace a window ahead "
+        "of the replay (never whole in memory) and writing the records in rolling Parquet parts. Every mode "
+        "given runs at once. At the end (or on Ctrl-C) the SLOs are checked over sliding --window windows and "
+        "the run is searched for drift: a latency trend with the load held apart, error bursts, and the "
+        "server's KV-cache use and waiting queue growing; each finding names its window (soak.md, "
+        "findings.json, windows.parquet). Exit 0 passed, 1 an SLO window or a drift check failed, 2 bad input, "
+        "3 the run could not complete, 130 interrupted. --resume RUN continues a killed or interrupted soak "
+        "into the same folder: every scheduled request ends up recorded once.")
+    _fleet_options(soak)
+    _replay_options(soak, "in a mode", requests=False, gate="errors", trace=False, scenario="soak")
+    soak.set_defaults(trace=None, requests=None, cooldown=0.0, deadline=None)
+    soak.add_argument("--duration", type=duration, default=None, metavar="T",
+                      help="how long to send, e.g. 8h, 30m, 90s (default: the scenario's duration)")
+    soak.add_argument("--window", type=duration, default=300.0, metavar="T",
+                      help="the SLO window: each target is held over every window this long (default 5m), one "
+                      "window every --window-step; drift is judged over tumbling windows this long")
+    soak.add_argument("--window-step", type=duration, default=None, metavar="T",
+                      help="how far each SLO window slides (default: a fifth of --window)")
+    soak.add_argument("--flush-every", type=duration, default=10.0, metavar="T",
+                      help="a new Parquet part per worker at least this often (default 10s): what a crash can "
+                      "lose, at most, before --resume records it as an unknown outcome")
+    soak.add_argument("--resume", default=None, metavar="RUN",
+                      help="continue the soak in this run folder (killed, interrupted, or its machine rebooted): "
+                      "its scenario, duration, modes and targets come from its manifest; rows already due are "
+                      "not sent again, the rest go on where it stopped")
+    _slo_choice(soak)
+    _client_options(soak)
+    for action in soak._actions:   # a soak always replays its modes at once (they share its clock)
+        if "--parallel-modes" in action.option_strings:
+            action.help = argparse.SUPPRESS

@@ -147,6 +147,8 @@ class Stage:
 class Run:
     """One `loadtest run` after its inputs are checked: the fleet up, every mode replayed."""
 
+    trace_file = "trace.parquet"   # in the run folder (a soak's: the folder of its parts)
+
     def __init__(self, args: argparse.Namespace, console: Console, trace: Trace, fleet: FleetChoice, run_dir: Path,
                  manifest: Manifest, signals: Signals, metrics: MetricsServer | None = None) -> None:
         self.args, self.console, self.trace, self.choice = args, console, trace, fleet
@@ -156,6 +158,7 @@ class Run:
         closed = closed_concurrency(trace.table)
         self.workers = min(workers, closed) if closed else workers  # each worker keeps one request in flight
         self.deadline_s, self.drain = args.deadline, False          # a sweep's levels stop sending and drain
+        self.replay_extra: dict[str, dict] = {}   # mode -> more ReplayConfig fields (a soak's flush, its resume)
 
     def replay_all(self) -> None:
         with ExitStack() as stack:
@@ -218,6 +221,7 @@ class Run:
         finally:
             progress.stop_task(task)
             scraper.unwatch(mode)
+            self.metrics.unwatch(mode)
         mr.end, mr.records, mr.client = end.reason, end.recorded, end.client
         if end.reason not in (None, "completed"):
             counts = progress.tasks[task].fields.get("counts", "")
@@ -237,12 +241,13 @@ class Run:
         a = self.args
         run_dir = run_dir or self.run_dir
         # Absolute paths: workers on other nodes (--ray-workers) do not share the driver's directory.
-        config = ReplayConfig(trace=(run_dir / "trace.parquet").resolve(), mode=mode,
+        config = ReplayConfig(trace=(run_dir / self.trace_file).resolve(), mode=mode,
                               endpoints=tuple(r.url for r in replicas), served_model=replicas[0].served_model,
                               run_id=run_id or self.manifest.run_id, run_dir=run_dir.resolve(),
                               max_inflight=a.max_inflight, timeout_s=a.timeout, deadline_s=self.deadline_s,
                               drain=self.drain, api_key_env=a.api_key_env, lateness_limit_ms=a.lateness_limit,
-                              workers=workers or self.workers, ray_workers=a.ray_workers)
+                              workers=workers or self.workers, ray_workers=a.ray_workers,
+                              **self.replay_extra.get(mode, {}))
         key = os.environ.get(a.api_key_env)  # Ray workers get it in their environment, never their argv
 
         def show(msg: protocol.Line) -> None:

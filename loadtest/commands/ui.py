@@ -96,20 +96,25 @@ def main(args: argparse.Namespace) -> int:
 
     server = MetricsServer.from_args(args, run_dir)
     process = LocustProcess(config, show, metrics=server.metrics)
-    with serving(server, manifest, console), Signals() as signals, Scraper(run_dir) as scraper:
-        signals.watch(process)
-        scraper.watch(mode, [(r.label, r.url) for r in replicas])
-        server.watch(mode, [(r.label, r.url) for r in replicas])
-        mr.started_at = utc_now()
-        try:
-            process.start()
-            mr.locust_pids = process.pids
-            manifest.write(run_dir)
-            end = process.wait()
-        except BaseException:
-            process.kill()
-            raise
-        scraper.unwatch(mode)
+    try:
+        with serving(server, manifest, console), Signals() as signals, Scraper(run_dir) as scraper:
+            signals.watch(process)
+            scraper.watch(mode, [(r.label, r.url) for r in replicas])
+            server.watch(mode, [(r.label, r.url) for r in replicas])
+            mr.started_at = utc_now()
+            try:
+                process.start()
+                mr.locust_pids = process.pids
+                manifest.write(run_dir)
+                end = process.wait()
+            except BaseException:
+                process.kill()
+                raise
+            scraper.unwatch(mode)
+            server.unwatch(mode)
+    except MetricsError as exc:   # it could listen a moment ago (checked before the run folder was made)
+        print_error("loadtest ui", str(exc))
+        return exits.BAD_INPUT
     mr.ended_at, mr.end, mr.records, mr.client = utc_now(), end.reason or "never started", end.recorded, end.client
     mr.server_metrics = scraper.problems.get(mode, "scraped")
     if mode in scraper.problems:

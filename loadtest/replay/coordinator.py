@@ -57,6 +57,13 @@ class CoordinatorOptions:
     mode: str
     start_delay_s: float = 0.5
     lateness_limit_ms: float = 10.0
+    first_row: int = 0         # a resumed soak: the rows before this one are recorded already ...
+    resume_at_s: float = 0.0   # ... and the workers' offset 0 is this long before their start
+
+    @property
+    def rows(self) -> int:
+        """The rows this replay schedules."""
+        return self.total_rows - self.first_row
 
 
 @dataclass
@@ -96,7 +103,7 @@ class Coordinator:
         clients = sorted(self.master.clients())
         t0_epoch = self.epoch() + self.opts.start_delay_s + T0_MARGIN_S
         self._records = EpochClock(round(self.epoch() * 1e9), self.clock.now())
-        self.t0 = self.clock.now() + (t0_epoch - self.epoch())
+        self.t0 = self.clock.now() + (t0_epoch - self.epoch()) - self.opts.resume_at_s
         for k, client_id in enumerate(clients):
             self.workers[client_id] = _Worker(k)
             self.master.send(protocol.ShardAssignment(k, len(clients), f"w{k}", t0_epoch), client_id)
@@ -158,7 +165,7 @@ class Coordinator:
         total = protocol.Counts()
         for w in self.workers.values():
             total = total + w.counts
-        return protocol.Progress(total=self.opts.total_rows, sent=total.sent, done=total.recorded - total.not_sent,
+        return protocol.Progress(total=self.opts.rows, sent=total.sent, done=total.recorded - total.not_sent,
                                  not_sent=total.not_sent)
 
     def recorded(self) -> int:
@@ -180,9 +187,9 @@ class Coordinator:
             return 0
         self.finished = True
         self._records = self._records or EpochClock(round(self.epoch() * 1e9), self.clock.now())
-        t0 = self.clock.now()
+        t0 = self.clock.now() - self.opts.resume_at_s
         n = 0
-        for _, row in iter_shard(self.opts.trace_file, 0, 1):
+        for _, row in iter_shard(self.opts.trace_file, 0, 1, first=self.opts.first_row):
             self._write(row, t0 + row["offset_s"], t0, "master", "not_sent", None, why)
             n += 1
         self._say_observed()
@@ -209,7 +216,7 @@ class Coordinator:
         was lost as error/worker_lost (they may have been sent), the rest as not_sent."""
         seen = self.read_recorded(w.worker_id)
         written = unsent = 0
-        for _, row in iter_shard(self.opts.trace_file, w.index, len(self.workers)):
+        for _, row in iter_shard(self.opts.trace_file, w.index, len(self.workers), first=self.opts.first_row):
             if row["request_id"] in seen:
                 continue
             due = self.t0 + row["offset_s"]

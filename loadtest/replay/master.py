@@ -10,14 +10,13 @@ import time
 from collections.abc import Callable
 
 import gevent
-import pyarrow.parquet as pq
 from gevent.threadpool import ThreadPoolExecutor
 
 from loadtest.records import REQUEST_SCHEMA
 from loadtest.replay import protocol
 from loadtest.replay.coordinator import Coordinator, CoordinatorOptions
 from loadtest.replay.options import ReplayConfig
-from loadtest.replay.shards import recorded_ids
+from loadtest.replay.shards import recorded_ids, trace_rows
 from loadtest.replay.worker import GeventClock
 from loadtest.request.sink import ParquetSink
 
@@ -54,10 +53,10 @@ def start_coordinator(environment, opts: ReplayConfig, connect_wait_s: float,
     """The coordinator of this master, its messages registered and its greenlets running."""
     c = Coordinator(
         LocustMaster(environment),
-        CoordinatorOptions(str(opts.trace), pq.ParquetFile(str(opts.trace)).metadata.num_rows, opts.run_id,
-                           opts.mode, opts.start_delay_s, opts.lateness_limit_ms),
+        CoordinatorOptions(str(opts.trace), trace_rows(opts.trace), opts.run_id, opts.mode, opts.start_delay_s,
+                           opts.lateness_limit_ms, opts.first_row, opts.resume_at_s),
         GeventClock(), time.time, say,
-        lambda: ParquetSink(opts.records_dir, "master", REQUEST_SCHEMA, ThreadPoolExecutor(1)),
+        lambda: ParquetSink(opts.records_dir, "master", REQUEST_SCHEMA, ThreadPoolExecutor(1), flush_s=opts.flush_s),
         lambda worker: recorded_ids(opts.records_dir, worker))
     for kind in ("loadtest_report", "loadtest_done"):
         environment.runner.register_message(

@@ -44,6 +44,9 @@ class ReplayConfig:
     connect_wait_s: float = CONNECT_WAIT_S
     grace_s: float = 10.0                  # on interrupt, how long in-flight requests may still finish
     start_delay_s: float = 0.5             # from a process's start (or Start in the UI) to offset 0
+    flush_s: float = 1.0                   # a new records part at least this often (a soak: less often)
+    first_row: int = 0                     # a resumed soak: rows before this one are recorded already ...
+    resume_at_s: float = 0.0               # ... and this trace offset comes `start_delay_s` after the start
 
     @property
     def distributed(self) -> bool:
@@ -62,7 +65,9 @@ class ReplayConfig:
                 "--served-model", self.served_model, "--run-id", self.run_id, "--run-dir", str(self.run_dir),
                 "--max-inflight", str(self.max_inflight), "--request-timeout", str(self.timeout_s),
                 "--api-key-env", self.api_key_env, "--lateness-limit", str(self.lateness_limit_ms),
-                "--grace", str(self.grace_s), "--start-delay", str(self.start_delay_s)]
+                "--grace", str(self.grace_s), "--start-delay", str(self.start_delay_s), "--flush", str(self.flush_s)]
+        if self.first_row:
+            args += ["--first-row", str(self.first_row), "--resume-at", str(self.resume_at_s)]
         if self.deadline_s:
             args += ["--deadline", str(self.deadline_s)]
         if self.drain:
@@ -110,6 +115,10 @@ def add_replay_arguments(parser) -> None:
                    help="at the deadline stop sending, but let the requests in flight finish (a sweep's level)")
     g.add_argument("--grace", type=float, default=10.0, help="seconds in-flight requests get on interrupt")
     g.add_argument("--start-delay", type=float, default=0.5, help="seconds from start-up to offset 0")
+    g.add_argument("--flush", type=float, default=1.0, help="seconds between the records' part files, at most")
+    g.add_argument("--first-row", type=int, default=0, help="a resumed soak: replay from this row of the trace")
+    g.add_argument("--resume-at", type=float, default=0.0,
+                   help="a resumed soak: the trace offset (s) that comes --start-delay after the start")
     g.add_argument("--connect-wait", type=float, default=CONNECT_WAIT_S,
                    help="master: seconds to wait for every worker to connect; then record every row as "
                    "not_sent and quit")
@@ -129,4 +138,5 @@ def replay_config(parsed) -> ReplayConfig:
         max_inflight=parsed.max_inflight, timeout_s=parsed.request_timeout, deadline_s=parsed.deadline or None,
         drain=parsed.drain,
         api_key_env=parsed.api_key_env, lateness_limit_ms=parsed.lateness_limit, about=parsed.about or None,
-        grace_s=parsed.grace, start_delay_s=parsed.start_delay)
+        grace_s=parsed.grace, start_delay_s=parsed.start_delay, flush_s=parsed.flush, first_row=parsed.first_row,
+        resume_at_s=parsed.resume_at)

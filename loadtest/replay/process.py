@@ -24,7 +24,9 @@ from typing import TextIO
 from common.process import die_with_parent
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
-from loadtest.request.exporter import ClientMetrics
+from loadtest.replay.shards import trace_tenants
+from loadtest.request.exporter import ClientMetrics, Key, key_of
+from loadtest.request.tally import tally_of
 
 log = logging.getLogger("loadtest")
 WORKER_EXIT_WAIT_S = 10.0  # the master quits its workers; one still running after this is killed
@@ -79,10 +81,18 @@ class LocustProcess:
     _signals: int = 0
     _reader: threading.Thread | None = None
     _stats_out: TextIO | None = None
+    _started_ns: int = 0
 
     # ---- start -------------------------------------------------------------------------------
+    @property
+    def _key(self) -> Key:
+        return key_of(self.config.run_id, self.config.mode)
+
     def start(self) -> LocustProcess:
         cfg = self.config
+        self._started_ns = time.time_ns()
+        if self.metrics is not None:
+            self.metrics.expect(self._key, trace_tenants(cfg.trace))
         host, port = "127.0.0.1", 0
         if cfg.ray_workers:
             from loadtest.replay.ray_workers import RayWorkers, driver_ip
@@ -126,11 +136,14 @@ class LocustProcess:
 
     # ---- run ---------------------------------------------------------------------------------
     def _take(self, msg: protocol.Line) -> None:
-        cfg = self.config
-        if self.metrics is not None and isinstance(msg, protocol.Observed):
-            self.metrics.add(cfg.run_id, cfg.mode, msg.tally)
-        elif self.metrics is not None and isinstance(msg, protocol.Progress):
-            self.metrics.progress(cfg.run_id, cfg.mode, msg.in_flight, msg.total)
+        if self.metrics is not None and isinstance(msg, protocol.Observed | protocol.Progress):
+            try:   # /metrics is a view: a bad report must not stop this reader (Locust would block on its pipe)
+                if isinstance(msg, protocol.Observed):
+                    self.metrics.add(self._key, msg.tally)
+                else:
+                    self.metrics.progress(self._key, msg.in_flight, msg.total)
+            except Exception:
+                log.exception("could not add a replay report to /metrics")
         if isinstance(msg, protocol.ClientVerdict):
             self.end.client = msg.verdict
         elif isinstance(msg, protocol.Finished):
@@ -168,6 +181,11 @@ class LocustProcess:
             if self._stats_out is not None:
                 self._stats_out.close()
         self.end.returncode = self.main.returncode
+        if self.metrics is not None:  # what reached us on the way may be short of the records (a lost worker)
+            try:
+                self.metrics.settle(self._key, tally_of(self.config.records_dir, self._started_ns))
+            except Exception:
+                log.exception("could not settle /metrics on the records")
         return self.end
 
     def kill(self) -> None:

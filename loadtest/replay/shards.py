@@ -1,32 +1,81 @@
-"""A worker's shard of the trace: rows i with i % count == index, read from the trace file a batch
-at a time, so a worker's memory does not grow with the trace."""
+"""A worker's shard of the trace: rows i with i % count == index, read from the trace a batch at
+a time, so a worker's memory does not grow with the trace. The trace is a file, or a soak's
+folder of window parts (scenarios.stream) that the command writes just ahead of the replay: a
+part not there yet is waited for."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from loadtest.replay.dispatcher import Row
+from scenarios.stream import StreamInfo, part_name
+from scenarios.trace import closed_concurrency
+
+PART_WAIT_S = 120.0   # a soak's part this late (the command that writes it is gone or stuck): give up
 
 # The trace columns a replay reads (scenarios.trace.TRACE_SCHEMA has more).
 TRACE_COLUMNS = ["request_id", "tenant", "offset_s", "api", "prompt", "messages", "max_tokens",
                  "temperature", "ignore_eos"]
 
 
-def shard_size(total: int, index: int, count: int) -> int:
-    return len(range(index, total, count))
+def shard_size(total: int, index: int, count: int, first: int = 0) -> int:
+    """Rows i of the shard with first <= i < total."""
+    return len(range(index, total, count)) - len(range(index, min(first, total), count))
 
 
-def iter_shard(trace_file: str, index: int, count: int, batch_rows: int = 4096) -> Iterator[Row]:
-    """The deterministic shard `index` of `count`, as (i, row) in trace order."""
+def trace_rows(trace: str | Path) -> int:
+    """How many requests the trace (a file or a soak's folder) schedules."""
+    path = Path(trace)
+    return StreamInfo.read(path).rows if path.is_dir() else pq.ParquetFile(str(path)).metadata.num_rows
+
+
+def trace_closed(trace: str | Path) -> int | None:
+    """The trace's closed-loop concurrency (None: open loop; a soak's folder always is)."""
+    path = Path(trace)
+    return None if path.is_dir() else closed_concurrency(pq.read_schema(str(path)))
+
+
+def trace_tenants(trace: str | Path) -> list[str]:
+    """The tenants the trace schedules (a soak's: those of the parts written so far)."""
+    files = [p for p in Path(trace).glob("part-*.parquet")] if Path(trace).is_dir() else [Path(trace)]
+    names: set[str] = set()
+    for path in files:
+        names.update(pq.read_table(str(path), columns=["tenant"])["tenant"].unique().to_pylist())
+    return sorted(names)
+
+
+def _files(trace: Path, sleep=time.sleep) -> Iterator[Path]:
+    if not trace.is_dir():
+        yield trace
+        return
+    for k in range(StreamInfo.read(trace).parts):
+        path, waited = trace / part_name(k), 0.0
+        while not path.exists():
+            if waited >= PART_WAIT_S:
+                raise RuntimeError(f"{path}: not written {PART_WAIT_S:g} s after it was due (is the soak's "
+                                   "command still running?)")
+            sleep(0.2)
+            waited += 0.2
+        yield path
+
+
+def iter_shard(trace_file: str | Path, index: int, count: int, batch_rows: int = 4096, first: int = 0
+               ) -> Iterator[Row]:
+    """The deterministic shard `index` of `count`, as (i, row) in trace order, from row `first` on
+    (where a resumed soak goes on: the rows before it are recorded already)."""
     base = 0
-    for batch in pq.ParquetFile(trace_file).iter_batches(batch_size=batch_rows, columns=TRACE_COLUMNS):
-        cols = {c: batch.column(c).to_pylist() for c in TRACE_COLUMNS}
-        for j in range((index - base) % count, batch.num_rows, count):
-            yield base + j, {c: cols[c][j] for c in TRACE_COLUMNS}
-        base += batch.num_rows
+    for path in _files(Path(trace_file)):
+        for batch in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_rows, columns=TRACE_COLUMNS):
+            if base + batch.num_rows > first:
+                cols = {c: batch.column(c).to_pylist() for c in TRACE_COLUMNS}
+                for j in range((index - base) % count, batch.num_rows, count):
+                    if base + j >= first:
+                        yield base + j, {c: cols[c][j] for c in TRACE_COLUMNS}
+            base += batch.num_rows
 
 
 def recorded_ids(records_dir: str | Path, worker: str) -> set[str]:

@@ -16,7 +16,6 @@ import gevent
 import gevent.event
 import gevent.pool
 import orjson
-import pyarrow.parquet as pq
 from gevent.threadpool import ThreadPoolExecutor
 from geventhttpclient.url import URL
 
@@ -24,14 +23,13 @@ from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.replay import protocol
 from loadtest.replay.dispatcher import Dispatcher, Schedule
 from loadtest.replay.options import ReplayConfig
-from loadtest.replay.shards import iter_shard, shard_size
+from loadtest.replay.shards import iter_shard, shard_size, trace_closed, trace_rows
 from loadtest.request.body import STREAM_OPTIONS as BODY_STREAM_OPTIONS
 from loadtest.request.body import request_body
 from loadtest.request.client import Clock, execute
 from loadtest.request.client_stats import ClientStats, cpu_seconds
 from loadtest.request.sink import ParquetSink
 from loadtest.request.tally import Tally
-from scenarios.trace import closed_concurrency
 
 PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 STREAM_OPTIONS = orjson.Fragment(orjson.dumps(BODY_STREAM_OPTIONS))   # encoded once
@@ -80,8 +78,8 @@ class ShardReplay:
         self.opts = opts
         self.tell = tell                  # tell(self, final): progress to the command or the master
         self.on_request = on_request      # Locust's request event, for its own statistics
-        self.total_rows = pq.ParquetFile(str(opts.trace)).metadata.num_rows
-        self.closed = closed_concurrency(pq.read_schema(str(opts.trace)))
+        self.total_rows = trace_rows(opts.trace)
+        self.closed = trace_closed(opts.trace)
         self.worker_id = worker_id
         self.shard_size = 0
         self.labels = [f"{opts.mode}-{i}" for i in range(len(opts.endpoints))]
@@ -92,7 +90,7 @@ class ShardReplay:
                         **({"Authorization": f"Bearer {key}"} if key else {})}
         self.clock = Clock.now()
         self.stats = ClientStats()
-        self.tally = Tally()              # per tenant, for the command's /metrics
+        self.tally = Tally()              # per tenant, what reached the records' parts, for the command's /metrics
         self.sink: ParquetSink | None = None
         self.dispatcher: Dispatcher | None = None
         self.recorded = 0
@@ -107,15 +105,18 @@ class ShardReplay:
         """Take shard `index` of `count`, as `worker_id`, with offset 0 at `t0_epoch` (default:
         `start_delay` from now)."""
         self.worker_id = worker_id
-        self.shard_size = shard_size(self.total_rows, index, count)
+        self.shard_size = shard_size(self.total_rows, index, count, self.opts.first_row)
         self.clock = Clock.now()
         t0 = self.clock.mono + (self.opts.start_delay_s if t0_epoch is None else t0_epoch - time.time())
+        t0 -= self.opts.resume_at_s  # a resumed soak goes on from where it was
         cap = self.opts.max_inflight
         if self.closed:  # the scenario's concurrency is for the whole client, split over the shards
             cap = max(1, self.closed // count + (index < self.closed % count))
-        self.sink = ParquetSink(self.opts.records_dir, worker_id, REQUEST_SCHEMA, ThreadPoolExecutor(1))
+        self.sink = ParquetSink(self.opts.records_dir, worker_id, REQUEST_SCHEMA, ThreadPoolExecutor(1),
+                                flush_s=self.opts.flush_s, on_flush=self.tally.observe_many)
         schedule = Schedule(t0, self.opts.deadline_s, self.closed is not None, self.opts.grace_s, self.opts.drain)
-        self.dispatcher = Dispatcher(iter_shard(str(self.opts.trace), index, count), self.shard_size, schedule,
+        rows = iter_shard(str(self.opts.trace), index, count, first=self.opts.first_row)
+        self.dispatcher = Dispatcher(rows, self.shard_size, schedule,
                                      GeventClock(), GeventPool(cap), self._send, self._unsent)
         self.assigned.set()
 
@@ -186,15 +187,12 @@ class ShardReplay:
             out = rec.as_row()
             self.sink.add(out)
             self.stats.observe(out)
-            self.tally.observe(out)
             self.recorded += 1
             if self.on_request is not None:
                 self.on_request(rec, str(url), row["tenant"])
 
     def _unsent(self, row: dict, scheduled: float, why: str) -> None:
-        out = self._record(row, scheduled, "not_sent", why).as_row()
-        self.sink.add(out)
-        self.tally.observe(out)
+        self.sink.add(self._record(row, scheduled, "not_sent", why).as_row())
         self.recorded += 1
 
     def _tick(self) -> None:

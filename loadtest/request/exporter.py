@@ -3,7 +3,8 @@ on, labelled by run, mode and tenant, named in Prometheus's conventions.
 
 `ClientMetrics` is a prometheus_client collector. Each replay's Locust process ships TallyReports
 (loadtest.request.tally) and progress; `add` and `progress` fold them in, and `collect` writes
-them out as counter, histogram and gauge families, cumulative since the replay started.
+them out as counter, histogram and gauge families, cumulative since the replay started; `settle`
+sets a finished replay's to what its Parquet records hold.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from loadtest.records import ERROR_KINDS, TIMEOUT_KINDS
 from loadtest.request.tally import Tally, TallyReport
 
 # metric (tally.HISTOGRAMS) -> (the Prometheus name, its help)
@@ -24,9 +26,24 @@ HISTOGRAM_NAMES = {
     "e2e": ("loadtest_e2e_seconds", "End-to-end request latency seen by the client."),
     "lateness": ("loadtest_send_lateness_seconds", "How late the client sent a request after its scheduled time."),
 }
-TENANT = ["run", "mode", "tenant"]
-NAMES = ("loadtest_requests_total", "loadtest_output_tokens_total", "loadtest_stream_chunks_total",
-         "loadtest_requests_in_flight", "loadtest_requests_scheduled", *(n for n, _ in HISTOGRAM_NAMES.values()))
+MODE = ["run", "level", "mode"]        # level: a sweep's level or a capacity probe ("" for a run)
+TENANT = [*MODE, "tenant"]
+NAMES = ("loadtest_requests_total", "loadtest_output_tokens_total", "loadtest_decode_tokens_total",
+         "loadtest_decode_chunks_total", "loadtest_requests_in_flight", "loadtest_requests_scheduled",
+         *(n for n, _ in HISTOGRAM_NAMES.values()))
+Key = tuple[str, str, str]   # (run, level, mode)
+
+
+def key_of(run_id: str, mode: str) -> Key:
+    """A replay's labels: a level's run id is `<run>/<level>` (loadtest.commands.levels_run)."""
+    run, _, level = run_id.partition("/")
+    return run, level, mode
+
+
+def outcomes() -> list[tuple[str, str]]:
+    """Every (status, error kind) a record can have, so each counter series exists from 0."""
+    return [("ok", ""), ("not_sent", ""), ("timeout", ""), *(("timeout", k) for k in TIMEOUT_KINDS),
+            *(("error", k) for k in ERROR_KINDS)]
 
 
 class ClientMetrics(Collector):
@@ -34,21 +51,29 @@ class ClientMetrics(Collector):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()   # Locust readers add while the HTTP server's thread collects
-        self._tallies: dict[tuple[str, str], Tally] = {}
-        self._progress: dict[tuple[str, str], tuple[int, int]] = {}   # (run, mode) -> (in flight, scheduled)
+        self._tallies: dict[Key, Tally] = {}
+        self._progress: dict[Key, tuple[int, int]] = {}   # -> (in flight, scheduled)
+        self._tenants: dict[Key, list[str]] = {}         # the tenants whose counters start at 0
 
-    def add(self, run: str, mode: str, report: TallyReport) -> None:
+    def expect(self, key: Key, tenants: list[str]) -> None:
+        """A replay is starting: its tenants' request counters exist from 0 (a rate needs two points)."""
         with self._lock:
-            self._tallies.setdefault((run, mode), Tally()).merge(report)
+            self._tenants[key] = sorted(tenants)
+            self._tallies.setdefault(key, Tally())
 
-    def progress(self, run: str, mode: str, in_flight: int, scheduled: int) -> None:
+    def add(self, key: Key, report: TallyReport) -> None:
         with self._lock:
-            self._progress[(run, mode)] = (in_flight, scheduled)
+            self._tallies.setdefault(key, Tally()).merge(report)
 
-    def requests(self) -> dict[tuple[str, str, str, str, str], int]:
-        """(run, mode, tenant, status, error_kind) -> requests recorded (what the counter says)."""
+    def settle(self, key: Key, tally: Tally) -> None:
+        """The replay ended: its counts become what its Parquet records hold (one lost worker or an
+        interrupt can leave what reached the command short of them)."""
         with self._lock:
-            return {(run, mode, *key): n for (run, mode), t in self._tallies.items() for key, n in t.requests.items()}
+            self._tallies[key] = tally
+
+    def progress(self, key: Key, in_flight: int, scheduled: int) -> None:
+        with self._lock:
+            self._progress[key] = (in_flight, scheduled)
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
@@ -57,22 +82,29 @@ class ClientMetrics(Collector):
                                                                                         "error_kind"])
             tokens = CounterMetricFamily("loadtest_output_tokens", "Completion tokens received (from usage).",
                                          labels=TENANT)
-            chunks = CounterMetricFamily("loadtest_stream_chunks", "Streamed chunks that carried text; output "
-                                         "tokens / chunks is the tokens per step the client saw.", labels=TENANT)
+            decode_tokens = CounterMetricFamily("loadtest_decode_tokens", "Tokens in the streamed chunks after each "
+                                                "request's first (its decode steps).", labels=TENANT)
+            decode_chunks = CounterMetricFamily("loadtest_decode_chunks", "Streamed chunks after each request's "
+                                                "first: decode tokens / decode chunks is the tokens per step the "
+                                                "client saw.", labels=TENANT)
             hists = {m: HistogramMetricFamily(name, doc, labels=TENANT) for m, (name, doc) in HISTOGRAM_NAMES.items()}
-            for (run, mode), t in self._tallies.items():
-                for (tenant, status, kind), n in t.requests.items():
-                    requests.add_metric([run, mode, tenant, status, kind], n)
-                for tenant in t.tokens.keys() | t.chunks.keys():
-                    tokens.add_metric([run, mode, tenant], t.tokens[tenant])
-                    chunks.add_metric([run, mode, tenant], t.chunks[tenant])
+            for key, t in self._tallies.items():
+                counts = {(tenant, status, kind): 0 for tenant in self._tenants.get(key, [])
+                          for status, kind in outcomes()}
+                counts.update(t.requests)
+                for (tenant, status, kind), n in counts.items():
+                    requests.add_metric([*key, tenant, status, kind], n)
+                for tenant in t.tokens:
+                    tokens.add_metric([*key, tenant], t.tokens[tenant])
+                    decode_tokens.add_metric([*key, tenant], t.decode_tokens[tenant])
+                    decode_chunks.add_metric([*key, tenant], t.decode_chunks[tenant])
                 for (tenant, metric), h in t.hists.items():
-                    hists[metric].add_metric([run, mode, tenant], h.cumulative(metric), h.sum)
+                    hists[metric].add_metric([*key, tenant], h.cumulative(metric), h.sum)
             in_flight = GaugeMetricFamily("loadtest_requests_in_flight", "Requests sent and not yet ended.",
-                                          labels=["run", "mode"])
+                                          labels=MODE)
             scheduled = GaugeMetricFamily("loadtest_requests_scheduled", "Requests the replay's trace schedules.",
-                                          labels=["run", "mode"])
-            for (run, mode), (n, total) in self._progress.items():
-                in_flight.add_metric([run, mode], n)
-                scheduled.add_metric([run, mode], total)
-        yield from (requests, tokens, chunks, *hists.values(), in_flight, scheduled)
+                                          labels=MODE)
+            for key, (n, total) in self._progress.items():
+                in_flight.add_metric(list(key), n)
+                scheduled.add_metric(list(key), total)
+        yield from (requests, tokens, decode_tokens, decode_chunks, *hists.values(), in_flight, scheduled)

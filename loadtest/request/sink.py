@@ -10,6 +10,7 @@ compression or disk; under gevent pass a gevent.threadpool.ThreadPoolExecutor (r
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from pathlib import Path
 
@@ -22,17 +23,21 @@ FLUSH_S = 1.0       # ... or every second
 
 class ParquetSink:
     def __init__(self, directory: Path, worker: str, schema: pa.Schema, executor: Executor,
-                 flush_rows: int = FLUSH_ROWS, flush_s: float = FLUSH_S) -> None:
+                 flush_rows: int = FLUSH_ROWS, flush_s: float = FLUSH_S,
+                 on_flush: Callable[[list[dict]], None] | None = None) -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
         self.worker = worker
         self.schema = schema
         self.executor = executor
+        self.on_flush = on_flush   # told each batch of rows as it goes to disk (what /metrics counts)
         self.flush_rows = flush_rows
         self.flush_s = flush_s
         self._rows: list[dict] = []
         self._last_flush = time.monotonic()
-        self._seq = 0
+        # after any part this worker name already wrote (a resumed soak): never overwrite a record
+        self._seq = 1 + max((int(p.stem.rsplit("-", 1)[1]) for p in self.dir.glob(f"part-{worker}-*.parquet")
+                             if p.stem.rsplit("-", 1)[1].isdigit()), default=-1)
         self._pending: list[Future] = []
         self.rows_written = 0
         self.closed = False
@@ -54,6 +59,8 @@ class ParquetSink:
         if not self._rows:
             return
         rows, self._rows = self._rows, []
+        if self.on_flush is not None:
+            self.on_flush(rows)
         path = self.dir / f"part-{self.worker}-{self._seq:05d}.parquet"
         self._seq += 1
         still = []

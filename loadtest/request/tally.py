@@ -1,7 +1,9 @@
 """The client's view in Prometheus's shape: per tenant, requests by status and error kind, and the
-latency metrics as fixed-bucket histograms (count per bucket and a sum), tokens and text chunks.
+latency metrics as fixed-bucket histograms (count per bucket and a sum), tokens, and the decode
+chunks (after each request's first) with their tokens, whose ratio is the tokens per step.
 
-A Locust process keeps one `Tally`, adds each record as it is written, and ships what it added
+A Locust process keeps one `Tally`, adds each record as its part file is flushed (so what it
+reports is on disk), and ships what it added
 since the last time (`take()`, a `TallyReport`) to the command twice a second; the command adds
 the reports up (`merge`) and serves them on /metrics. Its size depends on the tenants, never on
 the requests, so a soak's memory stays flat.
@@ -16,8 +18,11 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 
 from common.vllm_buckets import INTER_TOKEN_LATENCY_BUCKETS, REQUEST_LATENCY_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS
 
@@ -37,11 +42,12 @@ _BOUNDS = {m: np.asarray(b) for m, (_, b) in HISTOGRAMS.items()}
 class TallyReport:
     """What was added since the last report, JSON-able: `requests` rows [tenant, status,
     error_kind ("" for none), n]; `hists` rows [tenant, metric, sum of seconds, [count per bucket,
-    the last one past the top bucket]]; `tokens` rows [tenant, completion tokens, text chunks]."""
+    the last one past the top bucket]]; `tokens` rows [tenant, completion tokens, tokens and
+    chunks after each request's first chunk (its decode steps)]."""
 
-    requests: list = field(default_factory=list)
-    hists: list = field(default_factory=list)
-    tokens: list = field(default_factory=list)
+    requests: list[list] = field(default_factory=list)
+    hists: list[list] = field(default_factory=list)
+    tokens: list[list] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.requests or self.hists or self.tokens)
@@ -72,8 +78,13 @@ class Hist:
 class Tally:
     requests: Counter = field(default_factory=Counter)         # (tenant, status, error_kind) -> n
     hists: dict[tuple[str, str], Hist] = field(default_factory=dict)   # (tenant, metric) -> Hist
-    tokens: Counter = field(default_factory=Counter)           # tenant -> completion tokens
-    chunks: Counter = field(default_factory=Counter)           # tenant -> text chunks
+    tokens: Counter = field(default_factory=Counter)           # tenant -> completion tokens (from usage)
+    decode_tokens: Counter = field(default_factory=Counter)    # tenant -> tokens in chunks after the first
+    decode_chunks: Counter = field(default_factory=Counter)    # tenant -> chunks after the first
+
+    def observe_many(self, rows: list[dict]) -> None:
+        for row in rows:
+            self.observe(row)
 
     def observe(self, row: dict) -> None:
         """Add one request record (a RequestRecord row, any status)."""
@@ -81,8 +92,12 @@ class Tally:
         self.requests[(tenant, row["status"], row.get("error_kind") or "")] += 1
         if row.get("sent_ns") is None:
             return
-        self.tokens[tenant] += row.get("completion_tokens") or 0
-        self.chunks[tenant] += row.get("n_chunks") or 0
+        tokens = row.get("completion_tokens")
+        if tokens:
+            self.tokens[tenant] += tokens
+            steps = (row.get("chunk_tokens") or [])[1:]   # after the first chunk (the prefill's): decode steps
+            self.decode_tokens[tenant] += sum(steps)
+            self.decode_chunks[tenant] += len(steps)
         for metric, (column, bounds) in HISTOGRAMS.items():
             value = row.get(column)
             if metric == "itl":
@@ -115,15 +130,36 @@ class Tally:
             h = self._hist(tenant, metric)
             h.counts += np.asarray(counts, dtype=np.int64)
             h.sum += total
-        for tenant, tokens, chunks in report.tokens:
+        for tenant, tokens, decode_tokens, decode_chunks in report.tokens:
             self.tokens[tenant] += tokens
-            self.chunks[tenant] += chunks
+            self.decode_tokens[tenant] += decode_tokens
+            self.decode_chunks[tenant] += decode_chunks
 
     def take(self) -> TallyReport:
         """What was added since the last take, and reset (what a Locust process ships)."""
         out = TallyReport(
             [[t, s, k, n] for (t, s, k), n in self.requests.items()],
             [[t, m, h.sum, h.counts.tolist()] for (t, m), h in self.hists.items()],
-            [[t, self.tokens[t], self.chunks[t]] for t in sorted(set(self.tokens) | set(self.chunks))])
-        self.requests, self.hists, self.tokens, self.chunks = Counter(), {}, Counter(), Counter()
+            [[t, self.tokens[t], self.decode_tokens[t], self.decode_chunks[t]] for t in sorted(self.tokens)])
+        self.requests, self.hists = Counter(), {}
+        self.tokens, self.decode_tokens, self.decode_chunks = Counter(), Counter(), Counter()
         return out
+
+
+TALLY_COLUMNS = ["tenant", "status", "error_kind", "sent_ns", "scheduled_ns", "completion_tokens", "chunk_tokens",
+                 *(column for column, _ in HISTOGRAMS.values())]
+
+
+def tally_of(records_dir: Path, since_ns: int | None = None) -> Tally:
+    """The tally of the records in a mode's folder (only rows scheduled from `since_ns` on): what
+    the command settles its /metrics to when a replay ends, whatever reached it on the way."""
+    out = Tally()
+    parts = sorted(Path(records_dir).glob("part-*.parquet"))
+    if not parts:
+        return out
+    table = ds.dataset(parts, format="parquet").to_table(columns=TALLY_COLUMNS)
+    if since_ns is not None:
+        table = table.filter(pc.greater_equal(table["scheduled_ns"], since_ns))
+    for batch in table.to_batches(max_chunksize=4096):
+        out.observe_many(batch.to_pylist())
+    return out

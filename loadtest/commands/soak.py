@@ -1,0 +1,153 @@
+"""`loadtest soak`: hours of a scenario's arrivals against one fleet, every mode at once, its trace
+written a part at a time just ahead of the replay, its records in rolling Parquet parts; then the
+SLOs over sliding windows and drift over the run (analysis.soak), each finding naming its window,
+and an exit code a scheduler can act on. `--resume RUN` goes on with a killed soak in its folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from rich.console import Console
+
+from analysis.reader import read_requests
+from analysis.server import load_server_metrics
+from analysis.soak import Finding, findings, slo_windows, span, windows
+from cluster import FleetError
+from common import exits
+from common.exits import print_error
+from common.times import utc_now
+from loadtest.commands.console import new_console
+from loadtest.commands.inputs import Trace
+from loadtest.commands.metrics_server import MetricsError, MetricsServer
+from loadtest.commands.report import print_summary, record_gate
+from loadtest.commands.run import Run, guarded, serving
+from loadtest.commands.soak_inputs import Soak, new_soak, resumed_soak
+from scenarios import ScenarioError
+from scenarios.stream import TraceStream
+from scenarios.trace import TRACE_SCHEMA
+
+LEAD_PARTS = 2   # trace parts written ahead of the replay's clock
+COLUMNS = ["mode", "tenant", "status", "offset_s", "scheduled_ns", "ttft_ms", "tpot_ms", "e2e_ms", "error_kind"]
+
+
+class PartWriter(threading.Thread):
+    """Writes the trace's parts LEAD_PARTS ahead of where the soak's clock is (from `at_s` now)."""
+
+    def __init__(self, stream: TraceStream, folder: Path, at_s: float) -> None:
+        super().__init__(daemon=True, name="soak-trace-parts")
+        self.stream, self.folder, self.at_s, self.t0 = stream, folder, at_s, time.monotonic()
+        self.stop = threading.Event()
+        self.error: Exception | None = None
+        self.write_upto(stream.part_of(at_s) + LEAD_PARTS)   # before any replay starts
+
+    def write_upto(self, k: int) -> None:
+        for part in range(min(k, self.stream.parts - 1) + 1):
+            self.stream.write(self.folder, part)
+
+    def run(self) -> None:
+        try:
+            while not self.stop.wait(1.0):
+                now_s = self.at_s + time.monotonic() - self.t0
+                self.write_upto(self.stream.part_of(now_s) + LEAD_PARTS)
+                if self.stream.part_of(now_s) + LEAD_PARTS >= self.stream.parts:
+                    return
+        except Exception as exc:   # the replay then waits for a part that never comes, and says so
+            self.error = exc
+
+
+class SoakRun(Run):
+    trace_file = "trace"
+
+    def __init__(self, *args: object, soak: Soak, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.replay_extra = soak.extra
+
+
+def main(args: argparse.Namespace) -> int:
+    console = new_console()
+    try:
+        soak = resumed_soak(args) if args.resume else new_soak(args)
+    except (ScenarioError, FleetError, FileExistsError, MetricsError) as exc:
+        print_error("loadtest soak", str(exc))
+        return exits.BAD_INPUT
+    run_dir, manifest, stream, p = soak.run_dir, soak.manifest, soak.stream, soak.params
+    manifest.write(run_dir)
+    args.parallel_modes = len(soak.choice.modes) > 1   # every mode at once: they share the soak's clock
+    at_s = min((e.get("resume_at_s", 0.0) for e in soak.extra.values()), default=0.0)
+    writer = PartWriter(stream, run_dir / "trace", at_s)
+    writer.start()
+    how = "resumed" if args.resume else "started"
+    console.print(f"[bold]soak {manifest.run_id}[/bold] {how}: {stream.info.rows:,} requests of "
+                  f"{stream.info.scenario} over {p['duration_s'] / 3600:.2f} h, modes {', '.join(soak.choice.modes)}, "
+                  f"SLO windows of {p['window_s']:g} s every {p['step_s']:g} s; trace parts of {stream.window_s:g} s "
+                  f"written {LEAD_PARTS} ahead; records flushed every {p['flush_s']:g} s"
+                  + (f"; going on after {soak.dropped:,} requests the stop left unsent and "
+                     f"{soak.resumed_unknown:,} whose outcome it lost (recorded as error/worker_lost)"
+                     if args.resume else ""), soft_wrap=True)
+    trace = Trace(TRACE_SCHEMA.empty_table(), manifest.scenario, manifest.seed)
+    try:
+        with serving(MetricsServer.from_args(args, run_dir), manifest, console) as server:
+            code = guarded(lambda signals: SoakRun(args, console, trace, soak.choice, run_dir, manifest, signals,
+                                                   server, soak=soak).replay_all(), manifest, run_dir, "loadtest soak")
+    except MetricsError as exc:
+        print_error("loadtest soak", str(exc))
+        return exits.BAD_INPUT
+    finally:
+        writer.stop.set()
+    if writer.error is not None:
+        print_error("loadtest soak", f"writing the trace's parts failed: {writer.error}")
+    return verdict(console, args, soak, code)
+
+
+def verdict(console: Console, args: argparse.Namespace, soak: Soak, code: int) -> int:
+    """The usual tables and error gate, then the SLO windows and the drift checks; the exit code."""
+    run_dir, manifest, p = soak.run_dir, soak.manifest, soak.params
+    checks = print_summary(console, run_dir, soak.choice.modes, manifest, args.max_errors)
+    if not (run_dir / "requests").exists():
+        return code
+    records = read_requests(run_dir, columns=COLUMNS)
+    table = windows(records, load_server_metrics(run_dir), p["window_s"], p["duration_s"])
+    pq.write_table(table, run_dir / "windows.parquet")
+    found = findings(table, p["window_s"])
+    if soak.targets:
+        found = slo_windows(records, p["window_s"], p["step_s"], p["duration_s"], soak.targets) + found
+    (run_dir / "findings.json").write_text(json.dumps([f.as_dict() for f in found], indent=1) + "\n")
+    (run_dir / "soak.md").write_text(soak_md(manifest.run_id, manifest.status, p, table, found))
+    for f in found:
+        console.print(f"[red bold]{f.check}[/red bold]: {f.message}", soft_wrap=True, highlight=False)
+    if not found:
+        console.print(f"soak: no SLO window missed{'' if soak.targets else ' (no targets set)'} and no drift found "
+                      f"over {table.num_rows // max(1, len(soak.choice.modes))} windows", soft_wrap=True)
+    passed = record_gate(manifest, checks, console) and not found
+    p["findings"], p["ended_at"] = len(found), utc_now()
+    manifest.gate = "passed" if passed else "failed"
+    manifest.write(run_dir)
+    console.print(f"soak: {run_dir / 'soak.md'} (windows: {run_dir / 'windows.parquet'}, findings: "
+                  f"{run_dir / 'findings.json'})", soft_wrap=True)
+    return exits.GATE_FAILED if code == exits.OK and not passed else code
+
+
+def soak_md(run_id: str, status: str, p: dict, table, found: list[Finding]) -> str:
+    """soak.md: the verdict, each finding with its window, and the windows per mode."""
+    lines = [f"# Soak {run_id} ({status})", "",
+             f"{p['duration_s'] / 3600:.2f} h; SLO windows of {p['window_s']:g} s every {p['step_s']:g} s; drift over "
+             f"tumbling windows of {p['window_s']:g} s with the offered load held apart.", ""]
+    lines += ["## Findings", ""] + ([f"- **{f.check}** ({span(f.start_s, f.end_s)}): {f.message}" for f in found]
+                                    or ["- none: every SLO window met its targets and nothing drifted"])
+    cols = ["window", "start", "scheduled", "ok", "errors", "not_sent", "ttft_p99_ms", "tpot_p50_ms",
+            "tpot_p99_ms", "e2e_p99_ms", "kv_cache_usage", "waiting"]
+    for mode in sorted(set(table["mode"].to_pylist())):
+        rows = table.filter(pc.equal(table["mode"], mode)).to_pylist()
+        lines += ["", f"## {mode}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        for r in rows:
+            r["start"] = span(r["start_s"], r["end_s"])
+            lines.append("| " + " | ".join("-" if r[c] is None else f"{r[c]:,.3g}" if isinstance(r[c], float)
+                                           else str(r[c]) for c in cols) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,190 @@
+"""What `loadtest soak` checks and prepares before anything starts: a new soak (its scenario,
+duration, windows and targets, the run folder with a copy of the scenario and the trace's plan), or
+one to resume (read back from its manifest, with where each mode goes on and the rows whose
+outcome the crash lost). Bad input raises ScenarioError or FleetError with one line."""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from analysis.reader import ContractError, read_requests
+from cluster import FleetError
+from common.times import utc_now
+from loadtest.commands.inputs import FleetChoice, choose_fleet, new_run_dir
+from loadtest.commands.manifest import Manifest
+from loadtest.commands.metrics_server import MetricsServer
+from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from loadtest.request.sink import ParquetSink
+from scenarios import ScenarioError
+from scenarios.spec import Scenario, load_scenario
+from scenarios.stream import TraceStream
+from scenarios.trace import scenario_hash
+
+PART_S = 60.0         # a trace part covers this many seconds of arrivals (less when --window is shorter)
+LOST = "the soak was killed after this request was due; its outcome is unknown (resumed with --resume)"
+
+
+@dataclass
+class Soak:
+    """One soak, as its manifest's `soak` keeps it."""
+
+    run_dir: Path
+    manifest: Manifest
+    stream: TraceStream
+    choice: FleetChoice
+    params: dict                                           # the manifest's soak: duration, windows, targets, ...
+    extra: dict[str, dict] = field(default_factory=dict)   # mode -> ReplayConfig fields (flush, resume)
+    resumed_unknown: int = 0                               # rows recorded as unknown outcomes on resume
+    dropped: int = 0                                       # an interruption's not_sent records, sent now
+
+    @property
+    def targets(self) -> dict | None:
+        return self.params.get("targets")
+
+
+def tenant_targets(scenario: Scenario, slo: dict[str, float] | None) -> dict | None:
+    """tenant -> {slo column: ms}: --slo for every tenant, else each tenant's own (None: no target)."""
+    if slo:
+        return {t: {f"slo_{k}": v for k, v in slo.items()} for t in scenario.tenants}
+    out = {t: {f"slo_{k}": v for k, v in spec.slo.model_dump().items() if v is not None}
+           for t, spec in scenario.tenants.items()}
+    out = {t: v for t, v in out.items() if v}
+    return out or None
+
+
+def new_soak(args: argparse.Namespace) -> Soak:
+    scenario, raw = load_scenario(args.scenario)
+    duration = args.duration or scenario.duration
+    if not duration:
+        raise ScenarioError(f"--duration: the scenario {scenario.name} sets no duration; give one (e.g. 8h)")
+    step = args.window_step or args.window / 5
+    if args.window > duration:
+        raise ScenarioError(f"--window: {args.window:g} s is longer than the soak ({duration:g} s)")
+    if step > args.window:
+        raise ScenarioError(f"--window-step: {step:g} s is longer than the window ({args.window:g} s)")
+    sha = scenario_hash(raw)
+    seed = scenario.seed if args.seed is None else args.seed
+    stream = TraceStream(scenario, sha, duration, min(PART_S, args.window), seed, args.rate_scale)
+    choice = choose_fleet(args, args.modes)
+    MetricsServer.from_args(args, None).check()
+    run_dir = new_run_dir(args.out, args.run_id, f"soak-{scenario.name}")
+    (run_dir / "scenario.toml").write_bytes(raw)
+    stream.start(run_dir / "trace")
+    info = {"name": scenario.name, "source": str(args.scenario), "sha256": sha,
+            "rate_scale": args.rate_scale or scenario.rate_scale, "copy": "scenario.toml"}
+    manifest = Manifest(run_id=run_dir.name, scenario=info, fleet=choice.info, modes=choice.modes, seed=seed,
+                        requests=stream.info.rows, skipped=choice.skipped)
+    params = {"duration_s": duration, "window_s": args.window, "step_s": step, "part_s": stream.window_s,
+              "flush_s": args.flush_every, "seed": seed, "rate_scale": args.rate_scale,
+              "targets": tenant_targets(scenario, args.slo), "fleet_source": choice.info.get("source"),
+              "stretches": [{"started_at": utc_now(), "resumed": False}]}
+    manifest.soak = params
+    extra = {m: {"flush_s": args.flush_every} for m in choice.modes}
+    return Soak(run_dir, manifest, stream, choice, params, extra)
+
+
+def resumed_soak(args: argparse.Namespace) -> Soak:
+    """The soak in --resume RUN, set to go on: for each mode the row it goes on from, and a record
+    (an unknown outcome) for every earlier row the crash left without one."""
+    run_dir = Path(args.resume)
+    try:
+        manifest = Manifest.read(run_dir)
+    except ValueError as exc:
+        raise ScenarioError(f"--resume: {exc}") from None
+    params = manifest.soak
+    if not params:
+        raise ScenarioError(f"--resume: {run_dir} is not a soak (its manifest has no `soak`)")
+    scenario, raw = load_scenario(run_dir / manifest.scenario.get("copy", "scenario.toml"))
+    if scenario_hash(raw) != manifest.scenario.get("sha256"):
+        raise ScenarioError(f"--resume: {run_dir}/scenario.toml is not the scenario the soak started with")
+    stream = TraceStream(scenario, manifest.scenario["sha256"], params["duration_s"], params["part_s"],
+                         params["seed"], params["rate_scale"])
+    stream.start(run_dir / "trace")
+    if not (args.fleet or args.endpoints):
+        source = params.get("fleet_source")
+        if not source or source == "--endpoints":
+            raise FleetError("--resume: the soak ran against --endpoints given on the command line; give them again")
+        args = argparse.Namespace(**{**vars(args), "fleet": source})
+    choice = choose_fleet(args, ",".join(manifest.modes))
+    MetricsServer.from_args(args, None).check()
+    soak = Soak(run_dir, manifest, stream, choice, params)
+    recorded = _recorded(run_dir)
+    stretch = len(params.get("stretches", []))
+    for mode in choice.modes:
+        soak.extra[mode] = {"flush_s": params["flush_s"], **_go_on(soak, mode, recorded, stretch)}
+    if all(soak.extra[m]["first_row"] >= stream.info.rows for m in choice.modes):
+        raise ScenarioError(f"--resume: every request of {run_dir} is recorded already; `loadtest report` reads it")
+    params.setdefault("stretches", []).append({"started_at": utc_now(), "resumed": True,
+                                               "from_row": {m: soak.extra[m]["first_row"] for m in choice.modes},
+                                               "unknown_outcomes": soak.resumed_unknown,
+                                               "not_sent_dropped": soak.dropped})
+    manifest.status, manifest.reason, manifest.ended_at = "running", None, None
+    return soak
+
+
+def _recorded(run_dir: Path):
+    try:
+        return read_requests(run_dir, columns=["request_id", "mode", "offset_s", "scheduled_ns", "status"])
+    except ContractError:   # killed before its first part was written
+        return None
+
+
+def _drop_placeholders(folder: Path, after_s: float) -> int:
+    """Remove the `not_sent` records an interrupted replay wrote for rows after `after_s` (they
+    were never sent: the resumed soak sends them), rewriting each part file atomically."""
+    dropped = 0
+    for part in sorted(folder.glob("part-*.parquet")):
+        table = pq.read_table(part)
+        drop = pc.and_(pc.equal(table["status"], "not_sent"), pc.greater(table["offset_s"], after_s))
+        n = pc.sum(drop.cast("int64")).as_py() or 0
+        if not n:
+            continue
+        keep = table.filter(pc.invert(drop))
+        if keep.num_rows:
+            tmp = part.with_name(f".{part.name}.tmp")
+            pq.write_table(keep, tmp, compression="zstd")
+            tmp.replace(part)
+        else:
+            part.unlink()
+        dropped += n
+    return dropped
+
+
+def _go_on(soak: Soak, mode: str, recorded, stretch: int) -> dict:
+    """Where `mode` goes on (first_row, resume_at_s): after the last request it sent. Its
+    interruption's `not_sent` records after that are dropped (those rows are sent now), and each
+    row due before it without a record is recorded as an unknown outcome (it may have been sent;
+    its record was never flushed)."""
+    folder = soak.run_dir / "requests" / f"mode={mode}"
+    mine = recorded.filter(pc.equal(recorded["mode"], mode)) if recorded is not None else None
+    sent = mine.filter(pc.not_equal(mine["status"], "not_sent")) if mine is not None else None
+    if sent is None or sent.num_rows == 0:
+        soak.dropped += _drop_placeholders(folder, float("-inf")) if folder.is_dir() else 0
+        return {"first_row": 0, "resume_at_s": 0.0}
+    offsets = sent["offset_s"].to_numpy()
+    last = int(np.argmax(offsets))
+    at = float(offsets[last])
+    soak.dropped += _drop_placeholders(folder, at)
+    first = int(np.searchsorted(soak.stream.offsets(), at, side="right"))
+    t0_ns = int(sent["scheduled_ns"][last].as_py() - at * 1e9)
+    kept = mine.filter(pc.or_(pc.not_equal(mine["status"], "not_sent"), pc.less_equal(mine["offset_s"], at)))
+    have = set(kept["request_id"].to_pylist())
+    trace = ds.dataset(soak.run_dir / "trace", format="parquet").to_table(
+        columns=["request_id", "tenant", "offset_s"], filter=pc.field("offset_s") <= at)
+    sink = ParquetSink(folder, f"resume{stretch}", REQUEST_SCHEMA, ThreadPoolExecutor(1))
+    for rid, tenant, off in zip(*(trace[c].to_pylist() for c in ("request_id", "tenant", "offset_s")), strict=True):
+        if rid not in have:
+            sink.add(RequestRecord(run_id=soak.manifest.run_id, mode=mode, worker=f"resume{stretch}", tenant=tenant,
+                                   request_id=rid, scheduled_ns=t0_ns + round(off * 1e9), offset_s=off,
+                                   status="error", error_kind="worker_lost", error=LOST).as_row())
+            soak.resumed_unknown += 1
+    sink.close()
+    return {"first_row": first, "resume_at_s": at}
