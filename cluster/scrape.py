@@ -146,6 +146,8 @@ class Scraper:
             if not rows:
                 continue
             folder = self.run_dir / "server_metrics" / f"mode={mode}"
+            while (folder / f"part-{self._seq:05d}.parquet").exists():   # a resumed soak's folder: never overwrite
+                self._seq += 1
             path = folder / f"part-{self._seq:05d}.parquet"
             tmp = path.with_name(f".{path.name}.tmp")
             try:

@@ -82,6 +82,13 @@ class TraceStream:
     def request_id(self, i: int) -> str:
         return f"r{i:0{max(6, len(str(self.plan.size - 1)))}d}"
 
+    def index_of(self, request_id: str) -> int:
+        """The row a request id names (ValueError when it is not one of this trace's)."""
+        i = int(request_id[1:]) if request_id[1:].isdigit() else -1
+        if not 0 <= i < self.plan.size or self.request_id(i) != request_id:
+            raise ValueError(f"{request_id!r} is not a request of this trace")
+        return i
+
     def write(self, folder: Path, k: int) -> bool:
         """Write part `k` unless it is there; whether it was written."""
         path = folder / part_name(k)

@@ -113,7 +113,7 @@ def _query(api: str, promql: str) -> list[dict]:
 
 
 def test_a_real_prometheus_scrapes_a_run_and_agrees_with_its_parquet(tmp_path):
-    assert PROMETHEUS.exists(), f"{PROMETHEUS} is missing: `make prometheus` (part of `make test`) installs it"
+    assert PROMETHEUS.exists(), f"{PROMETHEUS} is missing: `make ops-tools` (part of `make test`) installs it"
     port = free_port()
     api = f"http://127.0.0.1:{port}"
     prom = subprocess.Popen([str(PROMETHEUS), f"--config.file={_prometheus_config(tmp_path)}",

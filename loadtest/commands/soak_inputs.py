@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -137,13 +138,18 @@ def _recorded(run_dir: Path):
         return None
 
 
-def _drop_placeholders(folder: Path, after_s: float) -> int:
-    """Remove the `not_sent` records an interrupted replay wrote for rows after `after_s` (they
+def _index(request_ids: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """Each request id's row in the trace (r000038 -> 38; scenarios.trace writes them so)."""
+    return pc.cast(pc.utf8_slice_codeunits(request_ids, 1), pa.int64())
+
+
+def _drop_placeholders(folder: Path, after: int) -> int:
+    """Remove the `not_sent` records an interrupted replay wrote for rows after row `after` (they
     were never sent: the resumed soak sends them), rewriting each part file atomically."""
     dropped = 0
     for part in sorted(folder.glob("part-*.parquet")):
         table = pq.read_table(part)
-        drop = pc.and_(pc.equal(table["status"], "not_sent"), pc.greater(table["offset_s"], after_s))
+        drop = pc.and_(pc.equal(table["status"], "not_sent"), pc.greater(_index(table["request_id"]), after))
         n = pc.sum(drop.cast("int64")).as_py() or 0
         if not n:
             continue
@@ -158,30 +164,31 @@ def _drop_placeholders(folder: Path, after_s: float) -> int:
     return dropped
 
 
-def _go_on(soak: Soak, mode: str, recorded, stretch: int) -> dict:
-    """Where `mode` goes on (first_row, resume_at_s): after the last request it sent. Its
-    interruption's `not_sent` records after that are dropped (those rows are sent now), and each
-    row due before it without a record is recorded as an unknown outcome (it may have been sent;
-    its record was never flushed)."""
+def _go_on(soak: Soak, mode: str, recorded: pa.Table | None, stretch: int) -> dict:
+    """Where `mode` goes on (first_row, resume_at_s): after the last request it sent (rows are in
+    time order). Its interruption's `not_sent` records after that are dropped (those rows are sent
+    now), and each earlier row without a record is recorded as an unknown outcome (it may have
+    been sent; its record was never flushed)."""
     folder = soak.run_dir / "requests" / f"mode={mode}"
     mine = recorded.filter(pc.equal(recorded["mode"], mode)) if recorded is not None else None
     sent = mine.filter(pc.not_equal(mine["status"], "not_sent")) if mine is not None else None
     if sent is None or sent.num_rows == 0:
-        soak.dropped += _drop_placeholders(folder, float("-inf")) if folder.is_dir() else 0
+        soak.dropped += _drop_placeholders(folder, -1) if folder.is_dir() else 0
         return {"first_row": 0, "resume_at_s": 0.0}
-    offsets = sent["offset_s"].to_numpy()
-    last = int(np.argmax(offsets))
-    at = float(offsets[last])
-    soak.dropped += _drop_placeholders(folder, at)
-    first = int(np.searchsorted(soak.stream.offsets(), at, side="right"))
-    t0_ns = int(sent["scheduled_ns"][last].as_py() - at * 1e9)
-    kept = mine.filter(pc.or_(pc.not_equal(mine["status"], "not_sent"), pc.less_equal(mine["offset_s"], at)))
+    index = _index(sent["request_id"]).to_numpy()
+    if index.max() >= soak.stream.info.rows or index.min() < 0:
+        raise ScenarioError(f"--resume: {folder} holds requests this soak's trace does not")
+    last = int(np.argmax(index))
+    first, at = int(index[last]) + 1, float(soak.stream.offsets()[index[last]])
+    t0_ns = int(sent["scheduled_ns"][last].as_py() - sent["offset_s"][last].as_py() * 1e9)
+    soak.dropped += _drop_placeholders(folder, first - 1)
+    kept = mine.filter(pc.or_(pc.not_equal(mine["status"], "not_sent"), pc.less(_index(mine["request_id"]), first)))
     have = set(kept["request_id"].to_pylist())
     trace = ds.dataset(soak.run_dir / "trace", format="parquet").to_table(
-        columns=["request_id", "tenant", "offset_s"], filter=pc.field("offset_s") <= at)
+        columns=["request_id", "tenant", "offset_s"], filter=pc.field("offset_s") <= at + 1.0)
     sink = ParquetSink(folder, f"resume{stretch}", REQUEST_SCHEMA, ThreadPoolExecutor(1))
     for rid, tenant, off in zip(*(trace[c].to_pylist() for c in ("request_id", "tenant", "offset_s")), strict=True):
-        if rid not in have:
+        if rid not in have and soak.stream.index_of(rid) < first:
             sink.add(RequestRecord(run_id=soak.manifest.run_id, mode=mode, worker=f"resume{stretch}", tenant=tenant,
                                    request_id=rid, scheduled_ns=t0_ns + round(off * 1e9), offset_s=off,
                                    status="error", error_kind="worker_lost", error=LOST).as_row())
