@@ -3,7 +3,8 @@
 open file descriptors from /proc every --every seconds; then the growth of each after the first
 minute. Measured and printed, not a timed test.
 
-    python bench/soak_memory.py [--minutes 10] [--rate-scale 2]
+    python bench/soak_memory.py [--minutes 10] [--rate-scale 2] [--settle 60]
+    python bench/soak_memory.py --from-samples RUN/memory-samples.json --settle 240
 """
 
 from __future__ import annotations
@@ -46,7 +47,13 @@ def main() -> int:
     ap.add_argument("--rate-scale", type=float, default=2.0, help="of the soak scenario's arrivals (mean 4 req/s)")
     ap.add_argument("--every", type=float, default=10.0, help="seconds between samples")
     ap.add_argument("--mode", default="eagle")
+    ap.add_argument("--settle", type=float, default=60.0, help="seconds of replay before growth is counted "
+                    "(default 60, the first minute)")
+    ap.add_argument("--from-samples", type=Path, default=None, metavar="FILE",
+                    help="report a finished run's memory-samples.json again (e.g. with another --settle)")
     a = ap.parse_args()
+    if a.from_samples:
+        return report(json.loads(a.from_samples.read_text()), a.settle)
     out = Path(tempfile.mkdtemp(prefix="soak-memory-"))
     argv = [sys.executable, "-m", "loadtest", "soak", "--modes", a.mode, "--duration", f"{a.minutes * 60:g}s",
             "--window", "1m", "--rate-scale", str(a.rate_scale), "--workers", "2", "--out", str(out), "--run-id", "m"]
@@ -76,28 +83,33 @@ def main() -> int:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait()
     live = [s for s in samples if all(v is not None for v in s.values())]
-    first = next((s for s in live if s["t"] >= 60.0), None)
-    if first is None or len(live) < 2:
-        print(f"too few samples ({len(live)}); the soak exited with {proc.returncode}")
+    if len(live) >= 2:
+        (run_dir / "memory-samples.json").write_text(json.dumps(live, indent=1))
+    print(f"the soak exited with {proc.returncode}; results: {run_dir} (every sample in memory-samples.json)")
+    return report(live, a.settle)
+
+
+def report(live: list[dict], settle_s: float) -> int:
+    """Each process's RSS and descriptors from `settle_s` into the replay to the end."""
+    after = [s for s in live if s["t"] >= settle_s]
+    if len(after) < 3:
+        print(f"too few samples after {settle_s:g} s ({len(after)})")
         return 1
-    last = live[-1]
-    print(f"{len(live)} samples over {last['t'] / 60:.1f} min of replay; the soak exited with {proc.returncode}; "
-          f"{last['parts']} record parts")
-    (run_dir / "memory-samples.json").write_text(json.dumps(live, indent=1))
-    after = [s for s in live if s["t"] >= 60.0]
+    first, last = after[0], after[-1]
     t = np.array([s["t"] for s in after]) / 3600
-    print(f"{'process':<10} {'RSS at 1 min':>13} {'RSS at end':>11} {'growth':>8} {'peak':>8} {'trend':>10} "
-          f"{'fds at 1 min':>13} {'fds at end':>11} {'fds min-max':>12}")
+    print(f"{len(live)} samples over {last['t'] / 60:.1f} min of replay, {last['parts']} record parts; from "
+          f"{first['t']:.0f} s on:")
+    print(f"{'process':<10} {'RSS then':>10} {'RSS at end':>11} {'growth':>8} {'peak':>9} {'trend':>12} "
+          f"{'fds then':>9} {'fds at end':>11} {'fds min-max':>12}")
     for role in ("driver", "master", "worker 0", "worker 1"):
         a1, a2 = first[f"{role} rss"], last[f"{role} rss"]
         rss = np.array([s[f"{role} rss"] for s in after])
-        slope = np.polyfit(t, rss, 1)[0] if len(after) > 2 else float("nan")   # least squares, MB per hour
+        slope = np.polyfit(t, rss, 1)[0]   # least squares, MB per hour
         f = [s[f"{role} fds"] for s in after]
-        print(f"{role:<10} {a1:>10.1f} MB {a2:>8.1f} MB {(a2 - a1) / a1:>+7.1%} {rss.max():>5.1f} MB "
-              f"{slope:>+6.1f} MB/h {first[f'{role} fds']:>13} {last[f'{role} fds']:>11} {min(f):>5}-{max(f):<6}")
-    print("(trend: the least-squares slope of RSS after the first minute; the workers' descriptors are mostly "
-          "their HTTP connections, as many as requests in flight, which follow the load)")
-    print(f"results: {run_dir} (every sample in memory-samples.json)")
+        print(f"{role:<10} {a1:>7.1f} MB {a2:>8.1f} MB {(a2 - a1) / a1:>+7.1%} {rss.max():>6.1f} MB "
+              f"{slope:>+7.1f} MB/h {first[f'{role} fds']:>9} {last[f'{role} fds']:>11} {min(f):>6}-{max(f):<5}")
+    print("(trend: the least-squares slope of RSS over those samples; the workers' descriptors are mostly their "
+          "HTTP connections, as many as requests in flight, which follow the load)")
     return 0
 
 
