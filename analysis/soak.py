@@ -88,8 +88,9 @@ def slo_windows(records: pa.Table, window_s: float, step_s: float, duration_s: f
                 if target is None:
                     continue
                 values = t[METRIC_OF[col]].to_numpy(zero_copy_only=False).astype(float)[order]
-                p99 = np.array([np.nanpercentile(values[a:b], 99) if b - a >= MIN_WINDOW_REQUESTS
-                                and np.isfinite(values[a:b]).any() else np.nan for a, b in zip(lo, hi, strict=True)])
+                enough = [np.isfinite(values[a:b]).sum() >= MIN_WINDOW_REQUESTS for a, b in zip(lo, hi, strict=True)]
+                p99 = np.array([np.nanpercentile(values[a:b], 99) if ok else np.nan
+                                for a, b, ok in zip(lo, hi, enough, strict=True)])
                 missed = np.nan_to_num(p99, nan=-np.inf) > target
                 for first, last in _merge(missed):
                     worst = first + int(np.argmax(p99[first:last + 1]))
@@ -118,18 +119,22 @@ def trend(y: np.ndarray, t: np.ndarray, load: np.ndarray) -> tuple[float, float]
     if keep.sum() < MIN_TREND_WINDOWS:
         return None
     y, t, load = y[keep], t[keep], load[keep]
-    x = np.column_stack([np.ones_like(t), t - t.mean(), load - load.mean()])
-    if np.ptp(load) == 0:
-        x = x[:, :2]
+    t_sd = t.std()
+    if t_sd == 0:
+        return None
+    cols = [np.ones_like(t), (t - t.mean()) / t_sd]   # standardised, so the check below is about collinearity
+    if load.std() > 0:
+        cols.append((load - load.mean()) / load.std())
+    x = np.column_stack(cols)
     xtx = x.T @ x
-    if np.linalg.cond(xtx) > 1e12:
+    if np.linalg.cond(xtx) > 1e8:   # time and load nearly the same line (a ramp): no telling them apart
         return None
     beta, *_ = np.linalg.lstsq(x, y, rcond=None)
     resid = y - x @ beta
     dof = len(y) - x.shape[1]
     sigma2 = float(resid @ resid) / dof if dof > 0 else 0.0
     se = float(np.sqrt(max(sigma2, 0.0) * np.linalg.inv(xtx)[1, 1]))
-    return float(beta[1]), se
+    return float(beta[1]) / t_sd, se / t_sd
 
 
 def drift(check: str, mode: str, y: np.ndarray, starts: np.ndarray, load: np.ndarray, window_s: float,
@@ -141,15 +146,17 @@ def drift(check: str, mode: str, y: np.ndarray, starts: np.ndarray, load: np.nda
         return None
     slope, se = fit
     level = float(np.nanmedian(y))
-    rise = slope * (starts[-1] - starts[0])
+    have = np.flatnonzero(np.isfinite(y) & np.isfinite(load))   # no extrapolating past the windows with data
+    t0, t1 = starts[have[0]], starts[have[-1]]
+    rise = slope * (t1 - t0)
     limit = threshold * abs(level) if relative else threshold
     if abs(rise) <= limit or (se > 0 and abs(slope) / se < TREND_T) or rise < 0:
         return None
-    first = int(np.argmax(slope * (starts - starts[0]) > limit))
+    first = int(have[np.argmax(slope * (starts[have] - t0) > limit)])
     change = f"{rise / level:+.0%}" if relative and level else f"{rise:+.3g}{unit}"
     past = f"{threshold:.0%}" if relative else f"{threshold:g}{unit}"
     sigmas = f"{abs(slope) / se:.1f} standard errors" if se > 0 else "no scatter at all"
-    return Finding(check, mode, None, first, len(starts) - 1, float(starts[first]), float(starts[-1] + window_s),
+    return Finding(check, mode, None, first, int(have[-1]), float(starts[first]), float(t1 + window_s),
                    f"{mode}: {what} {'drifted' if relative else 'rose'} {change} over the run, the load held apart "
                    f"({sigmas}); past {past} from the window {span(starts[first], starts[first] + window_s)}")
 
@@ -172,11 +179,12 @@ def error_bursts(mode: str, errors: np.ndarray, sent: np.ndarray, starts: np.nda
 WINDOW_SCHEMA = pa.schema([
     ("mode", pa.string()), ("window", pa.int32()), ("start_s", pa.float64()), ("end_s", pa.float64()),
     ("scheduled", pa.int64()), ("sent", pa.int64()), ("ok", pa.int64()), ("errors", pa.int64()),
-    ("not_sent", pa.int64()), ("ttft_p50_ms", pa.float64()), ("ttft_p99_ms", pa.float64()),
+    ("unknown", pa.int64()), ("not_sent", pa.int64()), ("ttft_p50_ms", pa.float64()), ("ttft_p99_ms", pa.float64()),
     ("tpot_p50_ms", pa.float64()), ("tpot_p99_ms", pa.float64()), ("e2e_p99_ms", pa.float64()),
     ("kv_cache_usage", pa.float64()), ("waiting", pa.float64()),
 ])
 KV, WAITING = "vllm:kv_cache_usage_perc", "vllm:num_requests_waiting"
+LOST_KIND = "worker_lost"   # an outcome the client lost (a lost worker, a killed soak): not an error burst
 
 
 def _q(values: np.ndarray, q: float) -> float | None:
@@ -201,14 +209,18 @@ def windows(records: pa.Table, server: pa.Table | None, window_s: float, duratio
         r = records.filter(pc.equal(records["mode"], mode))
         w = np.minimum((r["offset_s"].to_numpy() // window_s).astype(int), n - 1)
         status = np.asarray(r["status"].to_pylist())
+        lost = np.asarray([k == LOST_KIND for k in r["error_kind"].to_pylist()])   # the client's loss, not the server's
         cols = {c: r[c].to_numpy(zero_copy_only=False).astype(float) for c in ("ttft_ms", "tpot_ms", "e2e_ms")}
         kv, waiting = _server_series(server, r, mode, window_s, n)
         for k in range(n):
             mine = w == k
             ok = mine & (status == "ok")
-            rows.append({"mode": mode, "window": k, "start_s": k * window_s, "end_s": (k + 1) * window_s,
+            end = min((k + 1) * window_s, duration_s)
+            rows.append({"mode": mode, "window": k, "start_s": k * window_s, "end_s": end,
                          "scheduled": int(mine.sum()), "sent": int((mine & (status != "not_sent")).sum()),
-                         "ok": int(ok.sum()), "errors": int((mine & np.isin(status, ["error", "timeout"])).sum()),
+                         "ok": int(ok.sum()),
+                         "errors": int((mine & np.isin(status, ["error", "timeout"]) & ~lost).sum()),
+                         "unknown": int((mine & lost).sum()),
                          "not_sent": int((mine & (status == "not_sent")).sum()),
                          "ttft_p50_ms": _q(cols["ttft_ms"][ok], 50), "ttft_p99_ms": _q(cols["ttft_ms"][ok], 99),
                          "tpot_p50_ms": _q(cols["tpot_ms"][ok], 50), "tpot_p99_ms": _q(cols["tpot_ms"][ok], 99),
@@ -227,14 +239,19 @@ def _server_series(server: pa.Table | None, records: pa.Table, mode: str, window
     if s.num_rows == 0:
         return kv, waiting
     sent = records.filter(pc.is_valid(records["scheduled_ns"]))
+    sched = sent["scheduled_ns"].to_numpy()
+    inside = pc.and_(pc.greater_equal(s["time_ns"], int(sched.min())), pc.less_equal(s["time_ns"], int(sched.max())))
+    s = s.filter(inside)   # scrapes before the first request or after the last say nothing of the soak
+    if s.num_rows == 0:
+        return kv, waiting
     w = np.minimum((server_offsets(sent, s["time_ns"].to_numpy()) // window_s).astype(int), n - 1)
-    metric, value, t = np.asarray(s["metric"].to_pylist()), s["value"].to_numpy(), s["time_ns"].to_numpy()
+    metric, value = np.asarray(s["metric"].to_pylist()), s["value"].to_numpy()
+    replica = np.asarray(s["replica"].to_pylist())
     for k in range(n):
-        for name, out, per_time in ((KV, kv, np.mean), (WAITING, waiting, np.sum)):
+        for name, out, over in ((KV, kv, np.mean), (WAITING, waiting, np.sum)):
             mine = (w == k) & (metric == name)
-            if mine.any():   # per scrape, over replicas (mean for a share, sum for a count); then over scrapes
-                times = t[mine]
-                out[k] = float(np.mean([per_time(value[mine][times == u]) for u in np.unique(times)]))
+            if mine.any():   # each replica's mean over the window; then over replicas (mean of a share, sum of a count)
+                out[k] = float(over([value[mine & (replica == r)].mean() for r in np.unique(replica[mine])]))
     return kv, waiting
 
 
@@ -244,7 +261,8 @@ def findings(table: pa.Table, window_s: float) -> list[Finding]:
     for mode in sorted(set(table["mode"].to_pylist())):
         m = table.filter(pc.equal(table["mode"], mode))
         starts = m["start_s"].to_numpy()
-        load = m["scheduled"].to_numpy().astype(float) / window_s
+        length = np.maximum(m["end_s"].to_numpy() - starts, 1e-9)   # the last window may be shorter
+        load = m["scheduled"].to_numpy().astype(float) / length
         col = {c: np.asarray(m[c].to_pylist(), dtype=float) for c in ("tpot_p50_ms", "ttft_p50_ms",
                                                                          "kv_cache_usage", "waiting")}
         thin = m["ok"].to_numpy() < MIN_WINDOW_REQUESTS

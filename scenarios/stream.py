@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from scenarios import ScenarioError
@@ -23,6 +24,7 @@ from scenarios.spec import Closed, Scenario
 from scenarios.trace import META_HASH, META_NAME, TRACE_SCHEMA, _materialize, _plan
 
 PLAN_FILE = "_plan.json"   # "_": a pyarrow dataset over the folder skips it
+INDEX_FILE = "_index.parquet"   # every request's id, tenant and offset, written at the start
 
 
 def part_name(k: int) -> str:
@@ -67,14 +69,25 @@ class TraceStream:
         self._meta = {META_NAME: self.plan.scenario.name.encode(), META_HASH: sha256.encode()}
 
     def start(self, folder: Path) -> None:
-        """Make the folder and its plan.json (the same again on a resume: checked, not rewritten)."""
+        """Make the folder, its plan and its index (the same again on a resume: checked, not
+        rewritten). The index, every request's id, tenant and offset without its prompt, is what
+        a replay stopped early records its unsent rows from, without waiting for parts not written."""
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / PLAN_FILE
         if path.exists():
             if StreamInfo.read(folder) != self.info:
                 raise ScenarioError(f"{path}: the trace there is not this scenario's (rows, parts or hash differ)")
-            return
-        path.write_text(json.dumps(self.info.__dict__, indent=1) + "\n")
+        else:
+            path.write_text(json.dumps(self.info.__dict__, indent=1) + "\n")
+        index = folder / INDEX_FILE
+        if not index.exists():
+            names = list(self.plan.scenario.tenants)
+            table = pa.table({"request_id": [self.request_id(i) for i in range(self.plan.size)],
+                              "tenant": pa.array(names).take(pa.array(self.plan.which)),
+                              "offset_s": self.plan.offsets})
+            tmp = index.with_name(f".{index.name}.tmp")
+            pq.write_table(table, tmp, compression="zstd")
+            tmp.replace(index)
 
     def offsets(self) -> np.ndarray:
         return self.plan.offsets

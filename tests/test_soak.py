@@ -189,3 +189,49 @@ def test_resume_records_lost_outcomes_once_and_drops_the_stops_not_sent(tmp_path
     assert sorted(r["request_id"] for r in rows) == [r["request_id"] for r in trace[:13]]
     assert [r for r in rows if r["status"] != "ok"] == [
         {"request_id": trace[5]["request_id"], "status": "error", "error_kind": "worker_lost"}]
+
+
+def test_a_stopped_shard_gives_its_rest_without_waiting_for_parts_not_written(tmp_path):
+    """Ctrl-C at hour 1 of 8: the rows of parts not yet written are recorded from the index, at once."""
+    from loadtest.replay.shards import ShardRows
+
+    scenario, _raw = load_scenario(SOAK)
+    stream = TraceStream(scenario, "sha", 40.0, 10.0)
+    stream.start(tmp_path)
+    stream.write(tmp_path, 0)   # parts 1-3 never come
+    rows = ShardRows(tmp_path, 1, 2)
+    taken = [next(rows) for _ in range(3)]
+    started = time.monotonic()
+    rest = list(rows.rest())
+    assert time.monotonic() - started < 5, "it waited for a part"
+    expected = [stream.request_id(i) for i in range(1, stream.info.rows, 2)]
+    assert [r["request_id"] for _, r in taken] + [r["request_id"] for _, r in rest] == expected
+    assert set(rest[0][1]) == {"request_id", "tenant", "offset_s"}
+
+
+@pytest.mark.e2e
+def test_ctrl_c_early_in_a_long_soak_ends_it_promptly_with_every_request_recorded(tmp_path):
+    """SIGINT ten seconds into ten minutes: exit 130 within a minute, not after the rest of the
+    schedule; the unsent rest recorded as not_sent from the index (its parts were never written)."""
+    argv = ("soak", "--scenario", SOAK, "--fleet", FLEET, "--modes", "baseline", "--duration", "10m",
+            "--window", "10s", "--out", str(tmp_path), "--run-id", "c1")
+    run_dir = tmp_path / "c1"
+    with loadtest_process(*argv) as proc:
+        deadline = time.monotonic() + 120
+        while not list(run_dir.glob("requests/mode=*/part-*.parquet")):
+            assert proc.poll() is None and time.monotonic() < deadline, "the soak never wrote its records"
+            time.sleep(0.5)
+        time.sleep(5)
+        os.kill(proc.pid, signal.SIGINT)
+        stopped = time.monotonic()
+        out, _ = proc.communicate(timeout=90)
+        assert proc.returncode == 130, out[-3000:]
+        assert time.monotonic() - stopped < 60
+    assert len(list((run_dir / "trace").glob("part-*.parquet"))) < 60, "the parts were not all written"
+    records = _records(run_dir)
+    ids = collections.Counter(r["request_id"] for r in records)
+    index = ds.dataset(run_dir / "trace" / "_index.parquet").to_table()["request_id"].to_pylist()
+    assert sorted(ids) == sorted(index) and set(ids.values()) == {1}
+    assert collections.Counter(r["status"] for r in records)["not_sent"] > len(index) // 2
+    assert (run_dir / "soak.md").exists()
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "interrupted"

@@ -12,11 +12,12 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from rich.console import Console
 
-from analysis.reader import read_requests
+from analysis.reader import ContractError, read_requests
 from analysis.server import load_server_metrics
 from analysis.soak import Finding, findings, slo_windows, span, windows
 from cluster import FleetError
@@ -74,13 +75,21 @@ def main(args: argparse.Namespace) -> int:
     console = new_console()
     try:
         soak = resumed_soak(args) if args.resume else new_soak(args)
-    except (ScenarioError, FleetError, FileExistsError, MetricsError) as exc:
+    except (ScenarioError, FleetError, FileExistsError, MetricsError, PermissionError) as exc:
         print_error("loadtest soak", str(exc))
         return exits.BAD_INPUT
+    except (KeyError, OSError, pa.ArrowInvalid) as exc:   # a run folder that is not what a soak leaves
+        print_error("loadtest soak", f"--resume: {args.resume}: cannot read it ({type(exc).__name__}: {exc})")
+        return exits.BAD_INPUT
+    with soak.lock:
+        return _soak(console, args, soak)
+
+
+def _soak(console: Console, args: argparse.Namespace, soak: Soak) -> int:
     run_dir, manifest, stream, p = soak.run_dir, soak.manifest, soak.stream, soak.params
     manifest.write(run_dir)
-    args.parallel_modes = len(soak.choice.modes) > 1   # every mode at once: they share the soak's clock
-    at_s = min((e.get("resume_at_s", 0.0) for e in soak.extra.values()), default=0.0)
+    args.parallel_modes = len(soak.choice.modes) > 1   # every mode at once
+    at_s = max((e.get("resume_at_s", 0.0) for e in soak.extra.values()), default=0.0)   # the mode furthest on
     writer = PartWriter(stream, run_dir / "trace", at_s)
     writer.start()
     how = "resumed" if args.resume else "started"
@@ -109,10 +118,12 @@ def main(args: argparse.Namespace) -> int:
 def verdict(console: Console, args: argparse.Namespace, soak: Soak, code: int) -> int:
     """The usual tables and error gate, then the SLO windows and the drift checks; the exit code."""
     run_dir, manifest, p = soak.run_dir, soak.manifest, soak.params
-    checks = print_summary(console, run_dir, soak.choice.modes, manifest, args.max_errors)
-    if not (run_dir / "requests").exists():
-        return code
-    records = read_requests(run_dir, columns=COLUMNS)
+    try:
+        checks = print_summary(console, run_dir, soak.choice.modes, manifest, args.max_errors)
+        records = read_requests(run_dir, columns=COLUMNS)
+    except (ContractError, OSError, pa.ArrowInvalid) as exc:   # nothing recorded (it failed first), or unreadable
+        print_error("loadtest soak", f"no verdict: the records of {run_dir} cannot be read ({exc})")
+        return code if code != exits.OK else exits.INCOMPLETE
     table = windows(records, load_server_metrics(run_dir), p["window_s"], p["duration_s"])
     pq.write_table(table, run_dir / "windows.parquet")
     found = findings(table, p["window_s"])
@@ -134,14 +145,14 @@ def verdict(console: Console, args: argparse.Namespace, soak: Soak, code: int) -
     return exits.GATE_FAILED if code == exits.OK and not passed else code
 
 
-def soak_md(run_id: str, status: str, p: dict, table, found: list[Finding]) -> str:
+def soak_md(run_id: str, status: str, p: dict, table: pa.Table, found: list[Finding]) -> str:
     """soak.md: the verdict, each finding with its window, and the windows per mode."""
     lines = [f"# Soak {run_id} ({status})", "",
              f"{p['duration_s'] / 3600:.2f} h; SLO windows of {p['window_s']:g} s every {p['step_s']:g} s; drift over "
              f"tumbling windows of {p['window_s']:g} s with the offered load held apart.", ""]
     lines += ["## Findings", ""] + ([f"- **{f.check}** ({span(f.start_s, f.end_s)}): {f.message}" for f in found]
                                     or ["- none: every SLO window met its targets and nothing drifted"])
-    cols = ["window", "start", "scheduled", "ok", "errors", "not_sent", "ttft_p99_ms", "tpot_p50_ms",
+    cols = ["window", "start", "scheduled", "ok", "errors", "unknown", "not_sent", "ttft_p99_ms", "tpot_p50_ms",
             "tpot_p99_ms", "e2e_p99_ms", "kv_cache_usage", "waiting"]
     for mode in sorted(set(table["mode"].to_pylist())):
         rows = table.filter(pc.equal(table["mode"], mode)).to_pylist()

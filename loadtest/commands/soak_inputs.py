@@ -6,6 +6,7 @@ outcome the crash lost). Bad input raises ScenarioError or FleetError with one l
 from __future__ import annotations
 
 import argparse
+import fcntl
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,12 +26,38 @@ from loadtest.commands.metrics_server import MetricsServer
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.sink import ParquetSink
 from scenarios import ScenarioError
-from scenarios.spec import Scenario, load_scenario
+from scenarios.spec import Closed, Scenario, load_scenario
 from scenarios.stream import TraceStream
 from scenarios.trace import scenario_hash
 
+MIN_WINDOW_S = 5.0    # an SLO window shorter than this holds too few requests to judge a p99
+MAX_WINDOWS = 20_000  # sliding windows over a soak (an 8 h soak at a 5 m window every 1 m: 480)
 PART_S = 60.0         # a trace part covers this many seconds of arrivals (less when --window is shorter)
 LOST = "the soak was killed after this request was due; its outcome is unknown (resumed with --resume)"
+
+
+CLIENT = ("workers", "ray_workers", "max_inflight", "timeout", "lateness_limit", "api_key_env", "max_errors")
+
+
+class RunLock:
+    """An exclusive lock on a soak's folder for the whole command: a second soak (a resume while
+    it still runs, two resumes at once) is refused instead of writing the same records twice."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / ".soak.lock"
+        self.file = open(self.path, "a")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.file.close()
+            raise ScenarioError(f"{run_dir}: another soak is writing it (it holds {self.path})") from None
+
+    def __enter__(self) -> RunLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.file, fcntl.LOCK_UN)
+        self.file.close()
 
 
 @dataclass
@@ -43,6 +70,7 @@ class Soak:
     choice: FleetChoice
     params: dict                                           # the manifest's soak: duration, windows, targets, ...
     extra: dict[str, dict] = field(default_factory=dict)   # mode -> ReplayConfig fields (flush, resume)
+    lock: RunLock | None = None
     resumed_unknown: int = 0                               # rows recorded as unknown outcomes on resume
     dropped: int = 0                                       # an interruption's not_sent records, sent now
 
@@ -63,6 +91,8 @@ def tenant_targets(scenario: Scenario, slo: dict[str, float] | None) -> dict | N
 
 def new_soak(args: argparse.Namespace) -> Soak:
     scenario, raw = load_scenario(args.scenario)
+    if isinstance(scenario.arrival, Closed):
+        raise ScenarioError(f"{scenario.name}: a soak needs open-loop arrivals (its arrival is closed loop)")
     duration = args.duration or scenario.duration
     if not duration:
         raise ScenarioError(f"--duration: the scenario {scenario.name} sets no duration; give one (e.g. 8h)")
@@ -71,12 +101,16 @@ def new_soak(args: argparse.Namespace) -> Soak:
         raise ScenarioError(f"--window: {args.window:g} s is longer than the soak ({duration:g} s)")
     if step > args.window:
         raise ScenarioError(f"--window-step: {step:g} s is longer than the window ({args.window:g} s)")
+    if args.window < MIN_WINDOW_S or duration / step > MAX_WINDOWS:
+        raise ScenarioError(f"--window, --window-step: at least {MIN_WINDOW_S:g} s and at most {MAX_WINDOWS:,} "
+                            f"windows over the soak (got {args.window:g} s every {step:g} s over {duration:g} s)")
     sha = scenario_hash(raw)
     seed = scenario.seed if args.seed is None else args.seed
     stream = TraceStream(scenario, sha, duration, min(PART_S, args.window), seed, args.rate_scale)
     choice = choose_fleet(args, args.modes)
     MetricsServer.from_args(args, None).check()
     run_dir = new_run_dir(args.out, args.run_id, f"soak-{scenario.name}")
+    lock = RunLock(run_dir)
     (run_dir / "scenario.toml").write_bytes(raw)
     stream.start(run_dir / "trace")
     info = {"name": scenario.name, "source": str(args.scenario), "sha256": sha,
@@ -86,10 +120,11 @@ def new_soak(args: argparse.Namespace) -> Soak:
     params = {"duration_s": duration, "window_s": args.window, "step_s": step, "part_s": stream.window_s,
               "flush_s": args.flush_every, "seed": seed, "rate_scale": args.rate_scale,
               "targets": tenant_targets(scenario, args.slo), "fleet_source": choice.info.get("source"),
+              "client": {k: getattr(args, k) for k in CLIENT},
               "stretches": [{"started_at": utc_now(), "resumed": False}]}
     manifest.soak = params
     extra = {m: {"flush_s": args.flush_every} for m in choice.modes}
-    return Soak(run_dir, manifest, stream, choice, params, extra)
+    return Soak(run_dir, manifest, stream, choice, params, extra, lock)
 
 
 def resumed_soak(args: argparse.Namespace) -> Soak:
@@ -103,12 +138,13 @@ def resumed_soak(args: argparse.Namespace) -> Soak:
     params = manifest.soak
     if not params:
         raise ScenarioError(f"--resume: {run_dir} is not a soak (its manifest has no `soak`)")
-    scenario, raw = load_scenario(run_dir / manifest.scenario.get("copy", "scenario.toml"))
-    if scenario_hash(raw) != manifest.scenario.get("sha256"):
-        raise ScenarioError(f"--resume: {run_dir}/scenario.toml is not the scenario the soak started with")
+    scenario, _raw = _scenario_again(run_dir, manifest)
     stream = TraceStream(scenario, manifest.scenario["sha256"], params["duration_s"], params["part_s"],
                          params["seed"], params["rate_scale"])
     stream.start(run_dir / "trace")
+    lock = RunLock(run_dir)
+    for key, value in params.get("client", {}).items():   # the client as the soak started it (--workers, ...)
+        setattr(args, key, value)
     if not (args.fleet or args.endpoints):
         source = params.get("fleet_source")
         if not source or source == "--endpoints":
@@ -116,7 +152,7 @@ def resumed_soak(args: argparse.Namespace) -> Soak:
         args = argparse.Namespace(**{**vars(args), "fleet": source})
     choice = choose_fleet(args, ",".join(manifest.modes))
     MetricsServer.from_args(args, None).check()
-    soak = Soak(run_dir, manifest, stream, choice, params)
+    soak = Soak(run_dir, manifest, stream, choice, params, lock=lock)
     recorded = _recorded(run_dir)
     stretch = len(params.get("stretches", []))
     for mode in choice.modes:
@@ -131,7 +167,23 @@ def resumed_soak(args: argparse.Namespace) -> Soak:
     return soak
 
 
-def _recorded(run_dir: Path):
+def _scenario_again(run_dir: Path, manifest: Manifest) -> tuple[Scenario, bytes]:
+    """The scenario the soak started with: from where it was (so the files it names, a document or
+    a prompts file, resolve as they did), else the copy in its folder; checked by its hash."""
+    sha = manifest.scenario.get("sha256")
+    source = manifest.scenario.get("source", "")
+    for where in (source, run_dir / manifest.scenario.get("copy", "scenario.toml")):
+        try:
+            scenario, raw = load_scenario(where)
+        except ScenarioError:
+            continue
+        if scenario_hash(raw) == sha:
+            return scenario, raw
+    raise ScenarioError(f"--resume: neither {source} nor {run_dir}/scenario.toml is the scenario the soak started "
+                        "with (its sha256 in the manifest differs)")
+
+
+def _recorded(run_dir: Path) -> pa.Table | None:
     try:
         return read_requests(run_dir, columns=["request_id", "mode", "offset_s", "scheduled_ns", "status"])
     except ContractError:   # killed before its first part was written

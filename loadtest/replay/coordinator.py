@@ -18,7 +18,7 @@ from typing import Protocol
 from loadtest.records import RequestRecord
 from loadtest.replay import protocol
 from loadtest.replay.dispatcher import Clock
-from loadtest.replay.shards import iter_shard
+from loadtest.replay.shards import iter_index
 from loadtest.request.client import Clock as EpochClock
 from loadtest.request.client_stats import ClientStats
 from loadtest.request.tally import Tally
@@ -189,7 +189,7 @@ class Coordinator:
         self._records = self._records or EpochClock(round(self.epoch() * 1e9), self.clock.now())
         t0 = self.clock.now() - self.opts.resume_at_s
         n = 0
-        for _, row in iter_shard(self.opts.trace_file, 0, 1, first=self.opts.first_row):
+        for _, row in iter_index(self.opts.trace_file, 0, 1, first=self.opts.first_row):
             self._write(row, t0 + row["offset_s"], t0, "master", "not_sent", None, why)
             n += 1
         self._say_observed()
@@ -216,7 +216,7 @@ class Coordinator:
         was lost as error/worker_lost (they may have been sent), the rest as not_sent."""
         seen = self.read_recorded(w.worker_id)
         written = unsent = 0
-        for _, row in iter_shard(self.opts.trace_file, w.index, len(self.workers), first=self.opts.first_row):
+        for _, row in iter_index(self.opts.trace_file, w.index, len(self.workers), first=self.opts.first_row):
             if row["request_id"] in seen:
                 continue
             due = self.t0 + row["offset_s"]

@@ -135,7 +135,9 @@ class Dispatcher:
         why = UNSENT_BECAUSE.get(reason, reason)
         rest = [self._pending] if self._pending else []
         self._pending = None
-        for _, row in itertools.chain(rest, self.rows):  # every row never dispatched, streamed
+        # every row never dispatched, streamed (a ShardRows gives them without waiting for a soak's parts)
+        never = self.rows.rest() if hasattr(self.rows, "rest") else self.rows
+        for _, row in itertools.chain(rest, never):
             self.unsent(row, self.schedule.t0 + row["offset_s"], why)
             self.not_sent += 1
         self._finished.set()

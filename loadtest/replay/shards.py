@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from loadtest.replay.dispatcher import Row
-from scenarios.stream import StreamInfo, part_name
+from scenarios.stream import INDEX_FILE, StreamInfo, part_name
 from scenarios.trace import closed_concurrency
 
 PART_WAIT_S = 120.0   # a soak's part this late (the command that writes it is gone or stuck): give up
@@ -48,7 +48,7 @@ def trace_tenants(trace: str | Path) -> list[str]:
     return sorted(names)
 
 
-def _files(trace: Path, sleep=time.sleep) -> Iterator[Path]:
+def _files(trace: Path) -> Iterator[Path]:
     if not trace.is_dir():
         yield trace
         return
@@ -58,7 +58,7 @@ def _files(trace: Path, sleep=time.sleep) -> Iterator[Path]:
             if waited >= PART_WAIT_S:
                 raise RuntimeError(f"{path}: not written {PART_WAIT_S:g} s after it was due (is the soak's "
                                    "command still running?)")
-            sleep(0.2)
+            time.sleep(0.2)   # under Locust, gevent's (it patches time)
             waited += 0.2
         yield path
 
@@ -69,13 +69,56 @@ def iter_shard(trace_file: str | Path, index: int, count: int, batch_rows: int =
     (where a resumed soak goes on: the rows before it are recorded already)."""
     base = 0
     for path in _files(Path(trace_file)):
-        for batch in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_rows, columns=TRACE_COLUMNS):
-            if base + batch.num_rows > first:
+        meta = pq.ParquetFile(str(path))
+        rows = meta.metadata.num_rows
+        if base + rows > first:   # a part wholly before `first` is not even read
+            for batch in meta.iter_batches(batch_size=batch_rows, columns=TRACE_COLUMNS):
                 cols = {c: batch.column(c).to_pylist() for c in TRACE_COLUMNS}
                 for j in range((index - base) % count, batch.num_rows, count):
                     if base + j >= first:
                         yield base + j, {c: cols[c][j] for c in TRACE_COLUMNS}
-            base += batch.num_rows
+                base += batch.num_rows
+        else:
+            base += rows
+
+
+INDEX_COLUMNS = ["request_id", "tenant", "offset_s"]
+
+
+def iter_index(trace_file: str | Path, index: int, count: int, first: int = 0) -> Iterator[Row]:
+    """The shard's rows from `first` on with only their id, tenant and offset (what a not_sent
+    or lost record needs), never waiting: a soak's come from its index, not its parts."""
+    path = Path(trace_file)
+    source = pq.ParquetFile(str(path / INDEX_FILE if path.is_dir() else path))
+    base = 0
+    for batch in source.iter_batches(batch_size=65536, columns=INDEX_COLUMNS):
+        cols = {c: batch.column(c).to_pylist() for c in INDEX_COLUMNS}
+        for j in range((index - base) % count, batch.num_rows, count):
+            if base + j >= first:
+                yield base + j, {c: cols[c][j] for c in INDEX_COLUMNS}
+        base += batch.num_rows
+
+
+class ShardRows:
+    """A shard's rows as the dispatcher takes them; `rest()` is what it never took, from the index
+    (a replay stopped early records those as not_sent without waiting for a soak's later parts)."""
+
+    def __init__(self, trace_file: str | Path, index: int, count: int, first: int = 0) -> None:
+        self.trace_file, self.index, self.count = trace_file, index, count
+        self.next_row = first
+        self._rows = iter_shard(trace_file, index, count, first=first)
+
+    def __iter__(self) -> ShardRows:
+        return self
+
+    def __next__(self) -> Row:
+        row = next(self._rows)
+        self.next_row = row[0] + 1
+        return row
+
+    def rest(self) -> Iterator[Row]:
+        self._rows.close()
+        return iter_index(self.trace_file, self.index, self.count, first=self.next_row)
 
 
 def recorded_ids(records_dir: str | Path, worker: str) -> set[str]:

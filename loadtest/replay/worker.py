@@ -23,7 +23,7 @@ from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.replay import protocol
 from loadtest.replay.dispatcher import Dispatcher, Schedule
 from loadtest.replay.options import ReplayConfig
-from loadtest.replay.shards import iter_shard, shard_size, trace_closed, trace_rows
+from loadtest.replay.shards import ShardRows, shard_size, trace_closed, trace_rows
 from loadtest.request.body import STREAM_OPTIONS as BODY_STREAM_OPTIONS
 from loadtest.request.body import request_body
 from loadtest.request.client import Clock, execute
@@ -115,7 +115,7 @@ class ShardReplay:
         self.sink = ParquetSink(self.opts.records_dir, worker_id, REQUEST_SCHEMA, ThreadPoolExecutor(1),
                                 flush_s=self.opts.flush_s, on_flush=self.tally.observe_many)
         schedule = Schedule(t0, self.opts.deadline_s, self.closed is not None, self.opts.grace_s, self.opts.drain)
-        rows = iter_shard(str(self.opts.trace), index, count, first=self.opts.first_row)
+        rows = ShardRows(str(self.opts.trace), index, count, first=self.opts.first_row)
         self.dispatcher = Dispatcher(rows, self.shard_size, schedule,
                                      GeventClock(), GeventPool(cap), self._send, self._unsent)
         self.assigned.set()
