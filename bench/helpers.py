@@ -8,6 +8,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -34,3 +35,14 @@ def start_server(argv: list[str], port: int, cpu: int | None, what: str) -> tupl
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"{what} did not start")
+
+
+def rss_mb(pid: int) -> float | None:
+    """A process's resident memory (VmRSS) in MB, None once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None

@@ -28,7 +28,7 @@ from loadtest.commands.inputs import Trace, choose_fleet, new_manifest, new_run_
 from loadtest.commands.levels import Level, native_rate
 from loadtest.commands.levels_run import LevelsRun, new_level, summarise
 from loadtest.commands.metrics_server import MetricsError, MetricsServer
-from loadtest.commands.run import Stage, guarded, serving
+from loadtest.commands.run import Stage, served
 from loadtest.records import OK
 from scenarios import ScenarioError
 
@@ -167,12 +167,9 @@ def main(args: argparse.Namespace) -> int:
                   f"arrivals a probe, modes {', '.join(choice.modes)}, fleet {choice.info['name']}",
                   soft_wrap=True)
     results = {m: ModeCapacity() for m in choice.modes}
-    try:
-        with serving(MetricsServer.from_args(args, run_dir), manifest, console) as server:
-            code = guarded(lambda signals: CapacityRun(args, console, trace, choice, run_dir, manifest, signals, server,
-                                                results=results).replay_all(), manifest, run_dir, "loadtest capacity")
-    except MetricsError as exc:
-        print_error("loadtest capacity", str(exc))
+    code = served(args, console, manifest, run_dir, "loadtest capacity", lambda signals, server: CapacityRun(
+        args, console, trace, choice, run_dir, manifest, signals, server, results=results).replay_all())
+    if code is None:   # /metrics could not listen: nothing ran
         return exits.BAD_INPUT
     probes = [p for r in results.values() for p in r.probes]
     pq.write_table(pa.Table.from_pylist(probes, schema=PROBE_SCHEMA), run_dir / "capacity.parquet")

@@ -78,12 +78,9 @@ def main(args: argparse.Namespace) -> int:
                   f"{trace.table['offset_s'][-1].as_py():.1f} s (trace ready in {time.monotonic() - t_build:.1f} s), "
                   f"modes {', '.join(fleet.modes)}, fleet {fleet.info['name']}")
 
-    try:
-        with serving(MetricsServer.from_args(args, run_dir), manifest, console) as server:
-            code = guarded(lambda signals: Run(args, console, trace, fleet, run_dir, manifest, signals,
-                                               server).replay_all(), manifest, run_dir, "loadtest run")
-    except MetricsError as exc:
-        print_error("loadtest run", str(exc))
+    code = served(args, console, manifest, run_dir, "loadtest run", lambda signals, server: Run(
+        args, console, trace, fleet, run_dir, manifest, signals, server).replay_all())
+    if code is None:   # /metrics could not listen: nothing ran
         return exits.BAD_INPUT
     checks = print_summary(console, run_dir, fleet.modes, manifest, args.max_errors, args.slo_gate)
     if code == exits.OK:
@@ -106,6 +103,18 @@ def serving(server: MetricsServer, manifest: Manifest, console: Console) -> Iter
             console.print(f"client metrics: {server.url} (Prometheus file_sd targets: {server.targets_path})",
                           soft_wrap=True, highlight=False)
         yield server
+
+
+def served(args: argparse.Namespace, console: Console, manifest: Manifest, run_dir: Path, prog: str,
+           replay: Callable[[Signals, MetricsServer], None]) -> int | None:
+    """`guarded`, with the command's /metrics (its --metrics-* options) served for its length;
+    None, said in one line, when it cannot listen after all (checked before the run folder was made)."""
+    try:
+        with serving(MetricsServer.from_args(args, run_dir), manifest, console) as server:
+            return guarded(lambda signals: replay(signals, server), manifest, run_dir, prog)
+    except MetricsError as exc:
+        print_error(prog, str(exc))
+        return None
 
 
 def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path, prog: str) -> int:

@@ -26,9 +26,9 @@ from common.exits import print_error
 from common.times import utc_now
 from loadtest.commands.console import new_console
 from loadtest.commands.inputs import Trace
-from loadtest.commands.metrics_server import MetricsError, MetricsServer
+from loadtest.commands.metrics_server import MetricsError
 from loadtest.commands.report import print_summary, record_gate
-from loadtest.commands.run import Run, guarded, serving
+from loadtest.commands.run import Run, served
 from loadtest.commands.soak_inputs import Soak, new_soak, resumed_soak
 from scenarios import ScenarioError
 from scenarios.stream import TraceStream
@@ -102,14 +102,12 @@ def _soak(console: Console, args: argparse.Namespace, soak: Soak) -> int:
                      if args.resume else ""), soft_wrap=True)
     trace = Trace(TRACE_SCHEMA.empty_table(), manifest.scenario, manifest.seed)
     try:
-        with serving(MetricsServer.from_args(args, run_dir), manifest, console) as server:
-            code = guarded(lambda signals: SoakRun(args, console, trace, soak.choice, run_dir, manifest, signals,
-                                                   server, soak=soak).replay_all(), manifest, run_dir, "loadtest soak")
-    except MetricsError as exc:
-        print_error("loadtest soak", str(exc))
-        return exits.BAD_INPUT
+        code = served(args, console, manifest, run_dir, "loadtest soak", lambda signals, server: SoakRun(
+            args, console, trace, soak.choice, run_dir, manifest, signals, server, soak=soak).replay_all())
     finally:
         writer.stop.set()
+    if code is None:   # /metrics could not listen: nothing ran
+        return exits.BAD_INPUT
     if writer.error is not None:
         print_error("loadtest soak", f"writing the trace's parts failed: {writer.error}")
     return verdict(console, args, soak, code)

@@ -34,7 +34,7 @@ from loadtest.commands.levels import Level, levels_of
 from loadtest.commands.levels_run import LevelDir, LevelsRun, new_level, summarise
 from loadtest.commands.manifest import Manifest
 from loadtest.commands.metrics_server import MetricsError, MetricsServer
-from loadtest.commands.run import Stage, guarded, serving
+from loadtest.commands.run import Stage, served
 from scenarios import ScenarioError
 from scenarios.trace import write_trace
 
@@ -154,12 +154,9 @@ def main(args: argparse.Namespace) -> int:
     console.print(f"[bold]sweep {manifest.run_id}[/bold]: {trace.table.num_rows:,} requests of {trace.info['name']} "
                   f"per level, levels {', '.join(lv.name for lv in levels)}, modes {', '.join(choice.modes)}, fleet "
                   f"{choice.info['name']}", soft_wrap=True)
-    try:
-        with serving(MetricsServer.from_args(args, run_dir), manifest, console) as server:
-            code = guarded(lambda signals: SweepRun(args, console, trace, choice, run_dir, manifest, signals, server,
-                                                levels=dirs).replay_all(), manifest, run_dir, "loadtest sweep")
-    except MetricsError as exc:
-        print_error("loadtest sweep", str(exc))
+    code = served(args, console, manifest, run_dir, "loadtest sweep", lambda signals, server: SweepRun(
+        args, console, trace, choice, run_dir, manifest, signals, server, levels=dirs).replay_all())
+    if code is None:   # /metrics could not listen: nothing ran
         return exits.BAD_INPUT
     manifest.levels = [lv.entry() for lv in dirs]
     manifest.write(run_dir)
