@@ -65,6 +65,7 @@ class Scraper:
         self._http = requests.Session()
         self.errors = 0
         self.problems: dict[str, str] = {}   # mode -> the first scrape problem of its replicas
+        self.latest: dict[str, dict[str, dict[str, float]]] = {}   # mode -> replica -> sample name -> sum
 
     def __enter__(self) -> Scraper:
         self._thread.start()
@@ -112,8 +113,12 @@ class Scraper:
                 continue
             rows = [{"time_ns": now, "mode": mode, "replica": label, "metric": m, "labels": lab, "value": v}
                     for m, lab, v in samples]
+            sums: dict[str, float] = {}
+            for m, _, v in samples:   # a counter's samples summed over its labels (the live board's view)
+                sums[m] = sums.get(m, 0.0) + v
             with self._lock:
                 self._rows.setdefault(mode, []).extend(rows)
+                self.latest.setdefault(mode, {})[label] = sums
 
     def _problem(self, mode: str, label: str, what: str) -> None:
         self.errors += 1

@@ -10,7 +10,6 @@ from common.exits import BAD_INPUT
 from loadtest.commands.argtypes import (
     non_negative_float,
     percent,
-    port,
     positive_float,
     positive_int,
     window,
@@ -68,21 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "the deadline and unsent ones are recorded as not_sent (default: none)")
     _client_options(run)
 
-    ui = sub.add_parser("ui", help="replay against a running fleet from Locust's web UI",
-                        description="Open Locust's web UI for one mode of a running fleet (`loadtest cluster up`, "
-                        "or MODE=URL servers). Start replays the trace open loop with the same measurement and "
-                        "records as `loadtest run`; a Speculation tab shows TTFT, TPOT, ITL and tokens per chunk "
-                        "live. The UI stays up after the replay; Ctrl-C quits and prints the summary.")
-    ui.add_argument("--endpoints", default=str(DEFAULT_STATE), metavar="STATE|MODE=URL,...",
-                    help=f"the running fleet: a `cluster up` state file or MODE=URL pairs (default: {DEFAULT_STATE})")
-    ui.add_argument("--mode", default=None, metavar="MODE", help="the mode to replay against (default: the first)")
-    ui.add_argument("--web-host", default="127.0.0.1", metavar="HOST",
-                    help="address the web UI listens on (default 127.0.0.1, this machine only)")
-    ui.add_argument("--web-port", type=port, default=8089, metavar="PORT", help="web UI port (default 8089)")
-    _replay_options(ui, "in the replay")
-    from loadtest.commands.ops_arguments import metrics_options
+    from loadtest.commands.ops_arguments import add_ui
 
-    metrics_options(ui)
+    add_ui(sub)
 
     rep = sub.add_parser("report", help="analyse finished runs again: tables, summary.parquet, report.md",
                          description="Read finished runs' folders (records, trace, server metrics, manifest) and "

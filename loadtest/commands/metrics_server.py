@@ -11,15 +11,12 @@ them the command refuses to start. The credentials are never written anywhere.
 from __future__ import annotations
 
 import argparse
-import base64
-import hmac
-import ipaddress
 import json
-import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -27,10 +24,12 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import CollectorRegistry
+from rich.console import Console
 
+from common.login import CHALLENGE, authorized, credentials, is_loopback, login_problem
+from loadtest.commands.manifest import Manifest
 from loadtest.request.exporter import ClientMetrics
 
-USER_ENV, PASSWORD_ENV = "LOADTEST_WEB_USER", "LOADTEST_WEB_PASSWORD"
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
 TARGETS_DIR = "prometheus-targets"   # <out>/prometheus-targets/<run_id>.json: Prometheus globs only file names
 
@@ -39,41 +38,16 @@ class MetricsError(ValueError):
     """A /metrics address that cannot be served (in use, or open without credentials)."""
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def credentials() -> tuple[str, str] | None:
-    """(user, password) from the environment, or None when either is unset or empty."""
-    user, password = os.environ.get(USER_ENV), os.environ.get(PASSWORD_ENV)
-    return (user, password) if user and password else None
-
-
-def login_problem(host: str, what: str) -> str | None:
-    """Why `what` may not listen on `host` (None when it may)."""
-    if is_loopback(host) or credentials():
-        return None
-    return (f"{what} on {host} (not loopback) needs a login: set {USER_ENV} and {PASSWORD_ENV} in the "
-            "environment, or bind 127.0.0.1")
-
-
 def hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def basic_auth(app: WSGIApp, user: str, password: str) -> WSGIApp:
     """`app` behind HTTP basic auth: 401 without the credentials, compared in constant time."""
-    expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-
     def guarded(environ: dict, start_response: Callable) -> Iterable[bytes]:
-        if hmac.compare_digest(environ.get("HTTP_AUTHORIZATION", "").encode(), expected.encode()):
+        if authorized(environ.get("HTTP_AUTHORIZATION"), user, password):
             return app(environ, start_response)
-        start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="loadtest"'),
+        start_response("401 Unauthorized", [*CHALLENGE.items(),
                                             ("Content-Type", "text/plain")])
         return [b"login required\n"]
 
@@ -198,3 +172,15 @@ class MetricsServer:
             self._server = None
             if self.targets_path is not None:  # the run is over: Prometheus stops scraping it
                 self.targets_path.unlink(missing_ok=True)
+
+
+@contextmanager
+def serving(server: MetricsServer, manifest: Manifest, console: Console) -> Iterator[MetricsServer]:
+    """`server` serving /metrics for the command's length, its address in the manifest and on the
+    console (MetricsError when it cannot listen: nothing has started yet)."""
+    with server:
+        if server.url:
+            manifest.metrics = server.url
+            console.print(f"client metrics: {server.url} (Prometheus file_sd targets: {server.targets_path})",
+                          soft_wrap=True, highlight=False)
+        yield server

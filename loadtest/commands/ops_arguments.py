@@ -1,11 +1,11 @@
 """The operations side of the command line: the client's /metrics, which every replaying command
-serves (run, sweep, capacity, ui, soak), and `loadtest soak`."""
+serves (run, sweep, capacity, ui, soak), `loadtest ui` and `loadtest soak`."""
 
 from __future__ import annotations
 
 import argparse
 
-from loadtest.commands.argtypes import duration, non_negative_float, port_or_zero
+from loadtest.commands.argtypes import duration, non_negative_float, port, port_or_zero
 
 
 def metrics_options(p: argparse.ArgumentParser) -> None:
@@ -62,3 +62,31 @@ def add_soak(sub) -> None:
     for action in soak._actions:   # a soak always replays its modes at once (they share its clock)
         if "--parallel-modes" in action.option_strings:
             action.help = argparse.SUPPRESS
+
+
+def add_ui(sub) -> None:
+    from loadtest.commands.arguments import _client_options, _fleet_options, _replay_options
+
+    ui = sub.add_parser(
+        "ui", help="Locust's web UI: start a run of several modes from the form, compare them live",
+        description="Open Locust's web UI once; its start form chooses the scenario, the modes and the rate "
+        "scale (Custom parameters). Start replays every chosen mode side by side, each with its own Locust "
+        "process(es), writing the same dataset, manifest and report as `loadtest run --parallel-modes`; Stop "
+        "ends them (the rest is recorded as not_sent). The Comparison tab and page show, per mode and per "
+        "tenant, TTFT, TPOT, ITL and E2E percentiles, output tokens/s, goodput, tokens per step and the "
+        "server's acceptance, as a table and charts over time, every second. The UI stays up after the run; "
+        "Ctrl-C quits. Any --web-host but loopback needs LOADTEST_WEB_USER and LOADTEST_WEB_PASSWORD in the "
+        "environment, and every route is then behind HTTP basic auth.")
+    _fleet_options(ui)
+    ui.add_argument("--web-host", default="127.0.0.1", metavar="HOST",
+                    help="address the web UI listens on (default 127.0.0.1, this machine only; any other needs "
+                    "the login above)")
+    ui.add_argument("--web-port", type=port, default=8089, metavar="PORT", help="web UI port (default 8089)")
+    _replay_options(ui, "per mode", trace=False)
+    _client_options(ui)
+    ui.set_defaults(trace=None, parallel_modes=True, cooldown=0.0, deadline=None)
+    for action in ui._actions:
+        if "--parallel-modes" in action.option_strings:   # the web UI always replays its modes at once
+            action.help = argparse.SUPPRESS
+        elif action.dest in ("scenario", "rate_scale"):
+            action.help += " (the start form's default)"

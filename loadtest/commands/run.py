@@ -13,9 +13,9 @@ import argparse
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +43,7 @@ from loadtest.commands.inputs import (
     prepare_trace,
 )
 from loadtest.commands.manifest import Manifest, ModeRun
-from loadtest.commands.metrics_server import MetricsError, MetricsServer
+from loadtest.commands.metrics_server import MetricsError, MetricsServer, serving
 from loadtest.commands.report import live_text, mode_progress, print_summary, progress_counts, record_gate
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
@@ -91,18 +91,6 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"report: {run_dir / 'report.md'}")
     console.print(f"results: {run_dir}/")
     return code
-
-
-@contextmanager
-def serving(server: MetricsServer, manifest: Manifest, console: Console) -> Iterator[MetricsServer]:
-    """`server` serving /metrics for the command's length, its address in the manifest and on the
-    console (MetricsError when it cannot listen: nothing has started yet)."""
-    with server:
-        if server.url:
-            manifest.metrics = server.url
-            console.print(f"client metrics: {server.url} (Prometheus file_sd targets: {server.targets_path})",
-                          soft_wrap=True, highlight=False)
-        yield server
 
 
 def served(args: argparse.Namespace, console: Console, manifest: Manifest, run_dir: Path, prog: str,
@@ -168,6 +156,7 @@ class Run:
         self.workers = min(workers, closed) if closed else workers  # each worker keeps one request in flight
         self.deadline_s, self.drain = args.deadline, False          # a sweep's levels stop sending and drain
         self.replay_extra: dict[str, dict] = {}   # mode -> more ReplayConfig fields (a soak's flush, its resume)
+        self.stage: Stage | None = None           # once the fleet is up
 
     def replay_all(self) -> None:
         with ExitStack() as stack:
@@ -178,7 +167,7 @@ class Run:
             modes = self.choice.modes
             tasks = {m: progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting", live="")
                      for m in modes}
-            stage = Stage(progress, tasks, stack.enter_context(Scraper(self.run_dir)), bringup)
+            self.stage = stage = Stage(progress, tasks, stack.enter_context(Scraper(self.run_dir)), bringup)
             if self.args.parallel_modes:
                 self.manifest.mode_order = "parallel (all modes at once, sharing the client machine)"
                 self._up(stage, modes)
@@ -264,6 +253,7 @@ class Run:
                 progress.update(task, completed=msg.done, total=msg.total, counts=progress_counts(msg))
             elif isinstance(msg, protocol.Live):
                 progress.update(task, live=live_text(msg))
+            self.on_line(mode, msg)
 
         process = LocustProcess(config, show, {a.api_key_env: key} if key else {}, metrics=self.metrics.metrics)
         self.signals.watch(process)
@@ -281,6 +271,9 @@ class Run:
             raise RuntimeError(f"the Locust replay of {mode} exited with code {end.returncode}; "
                                f"see {config.logs_dir / f'locust-{mode}.log'}")
         return end
+
+    def on_line(self, mode: str, msg: protocol.Line) -> None:
+        """Every message of `mode`'s replay (the web UI's board listens here)."""
 
     def _report_dead_replicas(self, fleet: Fleet | ExistingFleet, replicas: list, mr: ModeRun) -> None:
         existing = self.choice.existing is not None

@@ -14,6 +14,7 @@ from loadtest.replay.process import LocustProcess
 class Signals:
     def __init__(self) -> None:
         self.count = 0
+        self.asked = False    # stopped by ask_stop, not by a signal
         self.replays: list[LocustProcess] = []
         self._old: dict[int, object] = {}
 
@@ -46,6 +47,13 @@ class Signals:
             replay.signal()
         if self.count == 1:
             print(f"\n{signal.Signals(signum).name}: stopping gracefully (again to stop at once)", file=sys.stderr)
+
+    def ask_stop(self) -> None:
+        """Stop gracefully, as a first signal does (the web UI's Stop button)."""
+        if self.count == 0:
+            self.count, self.asked = 1, True
+            for replay in list(self.replays):
+                replay.signal()
 
     @property
     def stop(self) -> bool:

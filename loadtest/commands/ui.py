@@ -1,140 +1,225 @@
-"""`loadtest ui`: replay the trace against one mode of a running fleet from Locust's web UI.
+"""`loadtest ui`: Locust's web UI once for a run, every chosen mode replaying side by side.
 
-The fleet is one held by `loadtest cluster up` (its state file) or servers given as MODE=URL.
-Pressing Start in the UI replays the trace open loop, exactly as `loadtest run` does (the same
-LocustProcess, locustfile and records); Stop ends it (the rest is recorded as not_sent). The UI
-stays up after the replay for its charts and the Speculation tab; Ctrl-C quits, writes the
-manifest (with the client's verdict on itself) and prints the mode's summary and error gate.
+The web UI is its own Locust process (loadtest/replay/front.py), which sends no request. Its start
+form's Start (scenario, modes, rate scale) reaches this command as a line; the command then does
+what `loadtest run --parallel-modes` does with those values (the trace, the run folder, one
+headless LocustProcess per mode, the same records, manifest, summary, report and gate) while a
+board (board.py) reads the records as they reach disk and serves the live comparison back to the
+web UI. Stop in the UI stops the replays as a first Ctrl-C does. The UI stays up after the run for
+its charts; Ctrl-C here quits, with the run's exit code (0 before any Start).
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
+import queue
+import shutil
 import socket
-import time
+import tempfile
+import threading
+from pathlib import Path
 
 from cluster import FleetError
-from cluster.scrape import Scraper
 from common import exits
 from common.exits import print_error
-from common.times import utc_now
+from common.login import is_loopback, login_problem
+from loadtest.commands.board import Board, BoardServer
 from loadtest.commands.console import new_console
-from loadtest.commands.inputs import choose_fleet, new_run_dir, prepare_trace, replica_entry
-from loadtest.commands.manifest import Manifest, ModeRun
+from loadtest.commands.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.commands.metrics_server import MetricsError, MetricsServer
 from loadtest.commands.report import print_summary, record_gate
-from loadtest.commands.run import serving
+from loadtest.commands.run import Run, served
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
-from loadtest.replay.options import ReplayConfig
-from loadtest.replay.process import LocustProcess
+from loadtest.replay.front_process import FrontProcess
 from scenarios import ScenarioError
 from scenarios.trace import write_trace
 
-PROGRESS_EVERY_S = 5.0
+PROG = "loadtest ui"
 
 
 def _listen_problem(host: str, port: int) -> str | None:
     """Why the web UI could not listen on host:port (None if it can)."""
-    with socket.socket() as s:
-        try:
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family) as s:
             s.bind((host, port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                return f"{host}:{port} is in use; pick another --web-port"
-            return f"cannot listen on {host}:{port} ({exc.strerror or exc}); check --web-host"
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return f"{host}:{port} is in use; pick another --web-port"
+        return f"cannot listen on {host}:{port} ({exc.strerror or exc}); check --web-host"
     return None
+
+
+class UIRun(Run):
+    """`Run` whose replays' messages also reach the board."""
+
+    def __init__(self, *args, board: Board, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.board = board
+
+    def on_line(self, mode: str, msg: protocol.Line) -> None:
+        self.board.on_line(mode, msg)
 
 
 def main(args: argparse.Namespace) -> int:
     console = new_console()
-    try:  # the files first, then the servers
-        trace = prepare_trace(args)
-        if args.mode and "," in args.mode:
-            raise FleetError(f"--mode: one mode per web UI, got {args.mode!r} (`loadtest run` compares modes)")
-        fleet = choose_fleet(args, args.mode, first_only=True)
-        mode = fleet.modes[0]
-        problem = _listen_problem(args.web_host, args.web_port)
+    try:  # everything the form does not choose, before the web UI opens
+        fleet = choose_fleet(args, args.modes)
+        prepare_trace(args)   # the form's default scenario builds
+        problem = login_problem(args.web_host, "the web UI") or _listen_problem(args.web_host, args.web_port)
         if problem:
             raise FleetError(problem)
-        MetricsServer.from_args(args, None).check()  # before the run folder is made
-        run_dir = new_run_dir(args.out, args.run_id, f"{trace.info['name']}-ui")
+        MetricsServer.from_args(args, None).check()
+        if args.run_id and (Path(args.out) / args.run_id).exists():
+            raise FileExistsError(f"{Path(args.out) / args.run_id} already exists; pick another --run-id")
     except (FleetError, ScenarioError, FileExistsError, MetricsError) as exc:
-        print_error("loadtest ui", str(exc))
+        print_error(PROG, str(exc))
         return exits.BAD_INPUT
-    run_id, state = run_dir.name, fleet.existing
-    replicas = [r for r in state.replicas if r.mode == mode]
-    manifest = Manifest(run_id=run_id, scenario=trace.info, modes=[mode], seed=trace.seed,
-                        requests=trace.table.num_rows, fleet=fleet.info)
-    manifest.mode_order = "web UI (started and stopped by a person)"
-    mr = manifest.mode_runs.setdefault(mode, ModeRun())
-    mr.replicas = [replica_entry(r) for r in replicas]
-    manifest.write(run_dir)
-    trace_path = run_dir / "trace.parquet"
-    write_trace(trace.table, trace_path, trace.info["name"], trace.info["sha256"])
-    about = (f"{trace.table.num_rows:,} requests of {trace.info['name']} against {mode} ({len(replicas)} replica(s) "
-             f"of fleet {state.fleet}); run {run_id}")
-    config = ReplayConfig(trace=trace_path, mode=mode, endpoints=tuple(r.url for r in replicas),
-                          served_model=replicas[0].served_model, run_id=run_id, run_dir=run_dir,
-                          max_inflight=args.max_inflight, timeout_s=args.timeout, api_key_env=args.api_key_env,
-                          lateness_limit_ms=args.lateness_limit, web=(args.web_host, args.web_port), about=about)
-    url = f"http://{args.web_host}:{args.web_port}"
-    console.print(f"[bold]{run_id}[/bold]: {trace.table.num_rows} requests of {trace.info['name']} against {mode} "
-                  f"({len(replicas)} replica(s) of fleet {state.fleet})")
-    console.print(f"Locust web UI: [bold]{url}[/bold]  (press Start to replay; the Speculation tab shows TTFT, "
-                  "TPOT, ITL and tokens per chunk; Ctrl-C here quits)", soft_wrap=True)
-    last = [0.0]
-
-    def show(msg: protocol.Line) -> None:
-        if isinstance(msg, protocol.Progress) and msg.sent and time.monotonic() - last[0] > PROGRESS_EVERY_S:
-            last[0] = time.monotonic()
-            console.print(f"{mode}: {msg.done:,}/{msg.total:,} done, {msg.sent:,} sent")
-        elif isinstance(msg, protocol.Finished):
-            console.print(f"{mode}: replay {msg.reason}: {msg.recorded} records in {run_dir}/requests/; "
-                          "the UI stays up for its charts: Ctrl-C to quit")
-
-    server = MetricsServer.from_args(args, run_dir)
-    process = LocustProcess(config, show, metrics=server.metrics)
+    board = Board(fleet.modes)
+    logs = Path(tempfile.mkdtemp(prefix="loadtest-ui-"))
+    host = f"[{args.web_host}]" if ":" in args.web_host else args.web_host
+    about = f"fleet {fleet.info['name']} (modes {', '.join(fleet.modes)})"
     try:
-        with serving(server, manifest, console), Signals() as signals, Scraper(run_dir) as scraper:
-            signals.watch(process)
-            scraper.watch(mode, [(r.label, r.url) for r in replicas])
-            server.watch(mode, [(r.label, r.url) for r in replicas])
-            mr.started_at = utc_now()
+        with BoardServer(board) as server, FrontProcess(
+                args.web_host, args.web_port, fleet.modes, args.scenario, args.rate_scale, about, server.url,
+                server.token, logs, login=not is_loopback(args.web_host)) as front:
+            console.print(f"Locust web UI: [bold]http://{host}:{args.web_port}[/bold] (choose the scenario, modes "
+                          f"and rate scale under Custom parameters, then Start; the Comparison page is "
+                          f"http://{host}:{args.web_port}/comparison; Ctrl-C here quits)", soft_wrap=True)
+            return Session(args, console, board, front, logs).go()
+    finally:
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+class Session:
+    """One web UI session: wait for Start, replay, then keep the UI up until Ctrl-C."""
+
+    def __init__(self, args: argparse.Namespace, console, board: Board, front: FrontProcess, logs: Path) -> None:
+        self.args, self.console, self.board, self.front, self.logs = args, console, board, front, logs
+        self.code: int | None = None
+        self.run_dir: Path | None = None
+        self.signals: Signals | None = None
+        self.stop_asked = False    # Stop pressed before the replays had their signal handlers
+
+    def _next(self) -> protocol.StartAsked | protocol.StopAsked | str | None:
+        """The web UI's next line ("quit" on Ctrl-C here, None when its process is gone)."""
+        while True:
             try:
-                process.start()
-                mr.locust_pids = process.pids
-                manifest.write(run_dir)
-                end = process.wait()
-            except BaseException:
-                process.kill()
-                raise
-            scraper.unwatch(mode)
-            server.unwatch(mode)
-    except MetricsError as exc:   # it could listen a moment ago (checked before the run folder was made)
-        print_error("loadtest ui", str(exc))
-        return exits.BAD_INPUT
-    mr.ended_at, mr.end, mr.records, mr.client = utc_now(), end.reason or "never started", end.recorded, end.client
-    mr.server_metrics = scraper.problems.get(mode, "scraped")
-    if mode in scraper.problems:
-        console.print(f"[yellow]{mode}: no server-side metrics ({scraper.problems[mode]})[/yellow]", soft_wrap=True)
-    completed = end.reason == "completed"
-    manifest.status = "completed" if completed else "interrupted"
-    manifest.reason = None if completed else "stopped from the web UI or by a signal before the replay finished"
-    manifest.ended_at = utc_now()
-    manifest.write(run_dir)
-    if not (run_dir / "requests").exists():
-        console.print("no request was sent (Start was never pressed)")
-    checks = print_summary(console, run_dir, [mode], manifest, args.max_errors, args.slo_gate)
-    gate_passed = record_gate(manifest, checks, console, args.slo_gate) if completed else True
-    manifest.write(run_dir)
-    if (run_dir / "report.md").exists():
-        console.print(f"report: {run_dir / 'report.md'}")
-    console.print(f"results: {run_dir}/")
-    if end.returncode not in (0, None) and not signals.stop:
-        print_error("loadtest ui", f"Locust exited with code {end.returncode}; see {run_dir}/logs/")
-        return exits.INCOMPLETE
-    if not gate_passed:
-        return exits.GATE_FAILED
-    return exits.OK if completed or end.reason is None else exits.INTERRUPTED
+                return self.front.asked.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            except KeyboardInterrupt:
+                return "quit"
+
+    def go(self) -> int:
+        while True:
+            msg = self._next()
+            if msg == "quit" or msg is None:
+                if msg is None:
+                    print_error(PROG, f"the web UI's Locust process exited; see {self._log_hint()}")
+                return self._quit(msg is None)
+            if isinstance(msg, protocol.StartAsked) and self.code is None:
+                self._start(msg)
+
+    def _log_hint(self) -> str:
+        return str((self.run_dir / "logs") if self.run_dir else self.logs / "locust-ui.log")
+
+    def _start(self, ask: protocol.StartAsked) -> None:
+        a = argparse.Namespace(**{**vars(self.args), "scenario": ask.scenario, "modes": ",".join(ask.modes),
+                                  "rate_scale": ask.rate_scale})
+        self.board.starting(f"building the trace of {ask.scenario}")
+        try:
+            trace = prepare_trace(a)
+            fleet = choose_fleet(a, a.modes)
+            run_dir = new_run_dir(a.out, a.run_id, trace.info["name"])
+        except (FleetError, ScenarioError, FileExistsError) as exc:
+            self.board.end("failed", str(exc))
+            self.console.print(f"[red]Start refused: {exc}[/red]", soft_wrap=True)
+            return
+        self.run_dir = run_dir
+        manifest = new_manifest(run_dir, trace, fleet)
+        manifest.write(run_dir)
+        write_trace(trace.table, run_dir / "trace.parquet", trace.info["name"], trace.info["sha256"])
+        self.console.print(f"[bold]{manifest.run_id}[/bold]: {trace.table.num_rows} requests of {trace.info['name']} "
+                           f"over {trace.table['offset_s'][-1].as_py():.1f} s, modes {', '.join(fleet.modes)} side by "
+                           f"side, fleet {fleet.info['name']} (started from the web UI)")
+        runs: list[UIRun] = []
+
+        def replay(signals: Signals, server: MetricsServer) -> None:
+            run = UIRun(a, self.console, trace, fleet, run_dir, manifest, signals, server, board=self.board)
+            runs.append(run)
+            self.board.begin(manifest.run_id, run_dir, fleet.modes, trace.table,
+                             lambda: run.stage.scraper.latest if run.stage is not None else {})
+            self.signals = signals
+            if self.stop_asked:
+                signals.ask_stop()
+            run.replay_all()
+
+        watcher = _StopWatcher(self)
+        watcher.start()
+        try:
+            code = served(a, self.console, manifest, run_dir, PROG, replay)
+        finally:
+            watcher.stop()
+        code = exits.BAD_INPUT if code is None else code
+        manifest.mode_order = "parallel, started from the web UI (all modes at once, sharing the client machine)"
+        checks = print_summary(self.console, run_dir, fleet.modes, manifest, a.max_errors, a.slo_gate)
+        if code == exits.OK and not record_gate(manifest, checks, self.console, a.slo_gate):
+            code = exits.GATE_FAILED
+        manifest.write(run_dir)
+        shutil.copyfile(self.logs / "locust-ui.stdout.txt", run_dir / "logs" / "locust-ui.stdout.txt")
+        report = next((p for p in (run_dir / "report.html", run_dir / "report.md") if p.exists()), None)
+        if report is not None:
+            self.console.print(f"report: {report}")
+        self.console.print(f"results: {run_dir}/ (the web UI stays up for its charts: Ctrl-C to quit)")
+        self.board.end("finished", f"{manifest.status}: dataset {run_dir}/", report)
+        self.code = code
+        stopped_here = code == exits.INTERRUPTED and self.signals is not None and not self.signals.asked
+        if stopped_here:   # Ctrl-C here: quit now, not after another
+            self.front.asked.put("quit")
+
+    def _quit(self, front_gone: bool) -> int:
+        if self.code is None:
+            self.console.print("nothing was replayed (Start was never pressed)")
+            return exits.INCOMPLETE if front_gone else exits.OK
+        if self.run_dir is not None and (self.logs / "locust-ui.log").exists():
+            shutil.copyfile(self.logs / "locust-ui.log", self.run_dir / "logs" / "locust-ui.log")
+        return self.code
+
+
+class _StopWatcher:
+    """While a run replays: the web UI's Stop stops it as a first Ctrl-C would."""
+
+    def __init__(self, session: Session) -> None:
+        self.session, self.done = session, threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True, name="loadtest-ui-stop")
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def _stop(self) -> None:
+        s = self.session
+        if s.signals is not None:
+            s.signals.ask_stop()
+        else:
+            s.stop_asked = True
+
+    def _watch(self) -> None:
+        s = self.session
+        while not self.done.is_set():
+            try:
+                msg = s.front.asked.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if isinstance(msg, protocol.StopAsked):
+                self._stop()
+            elif msg is None:   # the web UI's process is gone: stop, and the main loop sees it once the run ends
+                s.front.asked.put(None)
+                self._stop()
+                return

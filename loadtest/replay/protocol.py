@@ -69,9 +69,24 @@ class Finished:
     recorded: int
 
 
-Line = Progress | Live | Observed | ClientVerdict | Finished
+# ---- the web UI's process (front.py) -> `loadtest ui` ----------------------------------------
+@dataclass(frozen=True)
+class StartAsked:
+    """Start was pressed with the form's scenario, modes and rate scale (None: the scenario's)."""
+
+    scenario: str
+    modes: list[str]
+    rate_scale: float | None = None
+
+
+@dataclass(frozen=True)
+class StopAsked:
+    """Stop was pressed: the replays stop gracefully, the rest is recorded as not_sent."""
+
+
+Line = Progress | Live | Observed | ClientVerdict | Finished | StartAsked | StopAsked
 _LINES: dict[str, type] = {"progress": Progress, "live": Live, "observed": Observed, "client": ClientVerdict,
-                           "finished": Finished}
+                           "finished": Finished, "start": StartAsked, "stop": StopAsked}
 
 
 def encode_line(msg: Line) -> str:

@@ -1,0 +1,212 @@
+"""The web UI of `loadtest ui`: `locust -f loadtest/replay/front.py --web-host H --web-port P ...`,
+started by the command (loadtest/commands/ui.py). It sends no request itself: Start and Stop, and
+the start form's custom parameters (scenario, modes, rate scale), become lines on its stdout
+(`protocol.StartAsked`, `protocol.StopAsked`); the command replays every chosen mode side by side
+with headless Locust processes, as `loadtest run --parallel-modes` does, into the same dataset.
+
+What it shows comes back from the command's loopback board (loadtest/commands/board.py), polled
+every second: the "Comparison" tab (a table per mode) and page (charts over time, per tenant on
+demand), and Locust's own statistics and charts, fed one request per record (name: the mode,
+response time: E2E), so the Statistics and Charts tabs compare the modes too.
+
+With `--login` every route (Locust's and these) answers 401 without the HTTP basic-auth
+credentials of the environment (common/login.py).
+
+Only ever loaded by Locust, in its own process (Locust monkey-patches it with gevent).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+from typing import ClassVar
+
+import gevent
+import requests
+from locust import LoadTestShape, User, constant, events, task
+
+from common.login import CHALLENGE, authorized, credentials
+from loadtest.replay import protocol
+from loadtest.replay.comparison_page import TAB_COLUMNS, page, plotly_js, tab_rows
+from loadtest.replay.front_process import BOARD_ENV, MODES_ENV, TOKEN_ENV
+
+log = logging.getLogger("loadtest.front")
+POLL_S = 1.0
+TAB_KEY = "comparison"
+ALREADY_REPLAYED = ("This session has replayed its run already; its dataset and report are written. Quit "
+                    "loadtest ui (Ctrl-C) and start it again for another run.")
+
+
+class Front:
+    """What the web UI knows: the board's last answer, whether Start was pressed."""
+
+    view: ClassVar[dict] = {"state": "waiting", "message": "press Start", "table": {}, "modes": [], "tenants": []}
+    asked = False            # Start pressed, and the board has not said the replay ended
+    attempt = 0              # the board's count of starts Front waits to see (the one pressed last)
+    ended_by_board = False   # the shape ended the test because the board said so (not Stop)
+
+
+def _board(path: str) -> object:
+    r = requests.get(os.environ[BOARD_ENV] + path, headers={"X-Loadtest-Token": os.environ[TOKEN_ENV]}, timeout=5)
+    r.raise_for_status()
+    return r.json()
+
+
+@events.init_command_line_parser.add_listener
+def _arguments(parser) -> None:
+    modes = json.loads(os.environ.get(MODES_ENV, "[]"))
+    parser.add_argument("--scenario", default="saas-mix",
+                        help="built-in scenario name, or a scenario TOML file on the machine running loadtest ui")
+    parser.add_argument("--modes", default=list(modes), choices=modes, is_multiple=True,
+                        help="the modes to replay side by side, each with its own Locust process")
+    parser.add_argument("--rate-scale", default="",
+                        help="multiply the scenario's arrival rates by this (empty: the scenario's own)")
+    parser.add_argument("--about", default="", include_in_web_ui=False, help="what Start replays, in words")
+    parser.add_argument("--login", action="store_true", include_in_web_ui=False,
+                        help="every route behind HTTP basic auth (LOADTEST_WEB_USER, LOADTEST_WEB_PASSWORD)")
+
+
+class ComparisonShape(LoadTestShape):
+    """One idle user from Start until the board says the replays ended (or could not start)."""
+
+    def tick(self) -> tuple[int, float] | None:
+        if Front.asked and Front.view.get("state") in ("finished", "failed"):
+            Front.asked, Front.ended_by_board = False, True
+        return (1, 1.0) if Front.asked else None
+
+
+class Idle(User):
+    """Locust needs a user to run a test; the replays run in the command's Locust processes."""
+
+    wait_time = constant(1)
+
+    @task
+    def idle(self) -> None:
+        pass
+
+
+def form_problem(form, view: dict) -> str | None:
+    """Why the start form's values cannot start a run (None when they can)."""
+    if view.get("run_id"):
+        return ALREADY_REPLAYED
+    if view.get("state") in ("starting", "running"):
+        return "a run is starting already"
+    if not [m for m in form.getlist("modes") for m in m.split(",") if m]:
+        return "modes: choose at least one mode"
+    scale = form.get("rate_scale", "").strip()
+    if scale:
+        try:
+            if not float(scale) > 0:
+                raise ValueError
+        except ValueError:
+            return f"rate scale: {scale!r} is not a number above 0"
+    if not form.get("scenario", "").strip():
+        return "scenario: give a built-in scenario name or a TOML file"
+    return None
+
+
+@events.init.add_listener
+def _on_init(environment, **_kw) -> None:
+    web_ui = environment.web_ui
+    if web_ui is None:
+        return
+    environment.shape_class = ComparisonShape()
+    environment.shape_class.runner = environment.runner
+    opts = environment.parsed_options
+    from flask import Response, jsonify, request
+
+    creds = credentials() if opts.login else None
+
+    @web_ui.app.before_request
+    def _login_and_start():
+        if opts.login and (creds is None or not authorized(request.headers.get("Authorization"), *creds)):
+            return Response("login required\n", 401, CHALLENGE)
+        if request.path == "/swarm" and request.method == "POST":
+            problem = form_problem(request.form, Front.view)
+            if problem:
+                return jsonify({"success": False, "message": problem, "host": environment.host})
+            ask_start(request.form)   # then Locust starts the shape, which holds one idle user until the end
+        return None
+
+    web_ui.template_args["extendedTabs"] = [{"title": "Comparison", "key": TAB_KEY}]
+    web_ui.template_args["extendedTables"] = [{"key": TAB_KEY, "structure": [
+        {"key": k, "title": t} for k, t in TAB_COLUMNS]}]
+
+    @web_ui.app.after_request
+    def _page(response):
+        if request.path == "/" and response.status_code == 200 and response.mimetype == "text/html":
+            response.set_data(response.get_data(as_text=True).replace("<body>", f"<body>{banner(opts.about)}", 1))
+        elif request.path == "/stats/requests" and response.status_code == 200:
+            body = response.get_json(silent=True)
+            if isinstance(body, dict):
+                rows = tab_rows(Front.view.get("table", {}), Front.view.get("modes", []))
+                body["extended_stats"] = [{"key": TAB_KEY, "data": rows}]
+                if body.get("state") in ("stopped", "stopping"):
+                    body["current_rps"] = body["current_fail_per_sec"] = 0.0
+                response.set_data(json.dumps(body))
+        return response
+
+    @web_ui.app.route("/comparison")
+    def _comparison():
+        return Response(page(opts.about), mimetype="text/html")
+
+    @web_ui.app.route("/comparison/plotly.min.js")
+    def _plotly():
+        return Response(plotly_js(), mimetype="application/javascript", headers={"Cache-Control": "max-age=3600"})
+
+    @web_ui.app.route("/comparison/data")
+    def _data():
+        since = request.args.get("since", "0")
+        try:
+            return jsonify(_board(f"/board?since={int(since) if since.isdigit() else 0}"))
+        except (requests.RequestException, ValueError) as exc:
+            return jsonify({"state": "unreachable", "message": f"loadtest ui is not answering ({exc})"}), 503
+
+    gevent.spawn(_poll, environment)
+
+
+def banner(about: str) -> str:
+    return ('<div id="loadtest-replay" style="font-family: sans-serif; padding: 8px 16px; background: #1e3a5f; '
+            f'color: #fff; font-size: 14px">On <b>{html.escape(about)}</b>, Start replays the modes chosen under '
+            "Custom parameters side by side, open loop at the trace's own schedule (users and ramp-up do not "
+            "apply). Stop ends every mode; requests not yet sent are recorded as not_sent. "
+            '<a href="/comparison" style="color: #9cf">Comparison page: charts over time, per tenant</a></div>')
+
+
+def ask_start(form) -> None:
+    """Tell the command to start the form's run (its values checked by `form_problem`)."""
+    modes = [m for m in form.getlist("modes") for m in m.split(",") if m]
+    scale = form.get("rate_scale", "").strip()
+    Front.asked, Front.ended_by_board, Front.attempt = True, False, Front.view.get("attempt", 0) + 1
+    Front.view = {**Front.view, "state": "waiting", "message": "starting"}
+    ask = protocol.StartAsked(form.get("scenario", "").strip(), modes, float(scale) if scale else None)
+    print(protocol.encode_line(ask), flush=True)
+
+
+@events.test_stop.add_listener
+def _on_test_stop(environment, **_kw) -> None:
+    if not Front.ended_by_board and Front.view.get("state") in ("waiting", "starting", "running"):
+        Front.asked = False
+        print(protocol.encode_line(protocol.StopAsked()), flush=True)
+
+
+def _poll(environment) -> None:
+    """Every second: the board's state and table, and its new records into Locust's statistics."""
+    while True:
+        gevent.sleep(POLL_S)
+        try:
+            view = _board("/board?since=999999999")
+            feed = _board("/feed")
+        except (requests.RequestException, ValueError) as exc:
+            log.warning("the board is not answering: %s", exc)
+            continue
+        if not Front.asked or view.get("attempt", 0) >= Front.attempt:   # not the board before it took Start
+            Front.view = view
+        for mode, status, e2e_ms, tokens in feed:
+            if status == "not_sent":
+                continue
+            environment.events.request.fire(
+                request_type="replay", name=mode, response_time=e2e_ms or 0.0, response_length=tokens or 0,
+                exception=None if status == "ok" else RuntimeError(status), context={})
