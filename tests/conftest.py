@@ -33,11 +33,11 @@ def loadtest(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProce
 
 
 @contextmanager
-def loadtest_process(*args: str) -> Iterator[subprocess.Popen]:
-    """`loadtest ARGS` running in the background (its own process group, output captured as text);
-    killed with its group on the way out if the test did not end it."""
+def loadtest_process(*args: str, env: dict | None = None) -> Iterator[subprocess.Popen]:
+    """`loadtest ARGS` running in the background (its own process group, output captured as text,
+    in `env` if given); killed with its group on the way out if the test did not end it."""
     proc = subprocess.Popen([sys.executable, "-m", "loadtest", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env)
     try:
         yield proc
     finally:

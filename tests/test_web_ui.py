@@ -1,25 +1,34 @@
-"""`loadtest ui`: Locust's web UI replaying the trace against a running server, driven the way a
-person drives it (Start, watch the Speculation tab, Ctrl-C), through the UI's own HTTP API."""
+"""`loadtest ui`: Locust's web UI, once for a run of several modes side by side, driven the way a
+person drives it: in Debian's chromium (Playwright, no browser download) for the form, the
+Comparison page and Stop; through the UI's own HTTP API for the rest."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
+import pytest
 import requests
 
 from analysis.reader import read_requests
-from loadtest.replay.webui import tab_rows
-from loadtest.request.client_stats import ClientStats
-from tests.conftest import free_port, loadtest_process, sim_server
+from loadtest.replay.comparison_page import tab_rows
+from tests.conftest import ROOT, free_port, loadtest, loadtest_process, sim_server
+
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = ROOT / "tests" / "artifacts"
+NGRAM = '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":2,"prompt_lookup_max":4}'
+SIM = ("--tensor-parallel-size", "4", "--served-model-name", "m")
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
 def _wait(predicate, timeout: float, proc: subprocess.Popen, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        assert proc.poll() is None, f"loadtest ui exited early while waiting for {what}"
+        assert proc.poll() is None, f"loadtest ui exited early while waiting for {what}: {proc.stdout.read()}"
         try:
             value = predicate()
             if value:
@@ -30,89 +39,184 @@ def _wait(predicate, timeout: float, proc: subprocess.Popen, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_ui_replays_on_start_shows_the_tab_and_keeps_every_record(tmp_path):
+def _up(web: str, proc: subprocess.Popen, **kw) -> None:
+    _wait(lambda: requests.get(web, timeout=2, **kw).status_code == 200, 60, proc, "the web UI")
+
+
+def _board(web: str) -> dict:
+    return requests.get(f"{web}/comparison/data", timeout=5).json()
+
+
+@pytest.mark.e2e
+def test_a_person_starts_two_modes_from_the_form_watches_them_compared_and_stops(tmp_path):
+    from playwright.sync_api import sync_playwright
+
     port = free_port()
-    with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m", "--speculative-config",
-                    '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":2,"prompt_lookup_max":4}') as url:
-        with loadtest_process("ui", "--endpoints", f"ngram={url}", "--scenario", "chat", "--requests", "15",
-                              "--web-port", str(port), "--out", str(tmp_path), "--run-id", "ui1") as proc:
+    web = f"http://127.0.0.1:{port}"
+    with sim_server(*SIM) as base, sim_server(*SIM, "--speculative-config", NGRAM) as ngram, loadtest_process(
+            "ui", "--endpoints", f"baseline={base},ngram={ngram}", "--scenario", "chat", "--requests", "400",
+            "--web-port", str(port), "--out", str(tmp_path), "--run-id", "live") as proc:
+        _up(web, proc)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+            try:
+                locust = browser.new_page(viewport={"width": 1400, "height": 900})
+                locust.goto(web)
+                assert "Start replays the modes chosen under Custom parameters" in locust.inner_text("#loadtest-replay")
+                locust.get_by_role("button", name="Custom parameters").click()
+                locust.fill("input[name=rateScale]", "2")
+                locust.get_by_role("button", name="Start").click()
+
+                page = browser.new_page(viewport={"width": 1400, "height": 1300})
+                page.goto(f"{web}/comparison")
+                # live numbers for both modes in the table, and both modes' lines in the charts
+                page.wait_for_function("""() => {
+                    const rows = [...document.querySelectorAll('#comparison-table tbody tr')];
+                    const live = rows.filter(r => r.cells.length > 4 && r.cells[4].textContent !== '-');
+                    const chart = document.getElementById('chart-ttft_p99');
+                    return live.length === 2 && chart.data && chart.data.length === 2
+                        && chart.data.every(t => t.y.filter(v => v !== null).length >= 8);
+                }""", timeout=90_000)
+                rows = page.eval_on_selector_all("#comparison-table tbody tr",
+                                                 "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+                assert [r[0] for r in rows] == ["baseline", "ngram"]
+                assert all(float(r[4].replace(",", "")) > 0 for r in rows)   # TTFT p50, ms
+                traces = page.evaluate("() => document.getElementById('chart-tokens_per_step').data.map(t => t.name)")
+                assert traces == ["baseline", "ngram"]
+                ARTIFACTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / "ui-comparison.png"), full_page=True)
+                # per tenant on demand
+                page.select_option("#tenant", "assistant")
+                assert page.locator("#comparison-table tbody tr").count() == 2
+
+                locust.bring_to_front()
+                locust.get_by_role("button", name="Stop").click()
+                page.wait_for_function("() => document.getElementById('state').textContent.startsWith('finished')",
+                                       timeout=60_000)
+                state = page.inner_text("#state")
+            finally:
+                browser.close()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out   # stopped before the trace was done: interrupted
+    assert "report:" in state and "live" in state
+    run = tmp_path / "live"
+    records = read_requests(run)
+    for mode in ("baseline", "ngram"):   # every scheduled request is one record; Stop left some unsent
+        statuses = records.filter(records["mode"].to_numpy(zero_copy_only=False) == mode)["status"].to_pylist()
+        assert len(statuses) == 400 and "ok" in statuses and "not_sent" in statuses
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and manifest["scenario"]["rate_scale"] == 2.0
+    assert sorted(manifest["mode_runs"]) == ["baseline", "ngram"] and "web UI" in manifest["mode_order"]
+    assert (run / "report.md").is_file() and (run / "report.html").is_file() and (run / "summary.parquet").is_file()
+    assert (run / "logs" / "locust-ui.log").is_file()
+
+
+@pytest.mark.e2e
+def test_a_run_started_from_the_ui_writes_what_loadtest_run_writes(tmp_path):
+    port = free_port()
+    web = f"http://127.0.0.1:{port}"
+    with sim_server(*SIM) as base, sim_server(*SIM, "--speculative-config", NGRAM) as ngram, loadtest_process(
+            "ui", "--endpoints", f"baseline={base},ngram={ngram}", "--requests", "20", "--web-port", str(port),
+            "--out", str(tmp_path), "--run-id", "ui1") as proc:
+        _up(web, proc)
+        args = json.loads(requests.get(web, timeout=5).text.split("window.templateArgs = ", 1)[1].split("\n", 1)[0])
+        assert args["hide_common_options"] is True   # users and ramp-up: the trace sets the load
+        extra = args["extra_options"]
+        assert extra["modes"]["choices"] == ["baseline", "ngram"] and extra["modes"]["is_multiple"]
+        assert extra["scenario"]["default_value"] == "saas-mix"
+        # bad values are refused in the form, with the field named
+        for form, said in [({"scenario": "chat", "modes": [], "rate_scale": ""}, "modes:"),
+                           ({"scenario": "chat", "modes": ["ngram"], "rate_scale": "-1"}, "rate scale:")]:
+            r = requests.post(f"{web}/swarm", data=form, timeout=10).json()
+            assert not r["success"] and said in r["message"]
+        bad = {"scenario": "no-such", "modes": ["ngram"], "rate_scale": ""}
+        assert requests.post(f"{web}/swarm", data=bad, timeout=10).json()["success"]
+        failed = _wait(lambda: (b := _board(web))["state"] == "failed" and b, 30, proc, "the refusal")
+        assert "no-such" in failed["message"]   # the command's own one line, shown in the UI
+        _wait(lambda: requests.get(f"{web}/stats/requests", timeout=5).json()["state"] == "stopped", 30, proc,
+              "the test to stop")
+        r = requests.post(f"{web}/swarm", data={"scenario": "chat", "modes": ["baseline", "ngram"], "rate_scale": ""},
+                          timeout=10).json()
+        assert r["success"], r
+        done = _wait(lambda: (b := _board(web))["state"] == "finished" and b, 120, proc, "the run")
+        stats = _wait(lambda: (s := requests.get(f"{web}/stats/requests", timeout=5).json())["state"] == "stopped"
+                      and s, 10, proc, "the web UI to say stopped")   # the board is polled once a second
+        assert stats["current_rps"] == 0
+        tab = {row["mode"]: row for row in stats["extended_stats"][0]["data"]}
+        assert tab["baseline"]["progress"] == tab["ngram"]["progress"] == "20 / 20"
+        # Locust's own statistics: one row per mode, every request of the run
+        _wait(lambda: {s["name"]: s["num_requests"] for s in requests.get(f"{web}/stats/requests", timeout=5).json()[
+            "stats"]}.get("ngram") == 20, 10, proc, "Locust's statistics")
+        again = requests.post(f"{web}/swarm", data={"scenario": "chat", "modes": ["ngram"], "rate_scale": ""},
+                              timeout=10).json()
+        assert not again["success"] and "replayed its run already" in again["message"]
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    assert done["table"]["ngram"]["all"]["tokens_per_step"] > 1.0   # ngram: several tokens a step
+    assert done["table"]["ngram"]["all"]["acceptance"] > 0 and done["table"]["baseline"]["all"]["acceptance"] is None
+    run = tmp_path / "ui1"
+    records = read_requests(run)
+    assert records.num_rows == 40 and set(records["status"].to_pylist()) == {"ok"}
+    # the board's counts are the dataset's
+    assert done["table"]["ngram"]["all"]["ok"] == 20 and done["table"]["baseline"]["all"]["done"] == 20
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and manifest["gate"] == "passed"
+    assert manifest["scenario"]["name"] == "chat" and manifest["mode_runs"]["ngram"]["records"] == 20
+    assert manifest["mode_runs"]["ngram"]["server_metrics"] == "scraped" and manifest["metrics"].endswith("/metrics")
+    assert (run / "report.md").is_file() and (run / "modes.parquet").is_file()
+
+
+def test_a_web_ui_off_loopback_needs_a_login_and_every_route_is_behind_it(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("LOADTEST_WEB_USER", "LOADTEST_WEB_PASSWORD")}
+    r = loadtest("ui", "--endpoints", "baseline=http://127.0.0.1:9", "--web-host", "0.0.0.0", "--out",
+                 str(tmp_path), env=env)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "needs a login" in r.stderr and "LOADTEST_WEB_USER" in r.stderr
+    assert not any(tmp_path.iterdir())   # refused before anything was made
+
+    port = free_port()
+    creds = {"LOADTEST_WEB_USER": "sre", "LOADTEST_WEB_PASSWORD": "s3cret-pw"}
+    with sim_server(*SIM) as base:
+        proc_env = {**env, **creds}
+        with loadtest_process("ui", "--endpoints", f"baseline={base}", "--web-host", "0.0.0.0", "--web-port",
+                              str(port), "--out", str(tmp_path), "--no-metrics", env=proc_env) as proc:
             web = f"http://127.0.0.1:{port}"
-            _wait(lambda: requests.get(web, timeout=2).status_code == 200, 60, proc, "the web UI")
-            page = requests.get(web, timeout=5).text
-            assert "Speculation" in page  # the tab is announced to the UI
-            # the start form says what Start replays; users and ramp-up are disabled (a shape sets the load)
-            assert "Start replays <b>15 requests of chat against ngram (1 replica(s) of fleet endpoints)" in page
-            args = json.loads(page.split("window.templateArgs = ", 1)[1].split("\n", 1)[0])
-            assert args["hide_common_options"] is True
-            r = requests.post(f"{web}/swarm", data={"user_count": 1, "spawn_rate": 1}, timeout=10)
-            assert r.status_code == 200 and r.json()["success"], r.text
-
-            def finished():
-                stats = requests.get(f"{web}/stats/requests", timeout=5).json()
-                rows = {row["metric"]: row for row in stats["extended_stats"][0]["data"]}
-                return rows if rows["ngram: TTFT (ms)"]["count"] == "15" and stats["state"] == "stopped" else None
-
-            rows = _wait(finished, 90, proc, "the replay to finish")
-            assert float(rows["ngram: TPOT (ms)"]["p50"]) > 0
-            stopped = requests.get(f"{web}/stats/requests", timeout=5).json()
-            assert stopped["current_rps"] == 0 and stopped["current_fail_per_sec"] == 0  # not the last rate
-            again = requests.post(f"{web}/swarm", data={"user_count": 1, "spawn_rate": 1}, timeout=10).json()
-            assert not again["success"] and "replayed once already" in again["message"]  # shown in the form
-            per_chunk = rows["ngram: tokens per chunk, mean (usage / text chunks)"]["p50"]
-            assert float(per_chunk) > 1.0  # ngram: several tokens per chunk
+            _up(web, proc, auth=("sre", "s3cret-pw"))
+            routes = [("GET", "/"), ("GET", "/comparison"), ("GET", "/comparison/data"),
+                      ("GET", "/comparison/plotly.min.js"), ("GET", "/stats/requests"), ("POST", "/swarm"),
+                      ("GET", "/stop"), ("GET", "/stats/reset"), ("GET", "/assets/nothing.js"), ("GET", "/no-such")]
+            for method, path in routes:
+                for auth in (None, ("sre", "wrong"), ("other", "s3cret-pw")):
+                    resp = requests.request(method, web + path, auth=auth, timeout=10,
+                                            data={"scenario": "chat", "modes": ["baseline"]})
+                    assert resp.status_code == 401, (method, path, auth, resp.status_code)
+                    assert resp.headers["WWW-Authenticate"].startswith("Basic")
+            ok = requests.get(f"{web}/comparison/data", auth=("sre", "s3cret-pw"), timeout=10)
+            assert ok.status_code == 200 and ok.json()["state"] == "waiting"
             proc.send_signal(signal.SIGINT)
             out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
-    assert "replay completed: 15 records" in out
-    records = read_requests(tmp_path / "ui1")
-    assert records.num_rows == 15 and set(records["status"].to_pylist()) == {"ok"}
-    manifest = json.loads((tmp_path / "ui1" / "manifest.json").read_text())
-    assert manifest["status"] == "completed" and manifest["mode_runs"]["ngram"]["records"] == 15
-    client = manifest["mode_runs"]["ngram"]["client"]  # the client's verdict on itself, as `run` records it
-    assert client["lateness_ms"]["count"] == 15 and client["client_limited"] in (True, False)
-    assert manifest["gate"] == "passed" and manifest["mode_runs"]["ngram"]["server_metrics"] == "scraped"
-
-
-def test_stop_in_the_ui_records_the_rest_as_not_sent(tmp_path):
-    port = free_port()
-    with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m") as url:
-        with loadtest_process("ui", "--endpoints", f"baseline={url}", "--scenario", "saas-mix", "--requests",
-                              "200", "--web-port", str(port), "--out", str(tmp_path), "--run-id", "ui2") as proc:
-            web = f"http://127.0.0.1:{port}"
-            _wait(lambda: requests.get(web, timeout=2).status_code == 200, 60, proc, "the web UI")
-            requests.post(f"{web}/swarm", data={"user_count": 1, "spawn_rate": 1}, timeout=10)
-            _wait(lambda: requests.get(f"{web}/stats/requests", timeout=5).json()["stats"][0]["num_requests"] >= 3,
-                  60, proc, "a few requests")
-            assert requests.post(f"{web}/stop", timeout=30).json()["success"]
-            _wait(lambda: requests.get(f"{web}/stats/requests", timeout=5).json()["state"] == "stopped", 30, proc,
-                  "the stop")
-            time.sleep(1.0)
-            proc.send_signal(signal.SIGINT)
-            out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 130, out
-    records = read_requests(tmp_path / "ui2")
-    statuses = records["status"].to_pylist()
-    assert records.num_rows == 200 and "not_sent" in statuses and "ok" in statuses
-    manifest = json.loads((tmp_path / "ui2" / "manifest.json").read_text())
-    assert manifest["status"] == "interrupted"
+    assert "s3cret-pw" not in out
 
 
 def test_ui_errors_are_one_line(tmp_path):
-    from tests.conftest import loadtest
-
     r = loadtest("ui", "--endpoints", "baseline=http://127.0.0.1:9", "--out", str(tmp_path))
     assert r.returncode == 2 and "GET /v1/models: connection refused" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     r = loadtest("ui", "--endpoints", str(tmp_path / "none.json"))
     assert r.returncode == 2 and "no fleet is up" in r.stderr
+    r = loadtest("ui", "--endpoints", "baseline=http://127.0.0.1:9", "--scenario", str(tmp_path / "none.toml"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_tab_rows_read_the_client_histograms():
-    stats = ClientStats()
-    for ttft in (10.0, 20.0, 30.0):
-        stats.observe({"sent_ns": 1, "n_chunks": 4, "completion_tokens": 10, "ttft_ms": ttft, "tpot_ms": 5.0,
-                       "e2e_ms": 100.0, "lateness_ms": 0.5, "itl_ms": [ttft, 5.0, 5.0, 5.0]})
-    rows = {r["metric"]: r for r in tab_rows(stats, "eagle")}
-    assert rows["eagle: TTFT (ms)"]["count"] == "3" and abs(float(rows["eagle: TTFT (ms)"]["p50"]) - 20.0) < 0.3
-    assert rows["eagle: ITL per chunk (ms)"]["count"] == "9"
-    assert rows["eagle: tokens per chunk, mean (usage / text chunks)"]["p50"] == "2.50"
+def test_the_tab_rows_read_the_board_table():
+    table = {"ngram": {"all": {"done": 7, "total": 9, "errors": 1, "timeouts": 1, "ttft_p50": 10.0, "ttft_p99": 30.5,
+                               "tpot_p50": 5.0, "tpot_p99": 6.0, "itl_p50": 4.0, "itl_p99": 9.0, "e2e_p50": 100.0,
+                               "e2e_p99": 1234.5, "output_tok_s": 50.0, "goodput": 1.5, "tokens_per_step": 1.75,
+                               "acceptance": 0.4}}}
+    rows = tab_rows(table, ["baseline", "ngram"])
+    assert rows[0] == {"mode": "baseline", "progress": "waiting"}
+    assert rows[1]["progress"] == "7 / 9" and rows[1]["errors"] == "2" and rows[1]["e2e"] == "100.0 / 1,234.5"
+    assert rows[1]["tps"] == "1.75" and rows[1]["acceptance"] == "0.400"

@@ -191,7 +191,8 @@ class Board:
                 row = totals.row(max(0.0, (end or time.time()) - self.first_sent.get(mode, end or 0.0)))
                 if tenant == ALL:
                     row["acceptance"] = self._acceptance(mode, window=False)
-                    row.update(self.progress.get(mode, {}))
+                    progress = self.progress.get(mode, {})   # "done" stays the records'
+                    row.update(total=progress.get("total", 0), sent=progress.get("sent", 0))
                 table.setdefault(mode, {})[tenant] = row
             tenants = sorted({t for (_, t) in self.totals if t != ALL})
             return {"state": self.state, "message": self.message, "attempt": self.attempt, "run_id": self.run_id,

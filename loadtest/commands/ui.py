@@ -66,11 +66,11 @@ class UIRun(Run):
 def main(args: argparse.Namespace) -> int:
     console = new_console()
     try:  # everything the form does not choose, before the web UI opens
-        fleet = choose_fleet(args, args.modes)
-        prepare_trace(args)   # the form's default scenario builds
         problem = login_problem(args.web_host, "the web UI") or _listen_problem(args.web_host, args.web_port)
         if problem:
             raise FleetError(problem)
+        fleet = choose_fleet(args, args.modes)
+        prepare_trace(args)   # the form's default scenario builds
         MetricsServer.from_args(args, None).check()
         if args.run_id and (Path(args.out) / args.run_id).exists():
             raise FileExistsError(f"{Path(args.out) / args.run_id} already exists; pick another --run-id")

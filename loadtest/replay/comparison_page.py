@@ -118,8 +118,9 @@ function charts(v, tenant) {
       const s = (series[mode] || {})[k === "acceptance" ? "all" : tenant];
       if (s) traces.push({x: s.t, y: s[k], name: mode, mode: "lines", line: {color: COLOURS[i % COLOURS.length]}});
     });
-    Plotly.react(el, traces, {title: {text: el.dataset.title, font: {size: 14}}, margin: {t: 36, r: 8, b: 32, l: 56},
-      showlegend: true, legend: {orientation: "h"}, xaxis: {type: "date"}}, {displayModeBar: false});
+    Plotly.react(el, traces, {title: {text: el.dataset.title, font: {size: 14}}, margin: {t: 36, r: 8, b: 52, l: 56},
+      showlegend: true, legend: {orientation: "h"}, xaxis: {type: "date"}, datarevision: since},
+      {displayModeBar: false});   // datarevision: the arrays grow in place, so Plotly must be told they changed
   }
 }
 async function poll() {

@@ -81,10 +81,16 @@ class Idle(User):
     """Locust needs a user to run a test; the replays run in the command's Locust processes."""
 
     wait_time = constant(1)
+    host = "each mode's replicas"   # shown as the Host; this user sends nothing
 
     @task
     def idle(self) -> None:
         pass
+
+
+def _rate_scale(form) -> str:
+    """The form's rate scale (Locust's web form names it rateScale; its HTTP API rate_scale)."""
+    return form.get("rate_scale", form.get("rateScale", "")).strip()
 
 
 def form_problem(form, view: dict) -> str | None:
@@ -95,7 +101,7 @@ def form_problem(form, view: dict) -> str | None:
         return "a run is starting already"
     if not [m for m in form.getlist("modes") for m in m.split(",") if m]:
         return "modes: choose at least one mode"
-    scale = form.get("rate_scale", "").strip()
+    scale = _rate_scale(form)
     if scale:
         try:
             if not float(scale) > 0:
@@ -178,7 +184,7 @@ def banner(about: str) -> str:
 def ask_start(form) -> None:
     """Tell the command to start the form's run (its values checked by `form_problem`)."""
     modes = [m for m in form.getlist("modes") for m in m.split(",") if m]
-    scale = form.get("rate_scale", "").strip()
+    scale = _rate_scale(form)
     Front.asked, Front.ended_by_board, Front.attempt = True, False, Front.view.get("attempt", 0) + 1
     Front.view = {**Front.view, "state": "waiting", "message": "starting"}
     ask = protocol.StartAsked(form.get("scenario", "").strip(), modes, float(scale) if scale else None)
