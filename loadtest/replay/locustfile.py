@@ -1,7 +1,8 @@
 """The Locust side of a replay: `locust -f loadtest/replay/locustfile.py ...` (ReplayConfig.argv
 builds the command line). Only Locust's hooks and the user class live here; they wire Locust to
-the shard replay (worker.py), the master's coordinator (coordinator.py) and the web UI's pages
-(webui.py). One process's state is one Session, kept on Locust's Environment.
+the shard replay (worker.py) and the master's coordinator (coordinator.py); always headless (the
+web UI of `loadtest ui` is its own process, front.py). One process's state is one Session, kept on
+Locust's Environment.
 
 Only ever loaded by Locust, in its own process: Locust monkey-patches the process with gevent,
 and `ray.init()` hangs in a patched process.
@@ -12,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import resource
-import time
 from dataclasses import dataclass
 
 import gevent
@@ -20,7 +20,7 @@ from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
-from loadtest.replay import protocol, webui
+from loadtest.replay import protocol
 from loadtest.replay.coordinator import Coordinator
 from loadtest.replay.master import NEVER_STARTED, start_coordinator
 from loadtest.replay.options import add_replay_arguments, replay_config
@@ -40,9 +40,8 @@ def say(msg: protocol.Line) -> None:
 class Session:
     """This process's part in the replay."""
 
-    replay: ShardReplay | None = None        # a lone process, the web UI, or a worker
+    replay: ShardReplay | None = None        # a lone process or a worker
     coordinator: Coordinator | None = None   # the master
-    ui: bool = False                         # the web UI: the replay starts when someone presses Start
     claimed: bool = False                    # a user is running the replay (others idle)
 
 
@@ -76,16 +75,8 @@ def _on_init(environment, **_kw) -> None:
     else:
         s.replay = ShardReplay(opts, parsed.worker_id, tell_command(say, opts.lateness_limit_ms),
                                request_event(environment))
-        if parsed.headless:
-            index, count = (int(x) for x in parsed.shard.split("/"))
-            s.replay.assign(index, count, parsed.worker_id)
-        else:
-            s.ui = True
-            environment.shape_class = webui.replay_shape(s.replay.done.is_set)
-            environment.shape_class.runner = runner
-            if environment.web_ui is not None:
-                webui.install_tab(environment.web_ui, lambda: webui.tab_rows(s.replay.stats, opts.mode))
-                webui.install_replay_page(environment.web_ui, opts.about or str(opts.trace), s.replay.assigned.is_set)
+        index, count = (int(x) for x in parsed.shard.split("/"))
+        s.replay.assign(index, count, parsed.worker_id)
     gevent.spawn(_trim_history, environment)
 
 
@@ -114,23 +105,6 @@ def _on_test_start(environment, **_kw) -> None:
     s = session(environment)
     if s.coordinator is not None:
         s.coordinator.start()
-    elif s.ui:
-        if s.replay.assigned.is_set():  # the web UI refuses a second Start; this is any other way in
-            log.error(webui.ALREADY_REPLAYED)
-            gevent.spawn(environment.runner.stop)
-            return
-        index, count = (int(x) for x in environment.parsed_options.shard.split("/"))
-        s.replay.assign(index, count, s.replay.worker_id, time.time() + s.replay.opts.start_delay_s)
-
-
-@events.test_stopping.add_listener
-def _on_test_stopping(environment, **_kw) -> None:
-    """In the web UI, Stop ends the replay: in-flight requests get the grace period, the rest are
-    recorded as not_sent. (Locust stops a running user only after its task returns, and the replay
-    is one long task, so it is told directly.)"""
-    s = session(environment)
-    if s.ui and s.replay.assigned.is_set():
-        gevent.spawn(s.replay.finish, "interrupted")
 
 
 @events.quitting.add_listener
@@ -185,7 +159,6 @@ class TraceReplayUser(FastHttpUser):
         if isinstance(env.runner, WorkerRunner):
             while True:  # the master quits every worker once all shards are done
                 gevent.sleep(3600)
-        # Headless: the replay is the whole test. Web UI: stop the test but keep the UI up for its charts.
-        gevent.spawn(env.runner.stop if s.ui else env.runner.quit)
+        gevent.spawn(env.runner.quit)   # the replay is the whole test
         raise StopUser()
 

@@ -39,8 +39,6 @@ class ReplayConfig:
     lateness_limit_ms: float = LATENESS_LIMIT_MS
     workers: int = 1                       # 1: one process; more: a master and this many workers
     ray_workers: bool = False              # the workers as Ray actors on the cluster's nodes
-    web: tuple[str, int] | None = None     # Locust's web UI on (host, port) instead of headless
-    about: str | None = None               # the web UI: what Start replays, in words
     connect_wait_s: float = CONNECT_WAIT_S
     grace_s: float = 10.0                  # on interrupt, how long in-flight requests may still finish
     start_delay_s: float = 0.5             # from a process's start (or Start in the UI) to offset 0
@@ -72,14 +70,11 @@ class ReplayConfig:
             args += ["--deadline", str(self.deadline_s)]
         if self.drain:
             args.append("--drain")
-        if self.about:
-            args += ["--about", self.about]
         return args
 
     def main_argv(self, master_host: str = "127.0.0.1", master_port: int = 0) -> list[str]:
-        """The lone Locust process, or the master of a distributed replay (headless or web UI)."""
-        runner = (["--headless", "--only-summary"] if self.web is None
-                  else ["--web-host", self.web[0], "--web-port", str(self.web[1])])
+        """The lone Locust process, or the master of a distributed replay (headless)."""
+        runner = ["--headless", "--only-summary"]
         users = str(self.workers if self.distributed else 1)
         argv = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), *runner, "-u", users, "-r", users,
                 "--host", self.endpoints[0], "--logfile", str(self.logs_dir / f"locust-{self.mode}.log"),
@@ -126,7 +121,6 @@ def add_replay_arguments(parser) -> None:
                    help="send lateness p99 (ms) above which the run is marked client_limited")
     g.add_argument("--api-key-env", default="LOADTEST_API_KEY",
                    help="environment variable holding the API key (never passed on the command line)")
-    g.add_argument("--about", default="", help="web UI: what Start replays, in words (shown above the form)")
 
 
 def replay_config(parsed) -> ReplayConfig:
@@ -136,7 +130,6 @@ def replay_config(parsed) -> ReplayConfig:
         trace=Path(parsed.trace_file), mode=parsed.mode, endpoints=tuple(parsed.endpoints.split(",")),
         served_model=parsed.served_model, run_id=parsed.run_id, run_dir=Path(parsed.run_dir),
         max_inflight=parsed.max_inflight, timeout_s=parsed.request_timeout, deadline_s=parsed.deadline or None,
-        drain=parsed.drain,
-        api_key_env=parsed.api_key_env, lateness_limit_ms=parsed.lateness_limit, about=parsed.about or None,
+        drain=parsed.drain, api_key_env=parsed.api_key_env, lateness_limit_ms=parsed.lateness_limit,
         grace_s=parsed.grace, start_delay_s=parsed.start_delay, flush_s=parsed.flush, first_row=parsed.first_row,
         resume_at_s=parsed.resume_at)
