@@ -173,12 +173,13 @@ class Session:
         report = next((p for p in (run_dir / "report.html", run_dir / "report.md") if p.exists()), None)
         if report is not None:
             self.console.print(f"report: {report}")
-        self.console.print(f"results: {run_dir}/ (the web UI stays up for its charts: Ctrl-C to quit)")
         self.board.end("finished", f"{manifest.status}: dataset {run_dir}/", report)
         self.code = code
-        stopped_here = code == exits.INTERRUPTED and self.signals is not None and not self.signals.asked
-        if stopped_here:   # Ctrl-C here: quit now, not after another
-            self.front.asked.put("quit")
+        if code == exits.INTERRUPTED and self.signals is not None and not self.signals.asked:
+            self.console.print(f"results: {run_dir}/")
+            self.front.asked.put("quit")   # Ctrl-C here: quit now, not after another
+        else:
+            self.console.print(f"results: {run_dir}/ (the web UI stays up for its charts: Ctrl-C to quit)")
 
     def _quit(self, front_gone: bool) -> int:
         if self.code is None:
