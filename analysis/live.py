@@ -5,7 +5,9 @@ added to part by part, so a tick costs what arrived, not what the run holds) and
 
 Pure: records in, rows of plain numbers out (JSON-able; None where nothing is known yet). The
 statistics are the report's (analysis/stats.py): goodput is requests within every SLO of their
-tenant (`meets_slos`), tokens per step is the chunks after each request's first (`tokens_per_step`)."""
+tenant (`meets_slos`), tokens per step is the chunks after each request's first (`tokens_per_step`),
+and, as in the report, latencies and tokens are those of the requests that succeeded. The rates
+are over the time since the mode's first request (the report's, over its steady window)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,10 @@ from analysis.slo import SLO_COLUMNS
 from analysis.stats import itl_per_chunk, meets_slos
 from loadtest.request.histogram import LogHistogram
 
-WINDOW_S = 10.0           # the charts' trailing window: each point is the last 10 s of ended requests
+WINDOW_S = 10.0           # the charts' trailing window: each point is 10 s of ended requests ...
+# ... ending this long before the tick: a record reaches disk up to ~1 s after it ends (the parts'
+# flush, ReplayConfig.flush_s) and the board reads them once a second (board.TICK_S)
+LAG_S = 2.0
 QUANTILES = (0.5, 0.9, 0.99)
 LATENCIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 # what a record must carry for the board (the rest of the record contract stays on disk)
@@ -31,6 +36,11 @@ COLUMNS = ["mode", "tenant", "request_id", "status", "sent_ns", "e2e_ms", "ttft_
 
 def _f(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else round(float(value), 3)
+
+
+def succeeded(records: pa.Table) -> pa.Table:
+    """The records whose latencies and tokens count (the report's: status ok)."""
+    return records.filter(pc.equal(records["status"], "ok"))
 
 
 def ended_ns(records: pa.Table) -> np.ndarray:
@@ -82,22 +92,25 @@ class Totals:
                              strict=True):
             self.statuses[str(status)] = self.statuses.get(str(status), 0) + int(n)
         self.good += int(good_mask.sum())
-        self.output_tokens += int(pc.sum(records["completion_tokens"]).as_py() or 0)
-        tokens, chunks = _decode(records["chunk_tokens"])
+        ok = succeeded(records)
+        self.output_tokens += int(pc.sum(ok["completion_tokens"]).as_py() or 0)
+        tokens, chunks = _decode(ok["chunk_tokens"])
         self.decode_tokens, self.decode_chunks = self.decode_tokens + tokens, self.decode_chunks + chunks
         for metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
-            values = records[metric].to_numpy(zero_copy_only=False).astype(np.float64)
+            values = ok[metric].to_numpy(zero_copy_only=False).astype(np.float64)
             self.hists[metric].add_many(values[~np.isnan(values)].tolist())
-        self.hists["itl_ms"].add_many(itl_per_chunk(records["itl_ms"]).tolist())
+        self.hists["itl_ms"].add_many(itl_per_chunk(ok["itl_ms"]).tolist())
 
     def row(self, elapsed_s: float) -> dict:
         """The table's figures: counts, percentiles (ms), and rates over `elapsed_s`."""
         per_s = (lambda n: n / elapsed_s) if elapsed_s > 0 else (lambda n: None)
         done = sum(n for s, n in self.statuses.items() if s != "not_sent")
+        recorded = sum(self.statuses.values())
         row: dict = {"ok": self.statuses.get("ok", 0), "errors": self.statuses.get("error", 0),
                      "timeouts": self.statuses.get("timeout", 0), "not_sent": self.statuses.get("not_sent", 0),
                      "done": done, "good": self.good, "goodput": _f(per_s(self.good)),
-                     "good_share": _f(self.good / done) if done else None,
+                     # as the report's goodput share: of every request recorded, not_sent included
+                     "good_share": _f(self.good / recorded) if recorded else None,
                      "output_tok_s": _f(per_s(self.output_tokens)),
                      "tokens_per_step": _f(self.decode_tokens / self.decode_chunks) if self.decode_chunks else None}
         for metric, h in self.hists.items():
@@ -107,21 +120,23 @@ class Totals:
 
 
 def window_row(records: pa.Table, good_mask: np.ndarray, window_s: float = WINDOW_S) -> dict:
-    """The charts' point: the requests that ended in the last `window_s` seconds (already
-    selected): their p50 and p99 (ms), and per second: requests, errors, goodput, output tokens."""
+    """The charts' point: the requests that ended in a window of `window_s` seconds (already
+    selected): per second, requests, errors, goodput and output tokens; the successful ones'
+    p50 and p99 (ms) and tokens per step."""
     done = pc.not_equal(records["status"], "not_sent").to_numpy(zero_copy_only=False)
     statuses = records["status"].to_numpy(zero_copy_only=False)
-    tokens, chunks = _decode(records["chunk_tokens"])
+    ok = succeeded(records)
+    tokens, chunks = _decode(ok["chunk_tokens"])
     row: dict = {"req_s": _f(done.sum() / window_s),
                  "errors_s": _f(np.isin(statuses, ["error", "timeout"]).sum() / window_s),
                  "goodput": _f(good_mask.sum() / window_s),
-                 "output_tok_s": _f((pc.sum(records["completion_tokens"]).as_py() or 0) / window_s),
+                 "output_tok_s": _f((pc.sum(ok["completion_tokens"]).as_py() or 0) / window_s),
                  "tokens_per_step": _f(tokens / chunks) if chunks else None}
     for metric in LATENCIES:
         if metric == "itl_ms":
-            values = itl_per_chunk(records["itl_ms"]) if records.num_rows else np.empty(0)
+            values = itl_per_chunk(ok["itl_ms"]) if ok.num_rows else np.empty(0)
         else:
-            values = records[metric].to_numpy(zero_copy_only=False).astype(np.float64)
+            values = ok[metric].to_numpy(zero_copy_only=False).astype(np.float64)
             values = values[~np.isnan(values)]
         for q in (0.5, 0.99):
             key = f"{metric.removesuffix('_ms')}_p{round(q * 100)}"

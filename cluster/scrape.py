@@ -83,6 +83,11 @@ class Scraper:
             self._targets[mode] = replicas
         self.scrape_once(mode)
 
+    def latest_sums(self) -> dict[str, dict[str, dict[str, float]]]:
+        """A copy of `latest`: mode -> replica -> sample name -> its samples' sum, last scrape."""
+        with self._lock:
+            return {m: {r: dict(s) for r, s in reps.items()} for m, reps in self.latest.items()}
+
     def unwatch(self, mode: str) -> None:
         """One last scrape of `mode` (its final counters), then stop scraping it."""
         self.scrape_once(mode)

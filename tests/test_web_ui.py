@@ -11,6 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import requests
 
@@ -125,9 +127,15 @@ def test_a_run_started_from_the_ui_writes_what_loadtest_run_writes(tmp_path):
         extra = args["extra_options"]
         assert extra["modes"]["choices"] == ["baseline", "ngram"] and extra["modes"]["is_multiple"]
         assert extra["scenario"]["default_value"] == "saas-mix"
+        # a page of another site cannot start a run, nor a DNS-rebinding one reach the UI
+        form = {"scenario": "chat", "modes": ["ngram"], "rate_scale": ""}
+        assert requests.post(f"{web}/swarm", data=form, headers={"Origin": "http://evil.example"},
+                             timeout=10).status_code == 403
+        assert requests.get(web, headers={"Host": f"evil.example:{port}"}, timeout=10).status_code == 403
         # bad values are refused in the form, with the field named
         for form, said in [({"scenario": "chat", "modes": [], "rate_scale": ""}, "modes:"),
-                           ({"scenario": "chat", "modes": ["ngram"], "rate_scale": "-1"}, "rate scale:")]:
+                           ({"scenario": "chat", "modes": ["ngram"], "rate_scale": "-1"}, "rate scale:"),
+                           ({"scenario": "chat", "modes": ["ngram"], "rate_scale": "inf"}, "rate scale:")]:
             r = requests.post(f"{web}/swarm", data=form, timeout=10).json()
             assert not r["success"] and said in r["message"]
         bad = {"scenario": "no-such", "modes": ["ngram"], "rate_scale": ""}
@@ -166,6 +174,20 @@ def test_a_run_started_from_the_ui_writes_what_loadtest_run_writes(tmp_path):
     assert manifest["scenario"]["name"] == "chat" and manifest["mode_runs"]["ngram"]["records"] == 20
     assert manifest["mode_runs"]["ngram"]["server_metrics"] == "scraped" and manifest["metrics"].endswith("/metrics")
     assert (run / "report.md").is_file() and (run / "modes.parquet").is_file()
+    # the live figures are the report's: tokens per step as summary.parquet has it, and each
+    # percentile between the order statistics around its rank (within the board's 1% bins)
+    summary = pq.read_table(run / "summary.parquet").to_pylist()
+    for mode in ("baseline", "ngram"):
+        row = done["table"][mode]["all"]
+        said = next(r["value"] for r in summary if r["mode"] == mode and r["tenant"] == "all"
+                    and r["metric"] == "tokens_per_step" and r["statistic"] == "mean")
+        assert row["tokens_per_step"] == pytest.approx(said, abs=1e-3)
+        mine = records.filter(records["mode"].to_numpy(zero_copy_only=False) == mode)
+        for metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
+            values = mine[metric].to_numpy(zero_copy_only=False)
+            for q in (0.5, 0.9, 0.99):
+                low, high = (np.quantile(values, q, method=m) for m in ("lower", "higher"))
+                assert low * 0.99 <= row[f"{metric[:-3]}_p{round(q * 100)}"] <= high * 1.01, (mode, metric, q)
 
 
 def test_a_web_ui_off_loopback_needs_a_login_and_every_route_is_behind_it(tmp_path):

@@ -29,10 +29,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analysis.cells import ALL
-from analysis.live import COLUMNS, WINDOW_S, Totals, acceptance, ended_ns, good, groups, window_row
+from analysis.live import COLUMNS, LAG_S, WINDOW_S, Totals, acceptance, ended_ns, good, groups, window_row
 from analysis.server import ACCEPTED, DRAFT_TOKENS
 from analysis.slo import SLO_COLUMNS, has_targets, join_targets
 from loadtest.replay import protocol
+from loadtest.replay.front_process import TOKEN_HEADER
 
 log = logging.getLogger("loadtest")
 TICK_S = 1.0
@@ -61,13 +62,14 @@ class Board:
         self.totals: dict[tuple[str, str], Totals] = {}
         self.first_sent: dict[str, float] = {}
         self.recent: pa.Table | None = None
-        self.counters: dict[str, deque] = {}    # mode -> (t, accepted, draft tokens) of recent ticks
-        self.base: dict[str, tuple[float, float]] = {}
+        self.counters: dict[str, deque] = {}    # mode -> (t, accepted, draft tokens) since the start, recent ticks
+        self.server_prev: dict[tuple[str, str], tuple[float, float]] = {}   # (mode, replica) -> last counters
+        self.server_sum: dict[str, tuple[float, float]] = {}   # mode -> increases since the start (resets handled)
+        self.last_end: dict[str, float] = {}
         self.points: deque = deque(maxlen=HISTORY_POINTS)
         self.seq = 0
         self.feed: deque = deque(maxlen=FEED_KEEP)
         self._seen: set[Path] = set()
-        self._ended_at: float | None = None
 
     # ---- what the command tells it ---------------------------------------------------------
     def starting(self, message: str) -> None:
@@ -90,6 +92,12 @@ class Board:
                 self.progress[mode] = {"total": msg.total, "sent": msg.sent, "done": msg.done,
                                        "not_sent": msg.not_sent}
 
+    def refuse(self, message: str) -> None:
+        """A Start this session will not take (its one run is over): said in the web UI."""
+        with self._lock:
+            self.attempt += 1
+            self.state, self.message = "failed", message
+
     def end(self, state: str, message: str, report: Path | None = None) -> None:
         """The replay is over (`finished`) or could not start (`failed`); a last tick first."""
         if state == "finished":
@@ -97,38 +105,37 @@ class Board:
         with self._lock:
             self.state, self.message = state, message
             self.report = str(report) if report is not None else None
-            self._ended_at = time.time()
 
     # ---- every second ------------------------------------------------------------------------
-    def _new_records(self) -> pa.Table | None:
+    def _new_records(self) -> tuple[pa.Table | None, list[Path]]:
+        """The parts not read yet, as one table (with their targets), and their paths."""
         if self.run_dir is None or not (self.run_dir / "requests").is_dir():
-            return None
-        tables = []
+            return None, []
+        tables, paths = [], []
         for path in sorted((self.run_dir / "requests").glob("mode=*/part-*.parquet")):
             if path in self._seen:
                 continue
-            self._seen.add(path)
             try:
                 t = pq.read_table(path, columns=[c for c in COLUMNS if c != "mode"])
-            except OSError as exc:   # a part half-read as it was replaced: the next tick has it whole
+            except Exception as exc:   # a part replaced as it was read: the next tick reads it whole
                 log.debug("board: could not read %s: %s", path, exc)
-                self._seen.discard(path)
                 continue
             mode = path.parent.name.removeprefix("mode=")
             tables.append(t.add_column(0, "mode", pa.array([mode] * t.num_rows, pa.string())))
+            paths.append(path)
         if not tables:
-            return None
+            return None, []
         records = pa.concat_tables(tables)
         if self.targets is not None:
             records = join_targets(records, self.targets) or records
-        return records
+        return records, paths
 
     def tick(self) -> None:
         with self._lock:
             if self.state != "running":
                 return
             now = time.time()
-            new = self._new_records()
+            new, paths = self._new_records()
             if new is not None and new.num_rows:
                 mask = good(new)
                 for key, rows in groups(new).items():
@@ -139,18 +146,26 @@ class Board:
                     if np.isfinite(mine).any():
                         self.first_sent[mode] = min(self.first_sent.get(mode, np.inf), float(np.nanmin(mine)))
                 new = new.append_column("good", pa.array(mask)).append_column("ended_s", pa.array(ended_ns(new) / 1e9))
+                for mode in set(new["mode"].to_pylist()):
+                    ends = new.filter(pc.equal(new["mode"], mode))["ended_s"].to_numpy()
+                    self.last_end[mode] = max(self.last_end.get(mode, 0.0), float(ends.max()))
                 self.feed.extend(zip(new["mode"].to_pylist(), new["status"].to_pylist(), new["e2e_ms"].to_pylist(),
                                      new["completion_tokens"].to_pylist(), strict=True))
                 self.recent = new if self.recent is None else pa.concat_tables([self.recent, new])
+            self._seen.update(paths)   # counted: never again
+            upto = now - LAG_S         # the window ends where the records on disk are complete
             if self.recent is not None:
-                self.recent = self.recent.filter(pc.greater_equal(self.recent["ended_s"], now - WINDOW_S))
+                self.recent = self.recent.filter(pc.greater_equal(self.recent["ended_s"], upto - WINDOW_S))
             self._count_server(now)
             self.seq += 1
-            self.points.append({"seq": self.seq, "t": round(now, 3), "modes": self._window(now)})
+            self.points.append({"seq": self.seq, "t": round(upto, 3), "modes": self._window(upto)})
 
-    def _window(self, now: float) -> dict:
+    def _window(self, upto: float) -> dict:
+        """Each mode's and tenant's point: the requests that ended in the WINDOW_S before `upto`."""
         out: dict[str, dict] = {m: {} for m in self.modes}
         recent = self.recent
+        if recent is not None:
+            recent = recent.filter(pc.less(recent["ended_s"], upto))
         keys = groups(recent) if recent is not None and recent.num_rows else {}
         for (mode, tenant) in self.totals:
             rows = keys.get((mode, tenant))
@@ -164,13 +179,22 @@ class Board:
         return out
 
     def _count_server(self, now: float) -> None:
+        """The server's accepted and draft tokens since the start, per mode: each replica's
+        increases added up (a counter that went down was reset: its new value is the increase)."""
+        latest = self.latest() or {}
         for mode in self.modes:
-            replicas = (self.latest() or {}).get(mode, {})
+            acc, drafted = self.server_sum.get(mode, (0.0, 0.0))
+            replicas = latest.get(mode, {})
+            for replica, sums in replicas.items():
+                now_acc, now_drafted = sums.get(ACCEPTED, 0.0), sums.get(DRAFT_TOKENS, 0.0)
+                prev = self.server_prev.get((mode, replica))
+                if prev is not None:
+                    acc += now_acc - prev[0] if now_acc >= prev[0] else now_acc
+                    drafted += now_drafted - prev[1] if now_drafted >= prev[1] else now_drafted
+                self.server_prev[(mode, replica)] = (now_acc, now_drafted)
             if not replicas:
                 continue
-            acc = sum(r.get(ACCEPTED, 0.0) for r in replicas.values())
-            drafted = sum(r.get(DRAFT_TOKENS, 0.0) for r in replicas.values())
-            self.base.setdefault(mode, (acc, drafted))
+            self.server_sum[mode] = (acc, drafted)
             series = self.counters.setdefault(mode, deque(maxlen=int(WINDOW_S / TICK_S) + 1))
             series.append((now, acc, drafted))
 
@@ -179,16 +203,17 @@ class Board:
         if not series:
             return None
         _, acc, drafted = series[-1]
-        _, acc0, drafted0 = series[0] if window else (0.0, *self.base[mode])
+        _, acc0, drafted0 = series[0] if window else (0.0, 0.0, 0.0)
         return acceptance(acc - acc0, drafted - drafted0)
 
     # ---- what the front reads ----------------------------------------------------------------
     def view(self, since: int = 0) -> dict:
         with self._lock:
-            end = self._ended_at if self.state == "finished" else time.time()
+            finished = self.state == "finished"
             table = {}
-            for (mode, tenant), totals in self.totals.items():
-                row = totals.row(max(0.0, (end or time.time()) - self.first_sent.get(mode, end or 0.0)))
+            for (mode, tenant), totals in self.totals.items():   # rates over the mode's first send to its last end
+                end = self.last_end.get(mode, time.time()) if finished else time.time()
+                row = totals.row(max(0.0, end - self.first_sent.get(mode, end)))
                 if tenant == ALL:
                     row["acceptance"] = self._acceptance(mode, window=False)
                     progress = self.progress.get(mode, {})   # "done" stays the records'
@@ -224,7 +249,7 @@ class BoardServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                if not secrets.compare_digest(self.headers.get("X-Loadtest-Token", ""), token):
+                if not secrets.compare_digest(self.headers.get(TOKEN_HEADER, "").encode(), token.encode()):
                     return self._send(403, {"error": "wrong token"})
                 url = urlsplit(self.path)
                 if url.path == "/board":

@@ -72,9 +72,10 @@ def add_ui(sub) -> None:
         description="Open Locust's web UI once; its start form chooses the scenario, the modes and the rate "
         "scale (Custom parameters). Start replays every chosen mode side by side, each with its own Locust "
         "process(es), writing the same dataset, manifest and report as `loadtest run --parallel-modes`; Stop "
-        "ends them (the rest is recorded as not_sent). The Comparison tab and page show, per mode and per "
-        "tenant, TTFT, TPOT, ITL and E2E percentiles, output tokens/s, goodput, tokens per step and the "
-        "server's acceptance, as a table and charts over time, every second. The UI stays up after the run; "
+        "ends them (the rest is recorded as not_sent). The Comparison tab (a row per mode) and the Comparison "
+        "page (per mode, and per tenant on demand) show TTFT, TPOT, ITL and E2E percentiles, output tokens/s, "
+        "goodput, tokens per step and the server's acceptance; the page as a table and charts over time, "
+        "every second. The form's scenario is a built-in name or the --scenario given here. The UI stays up after the run; "
         "Ctrl-C quits. Any --web-host but loopback needs LOADTEST_WEB_USER and LOADTEST_WEB_PASSWORD in the "
         "environment, and every route is then behind HTTP basic auth.")
     _fleet_options(ui)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 
 from loadtest.replay.process import LocustProcess
 
@@ -14,7 +15,7 @@ from loadtest.replay.process import LocustProcess
 class Signals:
     def __init__(self) -> None:
         self.count = 0
-        self.asked = False    # stopped by ask_stop, not by a signal
+        self._lock = threading.RLock()   # ask_stop comes from another thread (re-entrant: the handler may interrupt it)
         self.replays: list[LocustProcess] = []
         self._old: dict[int, object] = {}
 
@@ -34,26 +35,29 @@ class Signals:
 
     def watch(self, replay: LocustProcess) -> None:
         """Pass signals on to `replay` (at once, if one came while it was starting)."""
-        self.replays.append(replay)
-        for _ in range(self.count):
-            replay.signal()
+        with self._lock:
+            self.replays.append(replay)
+            for _ in range(self.count):
+                replay.signal()
 
     def unwatch(self, replay: LocustProcess) -> None:
         self.replays.remove(replay)
 
     def _handle(self, signum, frame) -> None:
-        self.count += 1
-        for replay in list(self.replays):
-            replay.signal()
+        with self._lock:
+            self.count += 1
+            for replay in list(self.replays):
+                replay.signal()
         if self.count == 1:
             print(f"\n{signal.Signals(signum).name}: stopping gracefully (again to stop at once)", file=sys.stderr)
 
     def ask_stop(self) -> None:
         """Stop gracefully, as a first signal does (the web UI's Stop button)."""
-        if self.count == 0:
-            self.count, self.asked = 1, True
-            for replay in list(self.replays):
-                replay.signal()
+        with self._lock:
+            if self.count == 0:
+                self.count = 1
+                for replay in list(self.replays):
+                    replay.signal()
 
     @property
     def stop(self) -> bool:

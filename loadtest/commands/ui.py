@@ -15,10 +15,13 @@ import argparse
 import errno
 import queue
 import shutil
+import signal
 import socket
 import tempfile
 import threading
 from pathlib import Path
+
+from rich.console import Console
 
 from cluster import FleetError
 from common import exits
@@ -27,13 +30,15 @@ from common.login import is_loopback, login_problem
 from loadtest.commands.board import Board, BoardServer
 from loadtest.commands.console import new_console
 from loadtest.commands.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
+from loadtest.commands.manifest import Manifest
 from loadtest.commands.metrics_server import MetricsError, MetricsServer
 from loadtest.commands.report import print_summary, record_gate
 from loadtest.commands.run import Run, served
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
-from loadtest.replay.front_process import FrontProcess
+from loadtest.replay.front_process import ALREADY_REPLAYED, LOG, STDOUT, FrontProcess
 from scenarios import ScenarioError
+from scenarios.spec import builtin_names
 from scenarios.trace import write_trace
 
 PROG = "loadtest ui"
@@ -81,6 +86,7 @@ def main(args: argparse.Namespace) -> int:
     logs = Path(tempfile.mkdtemp(prefix="loadtest-ui-"))
     host = f"[{args.web_host}]" if ":" in args.web_host else args.web_host
     about = f"fleet {fleet.info['name']} (modes {', '.join(fleet.modes)})"
+    old_term = signal.signal(signal.SIGTERM, _interrupt)   # SIGTERM while no replay runs: as Ctrl-C
     try:
         with BoardServer(board) as server, FrontProcess(
                 args.web_host, args.web_port, fleet.modes, args.scenario, args.rate_scale, about, server.url,
@@ -88,20 +94,31 @@ def main(args: argparse.Namespace) -> int:
             console.print(f"Locust web UI: [bold]http://{host}:{args.web_port}[/bold] (choose the scenario, modes "
                           f"and rate scale under Custom parameters, then Start; the Comparison page is "
                           f"http://{host}:{args.web_port}/comparison; Ctrl-C here quits)", soft_wrap=True)
-            return Session(args, console, board, front, logs).go()
+            session = Session(args, console, board, front, logs)
+            code = session.go()
+        session.keep_logs()   # the web UI's process has ended: its logs are whole
+        return code
     finally:
+        signal.signal(signal.SIGTERM, old_term)
         shutil.rmtree(logs, ignore_errors=True)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 class Session:
     """One web UI session: wait for Start, replay, then keep the UI up until Ctrl-C."""
 
-    def __init__(self, args: argparse.Namespace, console, board: Board, front: FrontProcess, logs: Path) -> None:
+    def __init__(self, args: argparse.Namespace, console: Console, board: Board, front: FrontProcess,
+                 logs: Path) -> None:
         self.args, self.console, self.board, self.front, self.logs = args, console, board, front, logs
         self.code: int | None = None
         self.run_dir: Path | None = None
+        self.manifest: Manifest | None = None
         self.signals: Signals | None = None
-        self.stop_asked = False    # Stop pressed before the replays had their signal handlers
+        self.stop_asked = False          # Stop pressed (maybe before the replays had their signal handlers)
+        self.lock = threading.Lock()     # between the two: the Stop watcher's thread and the replay's
 
     def _next(self) -> protocol.StartAsked | protocol.StopAsked | str | None:
         """The web UI's next line ("quit" on Ctrl-C here, None when its process is gone)."""
@@ -118,19 +135,31 @@ class Session:
             msg = self._next()
             if msg == "quit" or msg is None:
                 if msg is None:
-                    print_error(PROG, f"the web UI's Locust process exited; see {self._log_hint()}")
+                    print_error(PROG, f"the web UI's Locust process exited; see {self.logs / LOG}")
                 return self._quit(msg is None)
-            if isinstance(msg, protocol.StartAsked) and self.code is None:
+            if not isinstance(msg, protocol.StartAsked):
+                continue
+            if self.code is not None:   # the form refuses a second Start; this is any other way in
+                self.board.refuse(ALREADY_REPLAYED)
+                continue
+            try:
                 self._start(msg)
-
-    def _log_hint(self) -> str:
-        return str((self.run_dir / "logs") if self.run_dir else self.logs / "locust-ui.log")
+            except KeyboardInterrupt:   # Ctrl-C or SIGTERM as the trace was built or the summary written
+                if self.manifest is not None and self.run_dir is not None:
+                    self.manifest.status, self.manifest.reason = "interrupted", "stopped by signal"
+                    self.manifest.write(self.run_dir)
+                self.code = exits.INTERRUPTED
+                return self.code
 
     def _start(self, ask: protocol.StartAsked) -> None:
         a = argparse.Namespace(**{**vars(self.args), "scenario": ask.scenario, "modes": ",".join(ask.modes),
                                   "rate_scale": ask.rate_scale})
         self.board.starting(f"building the trace of {ask.scenario}")
         try:
+            if ask.scenario not in builtin_names() and ask.scenario != self.args.scenario:
+                raise ScenarioError(f"scenario: {ask.scenario!r} is not a built-in scenario "
+                                    f"({', '.join(builtin_names())}); a scenario file is given to loadtest ui as "
+                                    "--scenario")
             trace = prepare_trace(a)
             fleet = choose_fleet(a, a.modes)
             run_dir = new_run_dir(a.out, a.run_id, trace.info["name"])
@@ -139,21 +168,20 @@ class Session:
             self.console.print(f"[red]Start refused: {exc}[/red]", soft_wrap=True)
             return
         self.run_dir = run_dir
-        manifest = new_manifest(run_dir, trace, fleet)
+        self.manifest = manifest = new_manifest(run_dir, trace, fleet)
         manifest.write(run_dir)
         write_trace(trace.table, run_dir / "trace.parquet", trace.info["name"], trace.info["sha256"])
         self.console.print(f"[bold]{manifest.run_id}[/bold]: {trace.table.num_rows} requests of {trace.info['name']} "
                            f"over {trace.table['offset_s'][-1].as_py():.1f} s, modes {', '.join(fleet.modes)} side by "
                            f"side, fleet {fleet.info['name']} (started from the web UI)")
-        runs: list[UIRun] = []
 
         def replay(signals: Signals, server: MetricsServer) -> None:
             run = UIRun(a, self.console, trace, fleet, run_dir, manifest, signals, server, board=self.board)
-            runs.append(run)
             self.board.begin(manifest.run_id, run_dir, fleet.modes, trace.table,
-                             lambda: run.stage.scraper.latest if run.stage is not None else {})
-            self.signals = signals
-            if self.stop_asked:
+                             lambda: run.stage.scraper.latest_sums() if run.stage is not None else {})
+            with self.lock:
+                self.signals, asked = signals, self.stop_asked
+            if asked:
                 signals.ask_stop()
             run.replay_all()
 
@@ -163,19 +191,22 @@ class Session:
             code = served(a, self.console, manifest, run_dir, PROG, replay)
         finally:
             watcher.stop()
-        code = exits.BAD_INPUT if code is None else code
+        if code is None:   # /metrics could not listen after all: nothing ran
+            self.board.end("failed", "the client's /metrics could not listen (see loadtest ui's output); quit and "
+                           "start loadtest ui again")
+            self.code = exits.BAD_INPUT
+            return
         manifest.mode_order = "parallel, started from the web UI (all modes at once, sharing the client machine)"
         checks = print_summary(self.console, run_dir, fleet.modes, manifest, a.max_errors, a.slo_gate)
         if code == exits.OK and not record_gate(manifest, checks, self.console, a.slo_gate):
             code = exits.GATE_FAILED
         manifest.write(run_dir)
-        shutil.copyfile(self.logs / "locust-ui.stdout.txt", run_dir / "logs" / "locust-ui.stdout.txt")
         report = next((p for p in (run_dir / "report.html", run_dir / "report.md") if p.exists()), None)
         if report is not None:
             self.console.print(f"report: {report}")
         self.board.end("finished", f"{manifest.status}: dataset {run_dir}/", report)
         self.code = code
-        if code == exits.INTERRUPTED and self.signals is not None and not self.signals.asked:
+        if code == exits.INTERRUPTED and not self.stop_asked:
             self.console.print(f"results: {run_dir}/")
             self.front.asked.put("quit")   # Ctrl-C here: quit now, not after another
         else:
@@ -183,11 +214,16 @@ class Session:
 
     def _quit(self, front_gone: bool) -> int:
         if self.code is None:
-            self.console.print("nothing was replayed (Start was never pressed)")
+            self.console.print("nothing was replayed")
             return exits.INCOMPLETE if front_gone else exits.OK
-        if self.run_dir is not None and (self.logs / "locust-ui.log").exists():
-            shutil.copyfile(self.logs / "locust-ui.log", self.run_dir / "logs" / "locust-ui.log")
         return self.code
+
+    def keep_logs(self) -> None:
+        """The web UI's log and output, into the run's logs/ (when a run was made)."""
+        if self.run_dir is not None:
+            for name in (LOG, STDOUT):
+                if (self.logs / name).exists():
+                    shutil.copyfile(self.logs / name, self.run_dir / "logs" / name)
 
 
 class _StopWatcher:
@@ -206,10 +242,10 @@ class _StopWatcher:
 
     def _stop(self) -> None:
         s = self.session
-        if s.signals is not None:
-            s.signals.ask_stop()
-        else:
-            s.stop_asked = True
+        with s.lock:
+            s.stop_asked, signals = True, s.signals
+        if signals is not None:
+            signals.ask_stop()
 
     def _watch(self) -> None:
         s = self.session

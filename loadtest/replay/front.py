@@ -20,6 +20,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import math
 import os
 from typing import ClassVar
 
@@ -30,13 +31,11 @@ from locust import LoadTestShape, User, constant, events, task
 from common.login import CHALLENGE, authorized, credentials
 from loadtest.replay import protocol
 from loadtest.replay.comparison_page import TAB_COLUMNS, page, plotly_js, tab_rows
-from loadtest.replay.front_process import BOARD_ENV, MODES_ENV, TOKEN_ENV
+from loadtest.replay.front_process import ALREADY_REPLAYED, BOARD_ENV, MODES_ENV, TOKEN_ENV, TOKEN_HEADER
 
 log = logging.getLogger("loadtest.front")
 POLL_S = 1.0
 TAB_KEY = "comparison"
-ALREADY_REPLAYED = ("This session has replayed its run already; its dataset and report are written. Quit "
-                    "loadtest ui (Ctrl-C) and start it again for another run.")
 
 
 class Front:
@@ -49,7 +48,7 @@ class Front:
 
 
 def _board(path: str) -> object:
-    r = requests.get(os.environ[BOARD_ENV] + path, headers={"X-Loadtest-Token": os.environ[TOKEN_ENV]}, timeout=5)
+    r = requests.get(os.environ[BOARD_ENV] + path, headers={TOKEN_HEADER: os.environ[TOKEN_ENV]}, timeout=5)
     r.raise_for_status()
     return r.json()
 
@@ -88,6 +87,24 @@ class Idle(User):
         pass
 
 
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+CHANGES = ("/swarm", "/stop", "/stats/reset", "/user_count")   # the routes that change what runs
+
+
+def foreign_request(method: str, path: str, host: str, headers, login: bool) -> str | None:
+    """Why a request must be refused as coming from another site (None when it need not be):
+    on loopback, a Host that is not a loopback name (a DNS-rebinding page); anywhere, a change
+    (Start, Stop, a reset) sent by a page of another origin (a cross-site form)."""
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    if not login and name not in LOOPBACK_NAMES:
+        return f"Host {host!r} is not this machine's loopback address"
+    if method == "POST" or path in CHANGES:
+        site, origin = headers.get("Sec-Fetch-Site"), headers.get("Origin")
+        if site not in (None, "same-origin", "none") or (origin and origin.split("://", 1)[-1] != host):
+            return "a request from another site may not start or stop a run"
+    return None
+
+
 def _rate_scale(form) -> str:
     """The form's rate scale (Locust's web form names it rateScale; its HTTP API rate_scale)."""
     return form.get("rate_scale", form.get("rateScale", "")).strip()
@@ -104,10 +121,10 @@ def form_problem(form, view: dict) -> str | None:
     scale = _rate_scale(form)
     if scale:
         try:
-            if not float(scale) > 0:
+            if not (math.isfinite(float(scale)) and float(scale) > 0):
                 raise ValueError
         except ValueError:
-            return f"rate scale: {scale!r} is not a number above 0"
+            return f"rate scale: {scale!r} is not a finite number above 0"
     if not form.get("scenario", "").strip():
         return "scenario: give a built-in scenario name or a TOML file"
     return None
@@ -129,6 +146,9 @@ def _on_init(environment, **_kw) -> None:
     def _login_and_start():
         if opts.login and (creds is None or not authorized(request.headers.get("Authorization"), *creds)):
             return Response("login required\n", 401, CHALLENGE)
+        problem = foreign_request(request.method, request.path, request.host, request.headers, opts.login)
+        if problem:
+            return Response(f"{problem}\n", 403)
         if request.path == "/swarm" and request.method == "POST":
             problem = form_problem(request.form, Front.view)
             if problem:

@@ -41,7 +41,7 @@ class ReplayConfig:
     ray_workers: bool = False              # the workers as Ray actors on the cluster's nodes
     connect_wait_s: float = CONNECT_WAIT_S
     grace_s: float = 10.0                  # on interrupt, how long in-flight requests may still finish
-    start_delay_s: float = 0.5             # from a process's start (or Start in the UI) to offset 0
+    start_delay_s: float = 0.5             # from a process's start to offset 0
     flush_s: float = 1.0                   # a new records part at least this often (a soak: less often)
     first_row: int = 0                     # a resumed soak: rows before this one are recorded already ...
     resume_at_s: float = 0.0               # ... and this trace offset comes `start_delay_s` after the start
