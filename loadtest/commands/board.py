@@ -170,7 +170,10 @@ class Board:
         for (mode, tenant) in self.totals:
             rows = keys.get((mode, tenant))
             part = recent.filter(pa.array(rows)) if rows is not None else None
-            point = window_row(part, part["good"].to_numpy(zero_copy_only=False)) if part is not None else {}
+            # a mode's first seconds: the rates over the time it has run, not over a window it has not filled
+            span = min(WINDOW_S, upto - self.first_sent.get(mode, upto - WINDOW_S))
+            point = (window_row(part, part["good"].to_numpy(zero_copy_only=False), max(span, TICK_S))
+                     if part is not None else {})
             if tenant == ALL:
                 point["acceptance"] = self._acceptance(mode, window=True)
                 point["in_flight"] = max(0, self.progress.get(mode, {}).get("sent", 0)
@@ -223,7 +226,7 @@ class Board:
             return {"state": self.state, "message": self.message, "attempt": self.attempt, "run_id": self.run_id,
                     "modes": self.modes, "available": self.available, "tenants": tenants, "progress": self.progress,
                     "table": table, "points": [p for p in self.points if p["seq"] > since],
-                    "report": self.report, "window_s": WINDOW_S}
+                    "report": self.report, "window_s": WINDOW_S, "lag_s": LAG_S}
 
     def take_feed(self) -> list:
         with self._lock:

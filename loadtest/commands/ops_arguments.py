@@ -75,9 +75,9 @@ def add_ui(sub) -> None:
         "ends them (the rest is recorded as not_sent). The Comparison tab (a row per mode) and the Comparison "
         "page (per mode, and per tenant on demand) show TTFT, TPOT, ITL and E2E percentiles, output tokens/s, "
         "goodput, tokens per step and the server's acceptance; the page as a table and charts over time, "
-        "every second. The form's scenario is a built-in name or the --scenario given here. The UI stays up after the run; "
-        "Ctrl-C quits. Any --web-host but loopback needs LOADTEST_WEB_USER and LOADTEST_WEB_PASSWORD in the "
-        "environment, and every route is then behind HTTP basic auth.")
+        "every second. The form's scenario is a built-in name or the --scenario given here. The UI stays up "
+        "after the run; Ctrl-C quits. Any --web-host but loopback needs LOADTEST_WEB_USER and "
+        "LOADTEST_WEB_PASSWORD in the environment, and every route is then behind HTTP basic auth.")
     _fleet_options(ui)
     ui.add_argument("--web-host", default="127.0.0.1", metavar="HOST",
                     help="address the web UI listens on (default 127.0.0.1, this machine only; any other needs "
