@@ -21,6 +21,7 @@ from cluster.speculation import (
     method_from_model,
     parse_speculative_config,
 )
+from common.names import name_problem
 from common.validation import problems
 
 
@@ -149,6 +150,16 @@ class FleetSpec(_Strict):
     def gpus_per_mode(self) -> int:
         """The GPUs one mode's replicas hold (a draft model shares its target's)."""
         return self.tensor_parallel_size * self.replicas
+
+    @field_validator("modes")
+    @classmethod
+    def _mode_names(cls, modes: dict[str, ModeSpec]) -> dict[str, ModeSpec]:
+        """A mode names folders in the results (requests/mode=MODE/) and replicas' logs."""
+        for name in modes:
+            problem = name_problem(name)
+            if problem:
+                raise ValueError(f"mode {problem}")
+        return modes
 
     @model_validator(mode="before")
     @classmethod

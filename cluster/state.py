@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from cluster import FleetError
 from cluster.fleet import FleetSpec
+from common.names import name_problem
 
 DEFAULT_STATE = Path(".loadtest") / "cluster.json"
 PROBE_TIMEOUT_S = 3.0
@@ -144,6 +145,8 @@ def parse_endpoint_list(text: str) -> dict[str, list[str]]:
             raise FleetError(f"--endpoints: expected a state file or MODE=URL[,MODE=URL...], got {item!r}")
         if mode in out:
             raise FleetError(f"--endpoints: mode {mode!r} given twice (join replicas with |)")
+        if name_problem(mode):   # a mode names folders in the results (requests/mode=MODE/)
+            raise FleetError(f"--endpoints: mode {name_problem(mode)}")
         out[mode] = []
         for url in urls.split("|"):
             url = url.strip().rstrip("/")

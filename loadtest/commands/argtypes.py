@@ -18,6 +18,16 @@ def number(text: str, ok, words: str, scale: float = 1.0) -> float:
     return value * scale
 
 
+def plain_name(text: str) -> str:
+    """A run id: one folder name under --out (common/names.py)."""
+    from common.names import name_problem
+
+    problem = name_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def positive_float(text: str) -> float:
     return number(text, lambda v: v > 0, "a positive number")
 

@@ -10,6 +10,7 @@ from common.exits import BAD_INPUT
 from loadtest.commands.argtypes import (
     non_negative_float,
     percent,
+    plain_name,
     positive_float,
     positive_int,
     window,
@@ -247,7 +248,7 @@ def _replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = T
                        help="multiply the arrival rates by X: the scenario's (default: its rate_scale), or a "
                        "--trace file's (its times divided by X; not for a closed-loop trace)")
     p.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
-    p.add_argument("--run-id", default=None, metavar="ID",
+    p.add_argument("--run-id", type=plain_name, default=None, metavar="ID",
                    help="name of this run's folder under --out (default: UTC time and scenario)")
     p.add_argument("--max-inflight", type=positive_int, default=1024, metavar="N",
                    help=f"most requests in flight {scope}; past it a request waits and its lateness is "

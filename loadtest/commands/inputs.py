@@ -20,6 +20,7 @@ from cluster import FleetError
 from cluster.fleet import FleetSpec, available_modes, load_fleet, redacted, resolve_modes
 from cluster.provision import Replica, ray_address
 from cluster.state import ClusterState, ReplicaState, check_health, load_endpoints
+from common.names import slug
 from loadtest.commands.manifest import Manifest
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
@@ -124,7 +125,7 @@ def endpoints_fleet_info(state: ClusterState, text: str, from_file: bool, modes:
 def new_run_dir(out: str, run_id: str | None, name: str) -> Path:
     """results/<run_id>/ with its logs/ folder (run_id defaults to the UTC time and `name`);
     FileExistsError when that folder already holds a run."""
-    run_dir = Path(out) / (run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{name.replace(':', '-')}")
+    run_dir = Path(out) / (run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{slug(name)}")
     if run_dir.exists() and any(run_dir.iterdir()):
         raise FileExistsError(f"{run_dir} already exists; pick another --run-id")
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)

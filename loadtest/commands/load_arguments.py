@@ -9,6 +9,7 @@ import argparse
 from loadtest.commands.argtypes import (
     non_negative_float,
     percent,
+    plain_name,
     positive_float,
     positive_floats,
     positive_int,
@@ -72,7 +73,8 @@ def add_load_commands(sub) -> None:
     plan.add_argument("--hardware", default=None, metavar="PROFILE",
                       help="the simulator's hardware profile to plan on (default: the fleet's [sim] hardware)")
     plan.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
-    plan.add_argument("--run-id", default=None, metavar="ID", help="the plan's folder under --out (default: UTC time)")
+    plan.add_argument("--run-id", type=plain_name, default=None, metavar="ID",
+                      help="the plan's folder under --out (default: UTC time)")
 
     sweep = sub.add_parser(
         "sweep", help="measure every mode at several loads: throughput and latency curves, where speculation stops "
