@@ -223,3 +223,31 @@ def test_stop_string_ends_the_completion_as_vllm_does(draft_sim):
     text = "".join(c.choices[0].text for c in chunks if c.choices)
     assert text == " the of and to in is" and chunks[-1].usage.completion_tokens == 7
     assert [c for c in chunks if c.choices][-1].choices[0].finish_reason == "stop"
+
+
+def test_a_stray_client_cannot_exhaust_the_simulator():
+    """Requests past --max-concurrent-requests get a 503 at once; a body over 64 MiB a 413; the
+    streams already in flight finish."""
+    import concurrent.futures
+
+    with sim_server("--tensor-parallel-size", "4", "--max-concurrent-requests", "2") as url:
+        body = {"model": MODEL, "prompt": PROSE, "max_tokens": 300, "stream": True, "ignore_eos": True}
+
+        def stream() -> int:
+            with requests.post(f"{url}/v1/completions", json=body, stream=True, timeout=60) as r:
+                for _ in r.iter_lines():
+                    pass
+                return r.status_code
+
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            running = [pool.submit(stream) for _ in range(2)]
+            time.sleep(1.5)   # both streams admitted, each some seconds from its end
+            third = requests.post(f"{url}/v1/completions", json={**body, "stream": False, "max_tokens": 5}, timeout=30)
+            assert third.status_code == 503 and "too many concurrent requests" in third.json()["message"]
+            assert requests.get(f"{url}/health", timeout=5).status_code == 200   # probes are never refused
+            assert requests.get(f"{url}/metrics", timeout=5).status_code == 200
+            assert [f.result() for f in running] == [200, 200]
+        assert requests.post(f"{url}/v1/completions", json={**body, "stream": False}, timeout=30).status_code == 200
+        huge = b'{"prompt": "' + b"x" * (65 * 1024**2) + b'"}'
+        r = requests.post(f"{url}/v1/completions", data=huge, headers={"Content-Type": "application/json"}, timeout=60)
+        assert r.status_code == 413

@@ -46,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                           "fitted to a real fleet by `loadtest calibrate` (efficiencies, overheads, acceptance).")
     sim.add_argument("--seed", type=int, default=0, help="Seed of the acceptance draws (default 0).")
     sim.add_argument("--fault", default=None, metavar="LIST", help=FAULT_HELP)
+    sim.add_argument("--max-concurrent-requests", type=int, default=4096, metavar="N",
+                     help="Answer 503 to requests past N in flight at once (default 4096), so a stray client "
+                          "cannot exhaust the simulator's memory; bodies over 64 MiB get 413.")
     sim.add_argument("--time-scale", type=float, default=1.0,
                      help="Multiply every simulated duration by this (e.g. 0.1 runs 10x faster; default 1).")
 
@@ -69,6 +72,8 @@ def build(args: argparse.Namespace) -> tuple[SimServer, str, int]:
         raise SimArgsError(f"--max-model-len must be >= 1, got {args.max_model_len}")
     if not 0 < args.gpu_memory_utilization <= 1:
         raise SimArgsError(f"--gpu-memory-utilization must be in (0, 1], got {args.gpu_memory_utilization}")
+    if args.max_concurrent_requests < 1:
+        raise SimArgsError(f"--max-concurrent-requests must be >= 1, got {args.max_concurrent_requests}")
     if not 0 < args.time_scale < float("inf"):
         raise SimArgsError(f"--time-scale must be > 0, got {args.time_scale}")
     try:
@@ -96,7 +101,7 @@ def build(args: argparse.Namespace) -> tuple[SimServer, str, int]:
     names = tuple(args.served_model_name or [model])
     engine = Engine(dep, max_num_seqs=args.max_num_seqs, time_scale=args.time_scale, seed=args.seed)
     cfg = ServerConfig(model, names, args.max_model_len or DEFAULT_MAX_MODEL_LEN, args.api_key, faults, args.seed,
-                       args.per_request_spec_decode_metrics)
+                       args.per_request_spec_decode_metrics, args.max_concurrent_requests)
     server = SimServer(cfg, engine)
     return server, args.host, args.port
 

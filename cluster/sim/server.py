@@ -80,6 +80,11 @@ def natural_length(text: str) -> int:
     return 32 + int.from_bytes(digest, "little") % 1024
 
 
+# a request body larger than this is refused with 413 (aiohttp's client_max_size; vLLM sets none,
+# but the simulator must not be made to hold a stray client's gigabytes)
+MAX_BODY_BYTES = 64 * 1024**2
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     model: str
@@ -89,6 +94,7 @@ class ServerConfig:
     faults: Faults = field(default_factory=Faults)
     seed: int = 0
     per_request_spec_decode_metrics: str = "none"    # vLLM's flag: none, summary or detailed
+    max_concurrent_requests: int = 4096              # more in flight at once: 503 (a stray client's cap)
 
 
 class RequestError(Exception):
@@ -176,10 +182,11 @@ class SimServer:
         self._ids = itertools.count()
         self.started = time.monotonic()
         self.faults = FaultPlan(cfg.faults, cfg.seed)
+        self.in_flight = 0
 
     # ---- app --------------------------------------------------------------------------------
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._auth], client_max_size=64 * 1024**2)
+        app = web.Application(middlewares=[self._limit, self._auth], client_max_size=MAX_BODY_BYTES)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/metrics", self.prometheus)
@@ -197,6 +204,23 @@ class SimServer:
 
     async def _on_cleanup(self, app: web.Application) -> None:
         await self.engine.stop()
+
+    @web.middleware
+    async def _limit(self, request: web.Request, handler):
+        """At most `max_concurrent_requests` in flight (a stream counts until it ends); more get a
+        503 at once, so a stray client cannot exhaust the simulator's memory (/health and /metrics,
+        the probes, are never refused)."""
+        if not request.path.startswith("/v1/"):
+            return await handler(request)
+        if self.in_flight >= self.cfg.max_concurrent_requests:
+            return error_response(RequestError(
+                f"too many concurrent requests (more than {self.cfg.max_concurrent_requests}; "
+                "--max-concurrent-requests)", status=503, kind="ServiceUnavailableError"))
+        self.in_flight += 1
+        try:
+            return await handler(request)
+        finally:
+            self.in_flight -= 1
 
     @web.middleware
     async def _auth(self, request: web.Request, handler):
