@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from scenarios import ScenarioError
@@ -247,7 +248,44 @@ def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
         raise ScenarioError(f"{path}: columns do not match the trace schema: {exc}") from None
     if table.num_rows == 0:
         raise ScenarioError(f"{path}: the trace has no requests")
+    problem = trace_problem(table)
+    if problem:
+        raise ScenarioError(f"{path}: {problem}")
     return table, {k: meta[v].decode() for k, v in (("name", META_NAME), ("sha256", META_HASH)) if v in meta}
+
+
+def trace_problem(table: pa.Table) -> str | None:
+    """What breaks the trace contract in `table` (TRACE_SCHEMA's columns), naming the first row
+    that does; None when nothing does. Offsets are finite, from 0 and in order; ids unique; each
+    request has the body its api needs and asks for at least one token."""
+    ids = table["request_id"]
+    offsets = table["offset_s"].to_numpy(zero_copy_only=False).astype(np.float64)
+
+    def row(mask: np.ndarray, why: str) -> str | None:
+        bad = np.flatnonzero(mask)
+        return f"row {bad[0]} (request {ids[int(bad[0])].as_py()!r}): {why}" if len(bad) else None
+
+    checks = [
+        (~np.isfinite(offsets), "offset_s is not a finite number"),
+        (offsets < 0, "offset_s is negative (a trace starts at 0)"),
+        (np.r_[False, np.diff(offsets) < 0], "offset_s is earlier than the row before (a trace is in send order)"),
+        (~pc.is_in(table["api"], pa.array(["completions", "chat"])).to_numpy(zero_copy_only=False),
+         "api is neither 'completions' nor 'chat'"),
+        (pc.and_(pc.equal(table["api"], "completions"), pc.is_null(table["prompt"])).to_numpy(zero_copy_only=False),
+         "a completions request without a prompt"),
+        (pc.and_(pc.equal(table["api"], "chat"), pc.is_null(table["messages"])).to_numpy(zero_copy_only=False),
+         "a chat request without messages"),
+        (table["max_tokens"].to_numpy(zero_copy_only=False) < 1, "max_tokens is below 1"),
+    ]
+    for mask, why in checks:
+        problem = row(np.asarray(mask, dtype=bool), why)
+        if problem:
+            return problem
+    if pc.count_distinct(ids).as_py() != table.num_rows:
+        counts = pc.value_counts(ids)
+        twice = next(v["values"] for v in counts.to_pylist() if v["counts"] > 1)
+        return f"request_id {twice!r} appears more than once"
+    return None
 
 
 def scale_rate(table: pa.Table, factor: float) -> pa.Table:

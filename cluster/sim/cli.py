@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import errno
 import logging
+import os
 import signal
 import socket
 import sys
@@ -36,7 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-model-len", type=int, default=None, help=f"Context length (default {DEFAULT_MAX_MODEL_LEN}).")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9,
                    help="Fraction of GPU memory vLLM may use (default 0.9).")
-    p.add_argument("--api-key", help="Require `Authorization: Bearer KEY` on /v1 routes.")
+    p.add_argument("--api-key", help="Require `Authorization: Bearer KEY` on /v1 routes (default: $VLLM_API_KEY, "
+                   "as vLLM reads it; the environment keeps the key off the command line).")
     p.add_argument("--per-request-spec-decode-metrics", choices=("none", "summary", "detailed"), default="none",
                    help="As vLLM 0.29+: add each request's acceptance (metrics.speculative_decoding) to its "
                         "response, on the final usage chunk of a stream (default none; detailed = summary here).")
@@ -100,7 +102,8 @@ def build(args: argparse.Namespace) -> tuple[SimServer, str, int]:
         )
     names = tuple(args.served_model_name or [model])
     engine = Engine(dep, max_num_seqs=args.max_num_seqs, time_scale=args.time_scale, seed=args.seed)
-    cfg = ServerConfig(model, names, args.max_model_len or DEFAULT_MAX_MODEL_LEN, args.api_key, faults, args.seed,
+    key = os.environ.get("VLLM_API_KEY") or args.api_key   # vLLM's order (api_server.py)
+    cfg = ServerConfig(model, names, args.max_model_len or DEFAULT_MAX_MODEL_LEN, key, faults, args.seed,
                        args.per_request_spec_decode_metrics, args.max_concurrent_requests)
     server = SimServer(cfg, engine)
     return server, args.host, args.port
