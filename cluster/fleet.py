@@ -22,7 +22,7 @@ from cluster.speculation import (
     parse_speculative_config,
 )
 from common.names import name_problem
-from common.validation import problems
+from common.validation import not_utf8, problems
 
 
 class _Strict(BaseModel):
@@ -299,7 +299,7 @@ def load_fleet(name_or_path: str | Path) -> tuple[FleetSpec, bytes]:
     path = Path(text)
     if path.suffix == ".toml" or path.exists() or "/" in text:
         if not path.is_file():
-            raise FleetError(f"fleet file {text!r} does not exist")
+            raise FleetError(f"fleet file {text!r} " + ("is a directory" if path.is_dir() else "does not exist"))
         raw, where = path.read_bytes(), text
     else:
         res = BUILTIN / f"{text}.toml"
@@ -308,7 +308,9 @@ def load_fleet(name_or_path: str | Path) -> tuple[FleetSpec, bytes]:
         raw, where = res.read_bytes(), f"{text}.toml"
     try:
         data = tomllib.loads(raw.decode())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise FleetError(not_utf8(raw, exc, where)) from None
+    except tomllib.TOMLDecodeError as exc:
         raise FleetError(f"{where}: not valid TOML: {exc}") from None
     try:
         base = path.parent if where == text else None

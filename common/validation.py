@@ -83,3 +83,10 @@ def problems(exc: ValidationError, data: Any, where: str) -> list[str]:
         if line not in out:
             out.append(line)
     return out
+
+
+def not_utf8(raw: bytes, exc: UnicodeDecodeError, where: str) -> str:
+    """The one line for a byte of `raw` (the file `where`) that is not UTF-8: its line and column."""
+    line = raw.count(b"\n", 0, exc.start) + 1
+    col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+    return f"{where}: line {line}, column {col}: byte 0x{raw[exc.start]:02x} is not UTF-8 text (save the file as UTF-8)"

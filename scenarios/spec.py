@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from common.validation import problems
+from common.validation import not_utf8, problems
 from scenarios import ScenarioError
 from scenarios.prompts import custom_prompts
 from scenarios.textfile import read_lengths, read_utf8
@@ -307,7 +307,7 @@ def load_scenario(name_or_path: str | Path) -> tuple[Scenario, bytes]:
     path = Path(text)
     if path.suffix == ".toml" or path.exists() or "/" in text:
         if not path.is_file():
-            raise ScenarioError(f"scenario file {text!r} does not exist")
+            raise ScenarioError(f"scenario file {text!r} " + ("is a directory" if path.is_dir() else "does not exist"))
         raw, where = path.read_bytes(), text
     else:
         res = BUILTIN / f"{text}.toml"
@@ -318,7 +318,9 @@ def load_scenario(name_or_path: str | Path) -> tuple[Scenario, bytes]:
         raw, where = res.read_bytes(), f"{text}.toml"
     try:
         data = tomllib.loads(raw.decode())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(not_utf8(raw, exc, where)) from None
+    except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{where}: not valid TOML: {exc}") from None
     base = Path(where).parent if Path(where).is_file() else Path(str(BUILTIN))
     try:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 
+from common.validation import not_utf8
 from scenarios import ScenarioError
 
 
@@ -18,10 +19,7 @@ def read_utf8(path: str | Path) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise ScenarioError(f"{path}: line {line}, column {col}: byte 0x{raw[exc.start]:02x} is not UTF-8 text "
-                            "(save the file as UTF-8)") from None
+        raise ScenarioError(not_utf8(raw, exc, str(path))) from None
 
 
 def read_lengths(path: str | Path) -> list[int]:

@@ -233,7 +233,7 @@ def write_trace(table: pa.Table, path: Path, scenario_name: str, scenario_sha256
 def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
     """A trace file to replay, checked against TRACE_SCHEMA; one-line ScenarioError otherwise."""
     if not path.is_file():
-        raise ScenarioError(f"trace file {str(path)!r} does not exist")
+        raise ScenarioError(f"trace file {str(path)!r} " + ("is a directory" if path.is_dir() else "does not exist"))
     try:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:
