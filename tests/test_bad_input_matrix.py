@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.reader import read_requests
-from tests.conftest import DATA, ROOT, free_port, loadtest
+from tests.conftest import DATA, ROOT, free_port, loadtest, sim_server
 
 TINY = (DATA / "tiny-mix.toml").read_text()
 FLEET = (ROOT / "cluster" / "fleets" / "local-sim.toml").read_text()
@@ -186,3 +186,15 @@ def test_a_target_that_is_not_an_openai_server(tmp_path, not_openai):
     statuses = set(read_requests(tmp_path / "bad").filter(pc.equal(records["mode"], "redirect"))["http_status"]
                    .to_pylist())
     assert statuses == {302}
+
+
+def test_prompts_longer_than_the_servers_context_are_classified_400s(tmp_path):
+    with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m", "--max-model-len", "300") as url:
+        r = loadtest("run", "--endpoints", f"baseline={url}", "--scenario", str(DATA / "tiny-mix.toml"), "--requests",
+                     "16", "--out", str(tmp_path), "--run-id", "long", "--max-errors", "100", timeout=300)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-1500:] + r.stderr
+    records = read_requests(tmp_path / "long")
+    too_long = records.filter(pc.equal(records["status"], "error"))
+    assert records.num_rows == 16 and 0 < too_long.num_rows < 16   # the rust tenant's prompts pass 300 tokens
+    assert set(too_long["error_kind"].to_pylist()) == {"http"} and set(too_long["http_status"].to_pylist()) == {400}
+    assert all("maximum context length is 300 tokens" in e for e in too_long["error"].to_pylist())
