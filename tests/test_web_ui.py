@@ -242,3 +242,22 @@ def test_the_tab_rows_read_the_board_table():
     assert rows[0] == {"mode": "baseline", "progress": "waiting"}
     assert rows[1]["progress"] == "7 / 9" and rows[1]["errors"] == "2" and rows[1]["e2e"] == "100.0 / 1,234.5"
     assert rows[1]["tps"] == "1.75" and rows[1]["acceptance"] == "0.400"
+
+
+def test_a_trace_file_is_the_forms_default_and_no_other_file_is_read(tmp_path):
+    trace = tmp_path / "t.parquet"
+    assert loadtest("trace", "build", "--scenario", "chat", "--requests", "6", "--out", str(trace)).returncode == 0
+    port = free_port()
+    web = f"http://127.0.0.1:{port}"
+    with sim_server(*SIM) as base, loadtest_process("ui", "--endpoints", f"baseline={base}", "--trace", str(trace),
+                                                    "--web-port", str(port), "--out", str(tmp_path)) as proc:
+        _up(web, proc)
+        args = json.loads(requests.get(web, timeout=5).text.split("window.templateArgs = ", 1)[1].split("\n", 1)[0])
+        assert args["extra_options"]["scenario"]["default_value"] == str(trace)
+        other = {"scenario": str(tmp_path / "elsewhere.toml"), "modes": ["baseline"], "rate_scale": ""}
+        assert requests.post(f"{web}/swarm", data=other, timeout=10).json()["success"]
+        failed = _wait(lambda: (b := _board(web))["state"] == "failed" and b, 30, proc, "the refusal")
+        assert "is not a built-in scenario" in failed["message"] and not any(tmp_path.glob("*/manifest.json"))
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "nothing was replayed" in out, out

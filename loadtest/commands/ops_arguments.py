@@ -75,19 +75,19 @@ def add_ui(sub) -> None:
         "ends them (the rest is recorded as not_sent). The Comparison tab (a row per mode) and the Comparison "
         "page (per mode, and per tenant on demand) show TTFT, TPOT, ITL and E2E percentiles, output tokens/s, "
         "goodput, tokens per step and the server's acceptance; the page as a table and charts over time, "
-        "every second. The form's scenario is a built-in name or the --scenario given here. The UI stays up "
-        "after the run; Ctrl-C quits. Any --web-host but loopback needs LOADTEST_WEB_USER and "
+        "every second. The form's scenario is a built-in name, or the --scenario or --trace file given here. "
+        "The UI stays up after the run; Ctrl-C quits. Any --web-host but loopback needs LOADTEST_WEB_USER and "
         "LOADTEST_WEB_PASSWORD in the environment, and every route is then behind HTTP basic auth.")
     _fleet_options(ui)
     ui.add_argument("--web-host", default="127.0.0.1", metavar="HOST",
                     help="address the web UI listens on (default 127.0.0.1, this machine only; any other needs "
                     "the login above)")
     ui.add_argument("--web-port", type=port, default=8089, metavar="PORT", help="web UI port (default 8089)")
-    _replay_options(ui, "per mode", trace=False)
+    _replay_options(ui, "per mode")
     _client_options(ui)
-    ui.set_defaults(trace=None, parallel_modes=True, cooldown=0.0, deadline=None)
+    ui.set_defaults(parallel_modes=True, cooldown=0.0, deadline=None)
     for action in ui._actions:
         if "--parallel-modes" in action.option_strings:   # the web UI always replays its modes at once
             action.help = argparse.SUPPRESS
-        elif action.dest in ("scenario", "rate_scale"):
+        elif action.dest in ("scenario", "trace", "rate_scale"):
             action.help += " (the start form's default)"

@@ -74,8 +74,8 @@ def main(args: argparse.Namespace) -> int:
         problem = login_problem(args.web_host, "the web UI") or _listen_problem(args.web_host, args.web_port)
         if problem:
             raise FleetError(problem)
+        prepare_trace(args)   # the form's default builds (the files first, then the servers)
         fleet = choose_fleet(args, args.modes)
-        prepare_trace(args)   # the form's default scenario builds
         MetricsServer.from_args(args, None).check()
         if args.run_id and (Path(args.out) / args.run_id).exists():
             raise FileExistsError(f"{Path(args.out) / args.run_id} already exists; pick another --run-id")
@@ -89,7 +89,8 @@ def main(args: argparse.Namespace) -> int:
     old_term = signal.signal(signal.SIGTERM, _interrupt)   # SIGTERM while no replay runs: as Ctrl-C
     try:
         with BoardServer(board) as server, FrontProcess(
-                args.web_host, args.web_port, fleet.modes, args.scenario, args.rate_scale, about, server.url,
+                args.web_host, args.web_port, fleet.modes, args.trace or args.scenario, args.rate_scale, about,
+                server.url,
                 server.token, logs, login=not is_loopback(args.web_host)) as front:
             console.print(f"Locust web UI: [bold]http://{host}:{args.web_port}[/bold] (choose the scenario, modes "
                           f"and rate scale under Custom parameters, then Start; the Comparison page is "
@@ -152,14 +153,15 @@ class Session:
                 return self.code
 
     def _start(self, ask: protocol.StartAsked) -> None:
-        a = argparse.Namespace(**{**vars(self.args), "scenario": ask.scenario, "modes": ",".join(ask.modes),
-                                  "rate_scale": ask.rate_scale})
+        trace_file = self.args.trace if ask.scenario == self.args.trace else None   # the --trace given here
+        a = argparse.Namespace(**{**vars(self.args), "scenario": ask.scenario, "trace": trace_file,
+                                  "modes": ",".join(ask.modes), "rate_scale": ask.rate_scale})
         self.board.starting(f"building the trace of {ask.scenario}")
         try:
-            if ask.scenario not in builtin_names() and ask.scenario != self.args.scenario:
+            if ask.scenario not in (*builtin_names(), self.args.scenario, self.args.trace):
                 raise ScenarioError(f"scenario: {ask.scenario!r} is not a built-in scenario "
-                                    f"({', '.join(builtin_names())}); a scenario file is given to loadtest ui as "
-                                    "--scenario")
+                                    f"({', '.join(builtin_names())}); a scenario or trace file is given to "
+                                    "loadtest ui as --scenario or --trace")
             trace = prepare_trace(a)
             fleet = choose_fleet(a, a.modes)
             run_dir = new_run_dir(a.out, a.run_id, trace.info["name"])

@@ -57,7 +57,7 @@ def _board(path: str) -> object:
 def _arguments(parser) -> None:
     modes = json.loads(os.environ.get(MODES_ENV, "[]"))
     parser.add_argument("--scenario", default="saas-mix",
-                        help="built-in scenario name, or a scenario TOML file on the machine running loadtest ui")
+                        help="a built-in scenario's name, or the scenario or trace file given to loadtest ui")
     parser.add_argument("--modes", default=list(modes), choices=modes, is_multiple=True,
                         help="the modes to replay side by side, each with its own Locust process")
     parser.add_argument("--rate-scale", default="",
