@@ -26,7 +26,10 @@ def _speedup(sweep, level: str, mode: str) -> float:
 
 
 def test_a_sweep_of_two_modes_is_paired_plotted_and_agrees_with_the_model(tmp_path):
-    out = loadtest("sweep", "--modes", "baseline,eagle", "--scenario", TINY, "--requests", "60", "--rate-scale",
+    # 150 requests: at 60, eagle's TPOT p50 at scale-2 moved from 7.6 to 8.5 ms between identical
+    # runs (its acceptance draws follow the arrival interleaving), against a plan of 8.9 ms: one in
+    # three runs fell outside 10% on the noise alone (measured 2026-12-02, before and after that day's changes)
+    out = loadtest("sweep", "--modes", "baseline,eagle", "--scenario", TINY, "--requests", "150", "--rate-scale",
                    "0.5,2,6", "--keep-going", "--out", str(tmp_path), "--run-id", "s", timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     run = tmp_path / "s"
@@ -35,7 +38,7 @@ def test_a_sweep_of_two_modes_is_paired_plotted_and_agrees_with_the_model(tmp_pa
         records = read_requests(run / "levels" / level)
         ids = {m: set(records.filter(pc.equal(records["mode"], m))["request_id"].to_pylist())
                for m in ("baseline", "eagle")}
-        assert ids["baseline"] == ids["eagle"] and len(ids["eagle"]) == 60, level
+        assert ids["baseline"] == ids["eagle"] and len(ids["eagle"]) == 150, level
         assert set(records["status"].to_pylist()) == {"ok"}, level
     again = loadtest("report", str(run / "levels" / "scale-2"))        # the same analysis reads a level
     assert again.returncode == 0 and "eagle" in again.stdout, again.stderr
@@ -60,7 +63,7 @@ def test_a_sweep_of_two_modes_is_paired_plotted_and_agrees_with_the_model(tmp_pa
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "completed" and [lv["name"] for lv in manifest["levels"]] == levels
     # a plan made on its own, set beside the measured sweep by `loadtest report`
-    plan = loadtest("plan", "--modes", "baseline,eagle", "--scenario", TINY, "--requests", "60", "--rate-scale",
+    plan = loadtest("plan", "--modes", "baseline,eagle", "--scenario", TINY, "--requests", "150", "--rate-scale",
                     "0.5,2,6", "--out", str(tmp_path), "--run-id", "p", timeout=120)
     assert plan.returncode == 0, plan.stderr
     both = loadtest("report", str(tmp_path / "p"), str(run), "--out", str(tmp_path / "both"), timeout=120)
