@@ -51,11 +51,14 @@ def where_it_leaked(folder: Path, key: str) -> list[str]:
     return found
 
 
-def test_where_it_leaked_finds_a_key_in_compressed_parquet(tmp_path):
+def test_where_it_leaked_finds_a_key_in_parquet_values_metadata_and_text(tmp_path):
     pq.write_table(pa.table({"error": ["x", "Bearer sk-hidden-1"]}), tmp_path / "a.parquet", compression="zstd")
+    pq.write_table(pa.table({"x": [1]}).replace_schema_metadata({"k": "sk-hidden-1"}), tmp_path / "m.parquet")
+    pq.write_table(pa.table({"x": [[{"a": "sk-hidden-1"}]]}), tmp_path / "nested.parquet")
     (tmp_path / "b.log").write_text("nothing")
-    assert b"sk-hidden-1" not in (tmp_path / "a.parquet").read_bytes()   # compressed: a byte search misses it
-    assert where_it_leaked(tmp_path, "sk-hidden-1") == [str(tmp_path / "a.parquet")]
+    (tmp_path / "c.txt").write_text("key=sk-hidden-1")
+    found = sorted(Path(p).name for p in where_it_leaked(tmp_path, "sk-hidden-1"))
+    assert found == ["a.parquet", "c.txt", "m.parquet", "nested.parquet"]
 
 
 @pytest.mark.e2e
