@@ -44,3 +44,15 @@ def test_help_promises_nothing_that_is_not_computed():
     assert "sweep" in commands and "capacity" in commands and "plan" in commands and "calibrate" in commands
     assert "soak" in commands
     assert "--slo-gate" in loadtest("run", "--help").stdout
+
+
+def test_every_test_the_reliability_matrix_cites_exists():
+    text = (ROOT / "docs" / "reliability.md").read_text()
+    cited = re.findall(r"`(tests/[\w/]+\.py)(?:::(\w+))?`", text)
+    assert len(cited) > 20
+    for path, name in cited:
+        source = (ROOT / path).read_text()
+        assert not name or f"def {name}(" in source, f"{path}::{name} is cited but does not exist"
+    for name in re.findall(r"`::(\w+)`", text):   # a second test of the file named just before
+        assert any(f"def {name}(" in (ROOT / p).read_text() for p, _ in cited), name
+    assert "docs/reliability.md" in README
