@@ -9,6 +9,7 @@ import base64
 import hmac
 import ipaddress
 import os
+import socket
 
 USER_ENV, PASSWORD_ENV = "LOADTEST_WEB_USER", "LOADTEST_WEB_PASSWORD"
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="loadtest"'}
@@ -41,3 +42,15 @@ def authorized(header: str | None, user: str, password: str) -> bool:
     """Whether an Authorization header carries these credentials (constant time)."""
     expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
     return hmac.compare_digest((header or "").encode(), expected.encode())
+
+
+def bind_error(host: str, port: int) -> OSError | None:
+    """Why a server could not listen on host:port, IPv4 or IPv6 (None when it can), tried now,
+    before anything starts."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family) as s:
+            s.bind((host, port))
+    except OSError as exc:
+        return exc
+    return None

@@ -26,7 +26,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import CollectorRegistry
 from rich.console import Console
 
-from common.login import CHALLENGE, authorized, credentials, is_loopback, login_problem
+from common.login import CHALLENGE, authorized, bind_error, credentials, is_loopback, login_problem
 from loadtest.commands.manifest import Manifest
 from loadtest.request.exporter import ClientMetrics
 
@@ -83,13 +83,10 @@ class MetricsServer:
         problem = login_problem(self.host, "/metrics")
         if problem:
             raise MetricsError(problem)
-        try:
-            family = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0][0]
-            with socket.socket(family) as s:
-                s.bind((self.host, self.port))
-        except OSError as exc:
+        exc = bind_error(self.host, self.port)
+        if exc is not None:
             raise MetricsError(f"cannot serve /metrics on {self.host}:{self.port} ({exc.strerror or exc}); "
-                               "check --metrics-host, or pick another --metrics-port (0 picks a free one)") from None
+                               "check --metrics-host, or pick another --metrics-port (0 picks a free one)")
 
     @property
     def targets_path(self) -> Path | None:

@@ -59,9 +59,7 @@ def add_soak(sub) -> None:
                       "not sent again, the rest go on where it stopped")
     _slo_choice(soak)
     _client_options(soak)
-    for action in soak._actions:   # a soak always replays its modes at once (they share its clock)
-        if "--parallel-modes" in action.option_strings:
-            action.help = argparse.SUPPRESS
+    _always_parallel(soak)   # a soak's modes share its clock
 
 
 def add_ui(sub) -> None:
@@ -86,8 +84,14 @@ def add_ui(sub) -> None:
     _replay_options(ui, "per mode")
     _client_options(ui)
     ui.set_defaults(parallel_modes=True, cooldown=0.0, deadline=None)
+    _always_parallel(ui)
     for action in ui._actions:
-        if "--parallel-modes" in action.option_strings:   # the web UI always replays its modes at once
-            action.help = argparse.SUPPRESS
-        elif action.dest in ("scenario", "trace", "rate_scale"):
+        if action.dest in ("scenario", "trace", "rate_scale"):
             action.help += " (the start form's default)"
+
+
+def _always_parallel(p: argparse.ArgumentParser) -> None:
+    """A command that always replays its modes at once: --parallel-modes is not offered in its help."""
+    for action in p._actions:
+        if "--parallel-modes" in action.option_strings:
+            action.help = argparse.SUPPRESS

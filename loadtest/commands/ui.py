@@ -16,7 +16,6 @@ import errno
 import queue
 import shutil
 import signal
-import socket
 import tempfile
 import threading
 from pathlib import Path
@@ -26,12 +25,12 @@ from rich.console import Console
 from cluster import FleetError
 from common import exits
 from common.exits import print_error
-from common.login import is_loopback, login_problem
+from common.login import bind_error, is_loopback, login_problem
 from loadtest.commands.board import Board, BoardServer
 from loadtest.commands.console import new_console
 from loadtest.commands.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.commands.manifest import Manifest
-from loadtest.commands.metrics_server import MetricsError, MetricsServer
+from loadtest.commands.metrics_server import MetricsError, MetricsServer, hostport
 from loadtest.commands.report import print_summary, record_gate
 from loadtest.commands.run import Run, served
 from loadtest.commands.signals import Signals
@@ -46,15 +45,12 @@ PROG = "loadtest ui"
 
 def _listen_problem(host: str, port: int) -> str | None:
     """Why the web UI could not listen on host:port (None if it can)."""
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        with socket.socket(family) as s:
-            s.bind((host, port))
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            return f"{host}:{port} is in use; pick another --web-port"
-        return f"cannot listen on {host}:{port} ({exc.strerror or exc}); check --web-host"
-    return None
+    exc = bind_error(host, port)
+    if exc is None:
+        return None
+    if exc.errno == errno.EADDRINUSE:
+        return f"{host}:{port} is in use; pick another --web-port"
+    return f"cannot listen on {host}:{port} ({exc.strerror or exc}); check --web-host"
 
 
 class UIRun(Run):
@@ -84,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
         return exits.BAD_INPUT
     board = Board(fleet.modes)
     logs = Path(tempfile.mkdtemp(prefix="loadtest-ui-"))
-    host = f"[{args.web_host}]" if ":" in args.web_host else args.web_host
+    web = f"http://{hostport(args.web_host, args.web_port)}"
     about = f"fleet {fleet.info['name']} (modes {', '.join(fleet.modes)})"
     old_term = signal.signal(signal.SIGTERM, _interrupt)   # SIGTERM while no replay runs: as Ctrl-C
     try:
@@ -92,9 +88,9 @@ def main(args: argparse.Namespace) -> int:
                 args.web_host, args.web_port, fleet.modes, args.trace or args.scenario, args.rate_scale, about,
                 server.url,
                 server.token, logs, login=not is_loopback(args.web_host)) as front:
-            console.print(f"Locust web UI: [bold]http://{host}:{args.web_port}[/bold] (choose the scenario, modes "
-                          f"and rate scale under Custom parameters, then Start; the Comparison page is "
-                          f"http://{host}:{args.web_port}/comparison; Ctrl-C here quits)", soft_wrap=True)
+            console.print(f"Locust web UI: [bold]{web}[/bold] (choose the scenario, modes and rate scale under "
+                          f"Custom parameters, then Start; the Comparison page is {web}/comparison; Ctrl-C here "
+                          "quits)", soft_wrap=True)
             session = Session(args, console, board, front, logs)
             code = session.go()
         session.keep_logs()   # the web UI's process has ended: its logs are whole

@@ -105,6 +105,11 @@ def foreign_request(method: str, path: str, host: str, headers, login: bool) -> 
     return None
 
 
+def _modes(form) -> list[str]:
+    """The form's modes (Locust's multiple select sends one field per mode; a client may join them with ,)."""
+    return [m for field in form.getlist("modes") for m in field.split(",") if m]
+
+
 def _rate_scale(form) -> str:
     """The form's rate scale (Locust's web form names it rateScale; its HTTP API rate_scale)."""
     return form.get("rate_scale", form.get("rateScale", "")).strip()
@@ -116,7 +121,7 @@ def form_problem(form, view: dict) -> str | None:
         return ALREADY_REPLAYED
     if view.get("state") in ("starting", "running"):
         return "a run is starting already"
-    if not [m for m in form.getlist("modes") for m in m.split(",") if m]:
+    if not _modes(form):
         return "modes: choose at least one mode"
     scale = _rate_scale(form)
     if scale:
@@ -203,7 +208,7 @@ def banner(about: str) -> str:
 
 def ask_start(form) -> None:
     """Tell the command to start the form's run (its values checked by `form_problem`)."""
-    modes = [m for m in form.getlist("modes") for m in m.split(",") if m]
+    modes = _modes(form)
     scale = _rate_scale(form)
     Front.asked, Front.ended_by_board, Front.attempt = True, False, Front.view.get("attempt", 0) + 1
     Front.view = {**Front.view, "state": "waiting", "message": "starting"}
