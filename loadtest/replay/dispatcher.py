@@ -25,6 +25,8 @@ UNSENT_BECAUSE = {
     "level_end": "the level's --level-duration ended before its scheduled time",
     "interrupted": "run interrupted before its scheduled time",
     "failed": "the replay failed before its scheduled time (see the Locust log)",
+    "worker_lost": "the process that started its Locust worker (a Ray actor, or the command) died before "
+                   "its scheduled time",
 }
 
 

@@ -27,6 +27,7 @@ from loadtest.replay.options import add_replay_arguments, replay_config
 from loadtest.replay.worker import ShardReplay, request_event, tell_command, tell_master
 
 log = logging.getLogger("loadtest.replay")
+PARENT_PID = os.getppid()  # who started this process: a Ray actor (--ray-workers), or the command
 SHARD_WAIT_S = 60.0     # a worker without a shard this long after its user started gives up
 HISTORY_KEEP = 720      # Locust's chart history entries kept (an hour at its default interval)
 
@@ -90,6 +91,14 @@ def _abandoned() -> None:
     os._exit(0)
 
 
+def _stop_reason(environment) -> str:
+    """Why a worker stops early: `interrupted`, or `worker_lost` when the process that started it
+    has died (its Ray actor, killed: PR_SET_PDEATHSIG's SIGTERM brought us here, and the run must
+    say the worker was lost, not that someone interrupted it)."""
+    orphaned = isinstance(environment.runner, WorkerRunner) and os.getppid() != PARENT_PID
+    return "worker_lost" if orphaned else "interrupted"
+
+
 def _trim_history(environment) -> None:
     """Locust appends to stats.history every few seconds for its charts, forever; keep the last
     HISTORY_KEEP entries so memory stays flat in long soaks."""
@@ -114,7 +123,7 @@ def _on_quitting(environment, **_kw) -> None:
         return
     try:
         if s.replay is not None:
-            s.replay.finish("interrupted")
+            s.replay.finish(_stop_reason(environment))
         if s.coordinator is not None:
             if s.coordinator.t0 is None:  # quit before the test started (workers never connected, or a signal)
                 s.coordinator.record_unstarted(NEVER_STARTED)
@@ -151,7 +160,8 @@ class TraceReplayUser(FastHttpUser):
                     "failed", s.replay.counts(), s.replay.stats.take(0.0))))
         else:
             try:
-                s.replay.run(self.client.client.clientpool)
+                if s.replay.run(self.client.client.clientpool) == "failed":  # its records could not be written
+                    env.process_exit_code = 3
             except Exception:
                 log.exception("replay failed")
                 s.replay.finish("failed")

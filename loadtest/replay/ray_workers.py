@@ -10,6 +10,7 @@ actor checks that it can see the run directory before it starts, and says so if 
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -20,8 +21,10 @@ import ray
 from common.process import die_with_parent, stop_group
 from loadtest.replay.options import LOCUSTFILE, ReplayConfig, ReplayError
 
+log = logging.getLogger("loadtest")
 STOP_GRACE_S = 10.0
 START_TIMEOUT_S = 120.0
+ACTOR_DIED = "died during the run"   # a placement's "actor" when Ray says the actor was dead at its stop
 
 
 @ray.remote(num_cpus=1, max_restarts=0)
@@ -89,12 +92,23 @@ class RayWorkers:
         self.placements = [{"node": n, "pid": p} for n, p in zip(nodes, pids, strict=True)]
 
     def stop(self) -> None:
+        """Stop every worker and drop its actor; each placement (the manifest's entry) says how its
+        worker ended: its exit code, or that its actor had died (its child then got SIGTERM through
+        PR_SET_PDEATHSIG, finished its shard as worker_lost, and exited)."""
         if not self.actors:
             return
-        try:
-            ray.get([a.stop.remote() for a in self.actors], timeout=STOP_GRACE_S + 10)
-        except Exception:  # an actor (or its node) is gone: its child got SIGTERM via PDEATHSIG
-            pass
+        refs = [a.stop.remote() for a in self.actors]
+        for i, ref in enumerate(refs):
+            place = self.placements[i] if i < len(self.placements) else {}
+            try:
+                place["exit_code"] = ray.get(ref, timeout=STOP_GRACE_S + 10)
+            except ray.exceptions.RayActorError as exc:  # it died before we asked (or its node did)
+                place["actor"] = ACTOR_DIED
+                log.warning("Locust worker %d on Ray (pid %s, node %s): its actor died during the run (%s); the "
+                            "rows it had not sent are recorded as not_sent, and the mode ends worker_lost",
+                            i, place.get("pid"), place.get("node"), type(exc).__name__)
+            except Exception as exc:  # the cluster did not answer
+                place["actor"] = f"did not answer its stop: {type(exc).__name__}"
         for a in self.actors:
             try:
                 ray.kill(a)

@@ -1,0 +1,138 @@
+"""Ray faults mid-run, as a user meets them: a Ray actor dies (a replica's, a Locust worker's), or
+the Ray head goes away under a run that joined it with --address. Each test kills the real process
+by pid or process group (never by name) and checks what the user sees: the exit code, the printed
+line, the manifest, every scheduled request as exactly one record, and no process left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from analysis.reader import read_requests
+from tests.conftest import DATA, ROOT, pid_alive, sim_server
+
+pytestmark = pytest.mark.e2e
+
+
+def parent_pid(pid: int) -> int:
+    """The ppid field of /proc/<pid>/stat (the command may hold spaces and parentheses)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(") ", 1)[1].split()[1])
+
+
+def start_run(*args: str, env: dict | None = None) -> subprocess.Popen:
+    """`loadtest run ARGS` in the background, in its own process group, output captured."""
+    return subprocess.Popen([sys.executable, "-m", "loadtest", "run", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env)
+
+
+def wait_for_parts(proc: subprocess.Popen, records: Path, writers: int, timeout_s: float = 150) -> None:
+    """Until `writers` distinct workers have written part files under `records` (the run is under way)."""
+    deadline = time.monotonic() + timeout_s
+    while len({p.name.split("-")[1] for p in records.glob("part-*")}) < writers:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out = proc.stdout.read() if proc.poll() is not None else "(still running)"
+            pytest.fail(f"the run never got under way: {out}")
+        time.sleep(0.2)
+
+
+def finish(proc: subprocess.Popen, timeout_s: float = 200) -> str:
+    """The run's output once it has ended on its own (killed with its group if it hangs)."""
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"the run did not end within {timeout_s:g} s of the fault: {out}")
+    return out
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_a_dead_locust_worker_actor_is_reported_and_its_rows_recorded(tmp_path):
+    """Killing a LocustWorkerActor's process (the parent of the worker pid the manifest records)
+    SIGTERMs its worker through PR_SET_PDEATHSIG: the worker records its shard's rest as not_sent,
+    says worker_lost (not `interrupted`: nobody interrupted the run), the other worker goes on, and
+    the run completes (client-side losses are outside the error gate)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m") as url:
+        proc = start_run("--endpoints", f"baseline={url}", "--workers", "2", "--ray-workers", "--scenario",
+                         str(DATA / "tiny-mix.toml"), "--requests", "150", "--out", str(tmp_path), "--run-id", "rw",
+                         env=env)
+        try:
+            run_dir = tmp_path / "rw"
+            wait_for_parts(proc, run_dir / "requests" / "mode=baseline", 2)
+            placed = json.loads((run_dir / "manifest.json").read_text())["mode_runs"]["baseline"]["ray_workers"]
+            victim = placed[1]["pid"]
+            actor = parent_pid(victim)
+            with open(f"/proc/{actor}/cmdline", "rb") as f:
+                assert b"LocustWorkerActor" in f.read()  # Ray names its worker process after the actor
+            os.kill(actor, signal.SIGKILL)
+            output = finish(proc)
+        finally:
+            kill_group(proc)
+    assert proc.returncode == 0, output
+    assert "its actor died during the run" in output and f"pid {victim}" in output
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    mr = manifest["mode_runs"]["baseline"]
+    assert manifest["status"] == "completed" and mr["end"] == "worker_lost"
+    assert mr["ray_workers"][1]["actor"] == "died during the run"
+    assert mr["ray_workers"][0]["exit_code"] is not None and "actor" not in mr["ray_workers"][0]
+    records = read_requests(run_dir)
+    ids = records["request_id"].to_pylist()
+    assert records.num_rows == 150 and len(set(ids)) == 150
+    rows = list(zip(records["worker"].to_pylist(), records["status"].to_pylist(),
+                    records["error_kind"].to_pylist(), records["error"].to_pylist(), strict=True))
+    kinds = Counter((s, k) for _, s, k, _ in rows)
+    assert set(kinds) <= {("ok", None), ("not_sent", None), ("error", "interrupted"), ("error", "worker_lost")}, kinds
+    unsent = [(w, e) for w, s, _, e in rows if s == "not_sent"]
+    assert unsent and all("Ray actor" in e for _, e in unsent)  # why, in each record
+    assert len({w for w, _ in unsent}) == 1  # one worker's shard; the other one completed
+    for p in [*mr["locust_pids"], *(w["pid"] for w in mr["ray_workers"]), actor]:
+        assert not pid_alive(p), f"process {p} outlived the run"
+
+
+def test_a_dead_replica_actor_fails_its_requests_by_kind_and_the_run_ends(tmp_path):
+    """Killing a ReplicaActor's process (the parent of the server pid in the manifest) takes its
+    server down with it (PR_SET_PDEATHSIG): the requests sent to it fail as connection errors (or
+    streams cut short), the run ends on its own, and its error gate fails (exit 1)."""
+    proc = start_run("--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "fast-sim.toml"), "--modes",
+                     "baseline", "--requests", "120", "--workers", "1", "--timeout", "20", "--out", str(tmp_path),
+                     "--run-id", "ra")
+    try:
+        run_dir = tmp_path / "ra"
+        wait_for_parts(proc, run_dir / "requests" / "mode=baseline", 1)
+        server = json.loads((run_dir / "manifest.json").read_text())["mode_runs"]["baseline"]["replicas"][0]["pid"]
+        actor = parent_pid(server)
+        with open(f"/proc/{actor}/cmdline", "rb") as f:
+            assert b"ReplicaActor" in f.read()
+        os.kill(actor, signal.SIGKILL)
+        output = finish(proc)
+    finally:
+        kill_group(proc)
+    assert proc.returncode == 1, output
+    assert "gate failed: baseline:" in output
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and manifest["gate"] == "failed"
+    assert manifest["mode_runs"]["baseline"]["end"] == "completed"
+    replica = manifest["mode_runs"]["baseline"]["replicas"][0]
+    assert replica["exit_code"] is not None and replica["stopped_at"]
+    records = read_requests(run_dir)
+    assert records.num_rows == 120 and len(set(records["request_id"].to_pylist())) == 120
+    statuses, kinds = records["status"].to_pylist(), records["error_kind"].to_pylist()
+    assert "ok" in statuses and "error" in statuses and set(statuses) <= {"ok", "error"}
+    assert {k for s, k in zip(statuses, kinds, strict=True) if s == "error"} <= {"connection", "incomplete_stream"}
+    for p in (server, actor, *manifest["mode_runs"]["baseline"]["locust_pids"]):
+        assert not pid_alive(p), f"process {p} outlived the run"
