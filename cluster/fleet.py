@@ -138,6 +138,10 @@ class FleetSpec(_Strict):
     cpus_per_replica: Annotated[float, Field(gt=0)] = 1.0
     bind_host: str = "127.0.0.1"
     startup_timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    # A replica's server that exits during the run is started again on its port (and waited for as
+    # at start, within startup_timeout_s) at most this many times; 0 never restarts. Named after
+    # Ray's actor option of the same meaning.
+    max_restarts: Annotated[int, Field(ge=0)] = 0
     extra_args: list[str] = []
     env: dict[str, str] = {}
     # Each response's own acceptance (vLLM's --per-request-spec-decode-metrics, 0.29+) for the

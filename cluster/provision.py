@@ -30,6 +30,7 @@ from cluster.argv import installed_vllm_version, serve_argv
 from cluster.fleet import FleetSpec
 from cluster.memory import ReplicaMemory
 from cluster.plan import Plan, PlanError, make_plan, nodes_from_ray, replica_bundles
+from cluster.supervise import Restart, Supervisor
 from common.process import die_with_parent, stop_group
 from common.times import utc_now
 
@@ -70,6 +71,10 @@ class ReplicaActor:
             return s.getsockname()[1]
 
     def start(self, argv: list[str], env: dict[str, str], cuda_devices: list[str] | None) -> int:
+        """Start the server (again, after it exited: what is left of the old one's group is killed
+        first, so a restart finds its port and devices free)."""
+        if self.proc is not None:
+            stop_group(self.proc, 0)
         full_env = {**os.environ, **env}
         if cuda_devices is not None:
             full_env["CUDA_VISIBLE_DEVICES"] = ",".join(cuda_devices)
@@ -113,6 +118,12 @@ class Replica:
     started: float = 0.0          # monotonic time its server was started
     timing: ReplicaTiming = field(default_factory=lambda: ReplicaTiming())
     memory: ReplicaMemory | None = None   # what its memory holds, read once it is ready
+    argv: list[str] = field(default_factory=list)   # its server's command, env and devices, for a restart
+    env: dict[str, str] = field(default_factory=dict)
+    cuda: list[str] | None = None
+    restarts: list[Restart] = field(default_factory=list)   # each time its server exited and was started again
+    stopping: bool = False        # being stopped (released, torn down): never restarted then
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # stopping vs. a restart
 
     @property
     def label(self) -> str:
@@ -182,7 +193,8 @@ class Fleet:
     background and `release(mode)` stops it again; teardown always runs on the way out."""
 
     def __init__(self, spec: FleetSpec, modes: list[str], logs_dir: Path, address: str | None = None,
-                 cancelled: Callable[[], bool] = lambda: False, on_ray_ready: Callable[[], None] | None = None) -> None:
+                 cancelled: Callable[[], bool] = lambda: False, on_ray_ready: Callable[[], None] | None = None,
+                 on_restart: Callable[[Replica, Restart], None] | None = None) -> None:
         unknown = [m for m in modes if m not in spec.modes]
         if unknown:
             raise FleetError(f"fleet {spec.name!r} has no mode {unknown[0]!r} (it has: {', '.join(spec.modes)})")
@@ -199,6 +211,8 @@ class Fleet:
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(modes)), thread_name_prefix="provision")
         self._cancelled = cancelled  # polled while waiting for replicas; True aborts the start
         self.on_ray_ready = on_ray_ready  # called right after ray.init (which installs its own SIGTERM handler)
+        self.supervisor = Supervisor(self, on_restart)  # restarts servers that exit (the fleet's max_restarts)
+        self.on_stopped: Callable[[], None] | None = None  # called once every replica has stopped
 
     def cancelled(self) -> bool:
         return self._closing or self._cancelled()
@@ -246,8 +260,14 @@ class Fleet:
             on_event(f"started {mode}-{i}")
         deadline = time.monotonic() + self.spec.startup_timeout_s
         for rep in started:
-            self._wait_ready(rep, deadline)
+            rep.timing.healthy_s, rep.timing.ready_s = self.wait_ready(rep, deadline)
+            rep.timing.ready_at = utc_now()
+            with requests.Session() as http:
+                rep.memory = self._memory(rep, http)
             on_event(f"ready {rep.label} at {rep.url} in {rep.timing.text()}")
+        if self.spec.max_restarts:
+            for rep in started:
+                self.supervisor.watch(rep)
         return started
 
     def release(self, mode: str) -> None:
@@ -307,9 +327,27 @@ class Fleet:
         if spec.engine == "vllm" and spec.device == "cpu" and "VLLM_CPU_OMP_THREADS_BIND" not in env:
             # vLLM's CPU backend pins its OpenMP threads; spread replicas over the cores.
             env["VLLM_CPU_OMP_THREADS_BIND"] = str((launched - 1) % (os.cpu_count() or 1))
+        rep.argv, rep.env, rep.cuda = argv, env, cuda
         rep.pid = ray.get(rep.actor.start.remote(argv, env, cuda))
         rep.started = time.monotonic()
         return rep
+
+    def restart(self, rep: Replica) -> int | None:
+        """Start `rep`'s server again, as it was started (same command, port and devices); its new
+        pid, or None when it is being stopped."""
+        with rep.lock:
+            if rep.stopping or self.cancelled():
+                return None
+            rep.pid = ray.get(rep.actor.start.remote(rep.argv, rep.env, rep.cuda), timeout=60)
+            rep.started = time.monotonic()
+            return rep.pid
+
+    def stop_server(self, rep: Replica) -> None:
+        """Stop `rep`'s server (its process group), keeping its actor: a restart that failed."""
+        try:
+            ray.get(rep.actor.stop.remote(), timeout=STOP_GRACE_S + 10)
+        except Exception as exc:
+            log.warning("replica %s: stop failed (%s)", rep.label, exc)
 
     def _memory(self, rep: Replica, http: requests.Session) -> ReplicaMemory | None:
         """Weights, KV cache and KV capacity as the server says them (None when it says nothing
@@ -324,11 +362,15 @@ class Fleet:
             log.warning("replica %s: no memory figures (%s)", rep.label, exc)
             return None
 
-    def _wait_ready(self, rep: Replica, deadline: float) -> None:
-        stage = "/health"
+    def wait_ready(self, rep: Replica, deadline: float,
+                   cancelled: Callable[[], bool] | None = None) -> tuple[float, float]:
+        """Wait until `rep`'s server is ready (/health, then /v1/models names it, then a warm-up
+        completion); (healthy_s, ready_s) since it was started. FleetError, in one first line naming
+        the replica, what it waited for and its log, when it exits first or the deadline passes."""
+        stage, last = "/health", "no answer yet"
         with requests.Session() as http:
             while True:
-                if self.cancelled():
+                if self.cancelled() or (cancelled is not None and cancelled()):
                     raise StartupCancelled(f"stopped while waiting for {rep.label}")
                 code = ray.get(rep.actor.poll.remote())
                 if code is not None:
@@ -338,14 +380,16 @@ class Fleet:
                     )
                 if time.monotonic() > deadline:
                     raise FleetError(
-                        f"replica {rep.label} not ready (waiting for {stage}) within "
-                        f"{self.spec.startup_timeout_s:g} s; last lines of {rep.log_path}:\n"
-                        f"{ray.get(rep.actor.log_tail.remote())}"
+                        f"replica {rep.label} not ready within {self.spec.startup_timeout_s:g} s (the fleet's "
+                        f"startup_timeout_s): still waiting for {stage} at {rep.url} ({last}); its log: "
+                        f"{rep.log_path}\nlast lines of its log:\n{ray.get(rep.actor.log_tail.remote())}"
                     )
                 try:
                     if stage == "/health":
-                        if http.get(f"{rep.url}/health", timeout=2).status_code == 200:
-                            rep.timing.healthy_s = time.monotonic() - rep.started
+                        r = http.get(f"{rep.url}/health", timeout=2)
+                        last = f"last answer: HTTP {r.status_code}"
+                        if r.status_code == 200:
+                            healthy_s = time.monotonic() - rep.started
                             stage = "/v1/models"
                     if stage == "/v1/models":
                         names = [m["id"] for m in http.get(f"{rep.url}/v1/models", timeout=5).json()["data"]]
@@ -356,14 +400,11 @@ class Fleet:
                         r = http.post(f"{rep.url}/v1/completions", timeout=60, json={
                             "model": rep.served_model, "prompt": "Hello, my name is", "max_tokens": 4})
                         if r.status_code == 200:
-                            rep.timing.ready_s = time.monotonic() - rep.started
-                            rep.timing.ready_at = utc_now()
-                            rep.memory = self._memory(rep, http)
-                            return
+                            return healthy_s, time.monotonic() - rep.started
                         raise FleetError(f"replica {rep.label}: warm-up completion failed: "
                                          f"HTTP {r.status_code} {r.text[:200]}")
-                except requests.RequestException:
-                    pass
+                except requests.RequestException as exc:
+                    last = f"last try: {type(exc).__name__}"
                 time.sleep(HEALTH_POLL_S)
 
     # ---- liveness and teardown ------------------------------------------------------------------
@@ -377,6 +418,8 @@ class Fleet:
     def _teardown(self, rep: Replica) -> None:
         """Stop one replica's server (SIGTERM its group, SIGKILL after a grace period), kill its
         actors, remove its placement group."""
+        with rep.lock:   # a restart under way has started its server, or will not start one
+            rep.stopping = True
         if rep.actor is not None:
             try:
                 ray.get(rep.actor.stop.remote(), timeout=STOP_GRACE_S + 10)
@@ -398,10 +441,13 @@ class Fleet:
         than once and after partial starts."""
         self._closing = True
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self.supervisor.stop()
         with self._lock:
             mine, self.replicas = self.replicas, []
         for rep in mine:
             self._teardown(rep)
+        if mine and self.on_stopped is not None:
+            self.on_stopped()
         if self._started_ray and ray.is_initialized():
             ray.shutdown()
             self._started_ray = False

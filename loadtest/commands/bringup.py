@@ -1,19 +1,27 @@
 """The fleet as one run sees it: the pre-flight's plan said and recorded, modes brought up in the
 plan's turns (cluster.rollout), and each mode's replicas, with what starting them cost, kept in
-the manifest (also after they stop). A fleet that was already running (`--endpoints`) has no plan:
-its modes are simply up."""
+the manifest (also after they stop), and each restart of a replica's server (the fleet's
+`max_restarts`) printed and kept there too. A fleet that was already running (`--endpoints`) has
+no plan: its modes are simply up.
+
+When a mode cannot be brought up (a replica exits before it is ready, or is not ready within the
+fleet's startup_timeout_s), the run stops: the replicas that were starting are still listed (pid,
+log), and every mode whose replay had not begun says `end = "not started"` with 0 records, since
+no request of it was scheduled (there are no records for it, not even not_sent ones)."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
 
 from cluster.plan import PlanError
-from cluster.provision import Fleet
+from cluster.provision import Fleet, Replica
 from cluster.rollout import Rollout
 from cluster.state import ExistingFleet
+from cluster.supervise import Restart
 from common.times import utc_now
 from loadtest.commands.inputs import replica_entry
 from loadtest.commands.manifest import Manifest, ModeRun
@@ -28,6 +36,9 @@ class BringUp:
         self.replicas: dict[str, list] = {}   # mode -> its replicas, kept after they stop for the manifest
         self.announced = False                # "fleet ready" said
         self.rollout = self._rollout(parallel) if isinstance(fleet, Fleet) else None
+        if isinstance(fleet, Fleet):
+            fleet.supervisor.on_restart = self._restarted
+            fleet.on_stopped = self.record   # when the replicas stopped, also on the way out of a failure
 
     def _rollout(self, parallel: bool) -> Rollout:
         plan = self.fleet.plan
@@ -51,7 +62,11 @@ class BringUp:
         their replicas and what starting them cost."""
         rollout, fleet = self.rollout, self.fleet
         for mode in modes:
-            self.replicas[mode] = rollout.ready(mode) if rollout is not None else fleet.endpoints(mode)
+            try:
+                self.replicas[mode] = rollout.ready(mode) if rollout is not None else fleet.endpoints(mode)
+            except BaseException:
+                self._not_started()
+                raise
             mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
             if rollout is not None and not rollout.plan.all_at_once:
                 mr.loading_during_replay = loading = rollout.loading_during.get(mode, [])
@@ -77,11 +92,36 @@ class BringUp:
             self.rollout.done(mode)
             self.record()  # when they stopped
 
+    def _not_started(self) -> None:
+        """A mode did not come up and the run stops: keep the replicas that were starting (the fleet
+        forgets them as it tears them down) and mark the modes that never replayed."""
+        for mode in self.modes:
+            if mode not in self.replicas and self.fleet.endpoints(mode):
+                self.replicas[mode] = self.fleet.endpoints(mode)
+            mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
+            if mr.started_at is None:
+                mr.end, mr.records = "not started", 0
+        self.record()
+
+    def _restarted(self, rep: Replica, restart: Restart) -> None:
+        """A replica's server exited during the run and was started again (or failed to be)."""
+        line = restart.text(rep.label, self.fleet.spec.max_restarts)
+        self.console.print(f"[yellow]{line}[/yellow]" if restart.error is None else f"[red]{line}[/red]",
+                           soft_wrap=True)
+        self.record()
+
     def record(self) -> None:
         """The manifest's replica entries, refreshed (their start and stop times), keeping what the
         run found about them (an exit code)."""
         for mode, replicas in self.replicas.items():
             mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
             found = {e["label"]: e for e in mr.replicas}
-            mr.replicas = [{**found.get(r.label, {}), **replica_entry(r)} for r in replicas]
+            mr.replicas = [{**found.get(r.label, {}), **replica_entry(r), **self._restarts(r)} for r in replicas]
         self.manifest.write(self.run_dir)
+
+    @staticmethod
+    def _restarts(rep: object) -> dict:
+        """Each restart of the replica's server (the entry's pid is its server now)."""
+        if not isinstance(rep, Replica):
+            return {}
+        return {"restarts": [{k: v for k, v in asdict(x).items() if k != "n"} for x in rep.restarts]}

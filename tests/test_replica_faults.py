@@ -1,0 +1,173 @@
+"""Replica faults end to end on local-sim (real Ray, real simulator processes, real Locust): a
+replica that never becomes healthy stops the run in one line, and a replica whose server is killed
+mid-run is restarted on its port (the fleet's max_restarts) and serves again. Either way no
+process is left: the servers are checked by the pids the manifest names, and the Ray processes
+the run started by its session (each run is started in a session of its own)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+from analysis.reader import read_requests
+from cluster import FleetError
+from cluster.fleet import load_fleet
+from loadtest.records import STATUSES
+from tests.conftest import DATA, ROOT, pid_alive
+
+pytestmark = pytest.mark.e2e
+
+
+def session_members(sid: int) -> list[int]:
+    """The live processes of session `sid` (by /proc: its session field, never a name)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, _ppid, _pgrp, session = (entry / "stat").read_text().rsplit(") ", 1)[1].split()[:4]
+        except (OSError, IndexError, ValueError):
+            continue
+        if int(session) == sid and state != "Z":
+            out.append(int(entry.name))
+    return out
+
+
+def assert_session_ends(sid: int) -> None:
+    """Every process the run started in its session is gone (Ray's head processes stop with
+    ray.shutdown; allow them a generous while on a loaded machine), else kill them and fail."""
+    deadline = time.monotonic() + 30
+    while (left := session_members(sid)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert not left, f"processes of the run's session {sid} outlived it: {left}"
+
+
+def start_run(*args: str) -> subprocess.Popen:
+    """`loadtest run ARGS` in a session of its own, stdout and stderr apart."""
+    return subprocess.Popen([sys.executable, "-m", "loadtest", "run", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+
+
+def epoch_ns(stamp: str) -> int:
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1e9)
+
+
+def test_a_replica_that_never_becomes_healthy_stops_the_run_in_one_line(tmp_path):
+    proc = start_run("--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "never-healthy-sim.toml"),
+                     "--requests", "10", "--out", str(tmp_path), "--run-id", "nh")
+    try:
+        out, err = finish(proc)
+    finally:
+        assert_session_ends(proc.pid)
+    assert proc.returncode == 3, out + err
+    run_dir = tmp_path / "nh"
+    log = run_dir / "logs" / "baseline-0.log"
+    assert "Traceback" not in out + err
+    first = err.splitlines()[0]
+    assert first == (f"loadtest run: error: replica baseline-0 not ready within 8 s (the fleet's startup_timeout_s): "
+                     f"still waiting for /health at {first.split(' at ')[1].split()[0]} (last answer: HTTP 503); "
+                     f"its log: {log}"), err
+    assert log.is_file() and "serving" in log.read_text()
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and manifest["reason"].splitlines()[0] == first.split("error: ", 1)[1]
+    mr = manifest["mode_runs"]["baseline"]
+    # no replay started, so no request was scheduled: no records at all, and the manifest says so
+    assert mr["end"] == "not started" and mr["records"] == 0 and mr["started_at"] is None
+    assert not (run_dir / "requests").exists()
+    (replica,) = mr["replicas"]
+    assert replica["label"] == "baseline-0" and replica["log"] == str(log)
+    assert replica["healthy_s"] is None and replica["ready_s"] is None and replica["stopped_at"]
+    assert not pid_alive(replica["pid"]), "the replica's server outlived the failed run"
+
+
+def _wait_for_replay(proc: subprocess.Popen, manifest_path: Path) -> dict:
+    """The manifest once the baseline replay has started (it is rewritten at each stage)."""
+    deadline = time.monotonic() + 180
+    while True:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the replay did not start in time"
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except (OSError, ValueError):
+            manifest = {}
+        mr = manifest.get("mode_runs", {}).get("baseline", {})
+        if mr.get("started_at") and mr.get("replicas"):
+            return manifest
+        time.sleep(0.2)
+
+
+def test_a_killed_replica_is_restarted_on_its_port_and_serves_again(tmp_path):
+    proc = start_run("--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "restarting-sim.toml"),
+                     "--requests", "240", "--workers", "1", "--timeout", "20", "--max-errors", "1",
+                     "--out", str(tmp_path), "--run-id", "restart")
+    run_dir = tmp_path / "restart"
+    try:
+        before = _wait_for_replay(proc, run_dir / "manifest.json")["mode_runs"]["baseline"]["replicas"][0]
+        time.sleep(3)   # some requests succeed first
+        os.kill(before["pid"], signal.SIGKILL)   # the server this run started, by the pid its manifest names
+        out, err = finish(proc)
+    finally:
+        assert_session_ends(proc.pid)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    replica = manifest["mode_runs"]["baseline"]["replicas"][0]
+    (restart,) = replica["restarts"]
+    assert restart["old_pid"] == before["pid"] and restart["exit_code"] == -9 and restart["error"] is None
+    assert replica["pid"] == restart["pid"] != before["pid"] and replica["url"] == before["url"]
+    assert 0 < restart["ready_s"] < 60
+    assert (f"replica baseline-0 exited with code -9 during the run (pid {before['pid']}); restarted (1 of 1) as "
+            f"pid {restart['pid']}, ready again in ") in out, out
+    assert "exit_code" not in replica   # it is running again when the mode ends: not reported dead
+    assert "Traceback" not in out + err
+
+    records = read_requests(run_dir)
+    ids = records["request_id"].to_pylist()
+    assert records.num_rows == 240 and len(set(ids)) == 240   # every scheduled request, once
+    statuses = records["status"].to_pylist()
+    assert set(statuses) <= set(STATUSES) and "ok" in statuses and "error" in statuses
+    kinds = {k for k, s in zip(records["error_kind"].to_pylist(), statuses, strict=True) if s == "error"}
+    assert kinds <= {"connection", "incomplete_stream"}, kinds   # classified, not lumped
+    # the gate decides: the outage's errors pass --max-errors 1 (%), so the run completes and fails it
+    sent = records.filter(pc.not_equal(records["status"], "not_sent")).num_rows
+    assert statuses.count("error") + statuses.count("timeout") > sent / 100
+    assert proc.returncode == 1 and manifest["status"] == "completed" and manifest["gate"] == "failed", out + err
+    assert "gate failed: baseline:" in out
+    after = records.filter(pc.greater_equal(records["sent_ns"], epoch_ns(restart["ready_at"])))
+    assert after.num_rows >= 10, "too few requests after the restart to show it serves again"
+    failed = after.filter(pc.not_equal(after["status"], "ok"))
+    assert failed.num_rows == 0, failed["error"].to_pylist()[:3]
+    for pid in (before["pid"], restart["pid"]):
+        assert not pid_alive(pid), f"server {pid} outlived the run"
+
+
+def test_max_restarts_is_a_count_checked_in_one_line(tmp_path):
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text((DATA / "restarting-sim.toml").read_text().replace("max_restarts = 1", "max_restarts = -1"))
+    with pytest.raises(FleetError) as exc:
+        load_fleet(fleet)
+    assert str(exc.value).count("\n") == 0 and "max_restarts" in str(exc.value), exc.value
+    assert load_fleet(DATA / "restarting-sim.toml")[0].max_restarts == 1
+    assert load_fleet("local-sim")[0].max_restarts == 0   # the default: never restart
