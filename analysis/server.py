@@ -45,7 +45,8 @@ def load_server_metrics(run_dir: Path) -> pa.Table | None:
     path = run_dir / "server_metrics"
     if not path.exists():
         return None
-    return ds.dataset(path, format="parquet", partitioning="hive").to_table()
+    table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
+    return table if table.num_rows else None   # a folder with no part yet (a full disk) has no columns either
 
 
 def _delta(t: pa.Table, metric: str, labels: str | None = None) -> float:

@@ -74,7 +74,10 @@ class Scraper:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join(10)
-        self.flush()
+        try:
+            self.flush()
+        except OSError as exc:  # a full disk: never in place of what ended the run
+            log.error("could not write server metrics: %s", exc)
 
     def watch(self, mode: str, replicas: list[tuple[str, str]]) -> None:
         """Scrape these (label, base URL) replicas as `mode` from now on; one scrape at once, so the
@@ -165,6 +168,7 @@ class Scraper:
                 pq.write_table(pa.Table.from_pylist(rows, schema=METRICS_SCHEMA), tmp, compression="zstd")
                 tmp.replace(path)
             except OSError as exc:
+                tmp.unlink(missing_ok=True)
                 with self._lock:  # kept for the next flush
                     self._rows[mode] = rows + self._rows.get(mode, [])
                 failed = exc

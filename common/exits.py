@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 OK = 0            # passed
@@ -16,3 +17,9 @@ def print_error(prog: str, message: str) -> None:
     gets three lines, each naming its key)."""
     for line in str(message).splitlines() or [""]:
         print(f"{prog}: error: {line}", file=sys.stderr, flush=True)
+
+
+def os_error_text(exc: OSError) -> str:
+    """`[Errno 28] No space left on device`: the OS's own words, not a library's wrapping of them
+    (pyarrow says `[Errno 28] Error writing bytes to file. Detail: [errno 28] No space ...`)."""
+    return f"[Errno {exc.errno}] {os.strerror(exc.errno)}" if exc.errno else str(exc)

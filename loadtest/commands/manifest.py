@@ -1,5 +1,9 @@
 """manifest.json: what was run, on what, and how it ended. Rewritten atomically at each stage,
-so a crash leaves the last stage's manifest readable. Never holds secrets."""
+so a crash leaves the last stage's manifest readable. Never holds secrets.
+
+A write that fails (a full disk) never stops the command: it says so in one line, leaves the
+last manifest that was written as it was, and `unwritten` tells the command, which then exits
+INCOMPLETE (common/exits.py) unless a later write succeeded."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from common.exits import os_error_text, print_error
 from common.times import utc_now
 
 _WRITE_LOCK = threading.Lock()
@@ -93,10 +98,36 @@ class Manifest:
         except (TypeError, AttributeError) as exc:
             raise ValueError(f"{path}: not a run manifest ({exc})") from None
 
-    def write(self, run_dir: Path) -> None:
-        """Atomically replace manifest.json; safe to call from several threads (parallel modes)."""
+    def write(self, run_dir: Path) -> bool:
+        """Atomically replace manifest.json; safe to call from several threads (parallel modes).
+        Whether it was written: if not (an OSError), the first failure since the last write that
+        worked is said in one line, and `unwritten` holds it."""
         with _WRITE_LOCK:
             path = run_dir / "manifest.json"
             tmp = path.with_name(".manifest.json.tmp")
-            tmp.write_text(json.dumps(asdict(self), indent=2, default=str) + "\n")
-            tmp.replace(path)
+            try:
+                tmp.write_text(json.dumps(asdict(self), indent=2, default=str) + "\n")
+                tmp.replace(path)
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                said, self.unwritten = self.unwritten, f"could not write {path}: {os_error_text(exc)}"
+                if said is None:
+                    print_error(self._prog(), self.unwritten)
+                return False
+            self.unwritten = None
+            return True
+
+    @property
+    def unwritten(self) -> str | None:
+        """Why the last write failed; None when it worked (or none was tried)."""
+        return getattr(self, "_unwritten", None)
+
+    @unwritten.setter
+    def unwritten(self, why: str | None) -> None:
+        self._unwritten = why   # not a field: never in the file
+
+    def _prog(self) -> str:
+        """`loadtest run` (or whichever command this is, from its recorded argv), as its other
+        errors name it."""
+        command = next((a for a in self.host.get("argv", []) if not a.startswith("-")), None)
+        return f"loadtest {command}" if command else "loadtest"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import socket
 import threading
 import time
@@ -31,6 +32,7 @@ from loadtest.commands.manifest import Manifest
 from loadtest.request.exporter import ClientMetrics
 
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
+log = logging.getLogger("loadtest")
 TARGETS_DIR = "prometheus-targets"   # <out>/prometheus-targets/<run_id>.json: Prometheus globs only file names
 
 
@@ -148,10 +150,14 @@ class MetricsServer:
                                "labels": {"loadtest_role": "server", "mode": mode, "replica": label,
                                           "run": self.run_dir.name, "__scheme__": u.scheme or "http",
                                           "__metrics_path__": f"{u.path.rstrip('/')}/metrics"}})
-        path.parent.mkdir(exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(groups, indent=1) + "\n")
-        tmp.replace(path)   # Prometheus never reads half a file
+        try:
+            path.parent.mkdir(exist_ok=True)
+            tmp.write_text(json.dumps(groups, indent=1) + "\n")
+            tmp.replace(path)   # Prometheus never reads half a file
+        except OSError as exc:  # a full disk: Prometheus keeps the last file; the run goes on
+            tmp.unlink(missing_ok=True)
+            log.error("could not write the Prometheus targets file %s: %s", path, exc)
 
     def __exit__(self, *exc: object) -> None:
         if self._server is None:

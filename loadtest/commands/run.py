@@ -29,7 +29,7 @@ from cluster.provision import Fleet, init_ray, ray_address
 from cluster.scrape import Scraper
 from cluster.state import ExistingFleet
 from common import exits
-from common.exits import print_error
+from common.exits import os_error_text, print_error
 from common.times import utc_now
 from loadtest.commands.bringup import BringUp
 from loadtest.commands.console import new_console
@@ -82,11 +82,16 @@ def main(args: argparse.Namespace) -> int:
         args, console, trace, fleet, run_dir, manifest, signals, server).replay_all())
     if code is None:   # /metrics could not listen: nothing ran
         return exits.BAD_INPUT
-    checks = print_summary(console, run_dir, fleet.modes, manifest, args.max_errors, args.slo_gate)
+    try:
+        checks = print_summary(console, run_dir, fleet.modes, manifest, args.max_errors, args.slo_gate)
+    except OSError as exc:  # a full disk: the records stay as they are, the summaries are not all written
+        print_error("loadtest run", f"could not write the run's summaries to {run_dir}: {os_error_text(exc)}")
+        code = exits.INCOMPLETE if code == exits.OK else code
     if code == exits.OK:
         if not record_gate(manifest, checks, console, args.slo_gate):
             code = exits.GATE_FAILED
         manifest.write(run_dir)
+    code = exits.INCOMPLETE if manifest.unwritten and code in (exits.OK, exits.GATE_FAILED) else code  # said once
     if (run_dir / "report.md").exists():
         console.print(f"report: {run_dir / 'report.md'}")
     console.print(f"results: {run_dir}/")
@@ -267,6 +272,9 @@ class Run:
             raise
         finally:
             self.signals.unwatch(process)
+        if end.not_written is not None:  # a full disk: the replay stopped, what it wrote is kept
+            mr.end, mr.records = "failed", end.recorded
+            raise ReplayError(end.not_written.message)
         if end.crashed:
             raise RuntimeError(f"the Locust replay of {mode} exited with code {end.returncode}; "
                                f"see {config.logs_dir / f'locust-{mode}.log'}")

@@ -41,6 +41,7 @@ class ReplayEnd:
     recorded: int = 0
     client: dict | None = None
     returncode: int | None = None
+    not_written: protocol.NotWritten | None = None   # the records could not be written (a full disk)
 
     @property
     def crashed(self) -> bool:
@@ -50,6 +51,7 @@ class ReplayEnd:
 
 def read_output(stdout, other: TextIO, on_message: Callable[[protocol.Line], None]) -> None:
     """Until `stdout` closes: each message line to `on_message`, any other line to `other`."""
+    lost = False
     for line in stdout:
         try:
             msg = protocol.parse_line(line)
@@ -57,7 +59,12 @@ def read_output(stdout, other: TextIO, on_message: Callable[[protocol.Line], Non
             log.error("%s", exc)
             continue
         if msg is None:
-            other.write(line)
+            try:
+                other.write(line)
+            except OSError as exc:  # a full disk: Locust's own output is lost, never the messages
+                if not lost:
+                    log.error("could not keep Locust's output in %s: %s", getattr(other, "name", "its log"), exc)
+                lost = True
         else:
             on_message(msg)
 
@@ -148,6 +155,8 @@ class LocustProcess:
             self.end.client = msg.verdict
         elif isinstance(msg, protocol.Finished):
             self.end.reason, self.end.recorded = msg.reason, msg.recorded
+        elif isinstance(msg, protocol.NotWritten):
+            self.end.not_written = msg
         self.on_message(msg)
 
     def signal(self) -> None:
@@ -179,7 +188,10 @@ class LocustProcess:
         finally:
             self._stop_ray()
             if self._stats_out is not None:
-                self._stats_out.close()
+                try:
+                    self._stats_out.close()
+                except OSError:   # a full disk: said by the reader when it lost output
+                    pass
         self.end.returncode = self.main.returncode
         if self.metrics is not None:  # what reached us on the way may be short of the records (a lost worker)
             try:

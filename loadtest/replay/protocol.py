@@ -69,6 +69,24 @@ class Finished:
     recorded: int
 
 
+@dataclass(frozen=True)
+class NotWritten:
+    """The records could not be written to `directory` (the OS error in `error`, e.g. `[Errno 28]
+    No space left on device`): the replay stopped; `written` rows are in complete part files, the
+    rest of its scheduled requests are not recorded. Said before its Finished("failed", written)."""
+
+    directory: str
+    error: str
+    written: int
+    total: int
+
+    @property
+    def message(self) -> str:
+        """The one line a command prints."""
+        return (f"could not write records to {self.directory}: {self.error}; {self.written:,} of {self.total:,} "
+                f"scheduled requests were recorded, the other {self.total - self.written:,} could not be written")
+
+
 # ---- the web UI's process (front.py) -> `loadtest ui` ----------------------------------------
 @dataclass(frozen=True)
 class StartAsked:
@@ -84,9 +102,9 @@ class StopAsked:
     """Stop was pressed: the replays stop gracefully, the rest is recorded as not_sent."""
 
 
-Line = Progress | Live | Observed | ClientVerdict | Finished | StartAsked | StopAsked
+Line = Progress | Live | Observed | ClientVerdict | Finished | NotWritten | StartAsked | StopAsked
 _LINES: dict[str, type] = {"progress": Progress, "live": Live, "observed": Observed, "client": ClientVerdict,
-                           "finished": Finished, "start": StartAsked, "stop": StopAsked}
+                           "finished": Finished, "not_written": NotWritten, "start": StartAsked, "stop": StopAsked}
 
 
 def encode_line(msg: Line) -> str:

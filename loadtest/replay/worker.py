@@ -8,6 +8,7 @@ HTTP connection pool and a callback for Locust's own request statistics.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -28,9 +29,10 @@ from loadtest.request.body import STREAM_OPTIONS as BODY_STREAM_OPTIONS
 from loadtest.request.body import request_body
 from loadtest.request.client import Clock, execute
 from loadtest.request.client_stats import ClientStats, cpu_seconds
-from loadtest.request.sink import ParquetSink
+from loadtest.request.sink import ParquetSink, RecordsNotWritten
 from loadtest.request.tally import Tally
 
+log = logging.getLogger("loadtest.replay")
 PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 STREAM_OPTIONS = orjson.Fragment(orjson.dumps(BODY_STREAM_OPTIONS))   # encoded once
 
@@ -94,6 +96,7 @@ class ShardReplay:
         self.sink: ParquetSink | None = None
         self.dispatcher: Dispatcher | None = None
         self.recorded = 0
+        self.not_written: RecordsNotWritten | None = None   # the sink could not write (a full disk)
         self.assigned = gevent.event.Event()
         self.done = gevent.event.Event()  # every row recorded, the sink closed, the end told
         self._closing = False
@@ -132,7 +135,7 @@ class ShardReplay:
         finally:
             ticker.kill(block=False)
         self._close()
-        return reason
+        return self.end_reason or reason   # `failed` when its records could not be written
 
     def finish(self, reason: str) -> None:
         """End now (`interrupted`, `failed`): the rest is recorded as not_sent. Idempotent."""
@@ -143,15 +146,23 @@ class ShardReplay:
 
     @property
     def end_reason(self) -> str | None:
+        if self.not_written is not None:
+            return "failed"
         return self.dispatcher.end_reason if self.dispatcher else None
+
+    @property
+    def on_disk(self) -> int:
+        """Rows recorded in part files: every row recorded, unless a write failed."""
+        return self.sink.rows_written if self.not_written is not None else self.recorded
 
     def counts(self) -> protocol.Counts:
         d = self.dispatcher
-        return protocol.Counts(self.recorded, d.sent if d else 0, d.not_sent if d else 0)
+        return protocol.Counts(self.on_disk, d.sent if d else 0, d.not_sent if d else 0)
 
     def progress(self) -> protocol.Progress:
-        c = self.counts()
-        return protocol.Progress(total=self.shard_size, sent=c.sent, done=c.recorded - c.not_sent, not_sent=c.not_sent)
+        c = self.counts()   # done: what ended, recorded or not (a full disk loses the rest of the records)
+        return protocol.Progress(total=self.shard_size, sent=c.sent, done=self.recorded - c.not_sent,
+                                 not_sent=c.not_sent)
 
     def cpu_share(self) -> float:
         """This process's CPU use, as a share of one core, since the last call."""
@@ -196,10 +207,19 @@ class ShardReplay:
         self.recorded += 1
 
     def _tick(self) -> None:
-        while True:
+        while not self.sink.failed:
             self.tell(self, False)
             self.sink.tick()
             gevent.sleep(TICK_S)
+        gevent.spawn(self._stop_unwritable)  # not from here: run() kills this greenlet once the dispatcher ends
+
+    def _stop_unwritable(self) -> None:
+        """A write failed (a full disk): nothing more can be recorded, so stop at once, without
+        the grace period; the sink counts what it could not write."""
+        log.error("%s: stopping the replay", self.sink.error or "a records write failed")
+        self.dispatcher.stop("failed")
+        self.dispatcher.pool.kill()
+        self.finish("failed")
 
     def _close(self) -> None:
         """Close the sink and tell the final figures, once: run and finish may both get here, and
@@ -211,7 +231,11 @@ class ShardReplay:
             return
         self._closing = True
         try:
-            self.sink.close()
+            try:
+                self.sink.close()
+            except RecordsNotWritten as exc:
+                self.not_written = exc
+                log.error("%s; %d rows written, %d not", exc, exc.written, exc.lost)
             self.tell(self, True)
         finally:
             self.done.set()
@@ -244,7 +268,10 @@ def tell_command(say: Callable[[protocol.Line], None], lateness_limit: float) ->
         say(protocol.Live(*replay.stats.live()))
         if final:
             say(protocol.ClientVerdict(replay.stats.verdict(lateness_limit)))
-            say(protocol.Finished(replay.end_reason or "failed", replay.recorded))
+            if replay.not_written is not None:
+                nw = replay.not_written
+                say(protocol.NotWritten(str(nw.directory), nw.error, replay.on_disk, replay.shard_size))
+            say(protocol.Finished(replay.end_reason or "failed", replay.on_disk))
 
     return tell
 

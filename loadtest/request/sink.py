@@ -5,6 +5,11 @@ one open file loses everything if the process dies. Here each flush writes a new
 `part-<worker>-<n>.parquet` (to a temporary name, then an atomic rename), every `flush_rows`
 rows or `flush_s` seconds. Writes run on an executor so the caller's event loop never stalls on
 compression or disk; under gevent pass a gevent.threadpool.ThreadPoolExecutor (real threads).
+
+A write that fails (a full disk: ENOSPC, EFBIG, EIO, any OSError) removes its temporary file and
+stops the sink: it writes nothing more, so the part files on disk are exactly `rows_written` rows,
+each file complete, and every later row is counted in `rows_lost`. `error` says so at once (the
+replay polls it and stops); `close()` raises it as RecordsNotWritten.
 """
 
 from __future__ import annotations
@@ -17,8 +22,19 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.exits import os_error_text
+
 FLUSH_ROWS = 5000   # the issue's bound: a row group at least every 5,000 rows ...
 FLUSH_S = 1.0       # ... or every second
+
+
+class RecordsNotWritten(Exception):
+    """Records could not be written to `directory` (the OS error in `error`): `written` rows are
+    on disk in complete part files, `lost` rows given to the sink are not."""
+
+    def __init__(self, directory: Path, error: str, written: int = 0, lost: int = 0) -> None:
+        super().__init__(f"could not write records to {directory}: {error}")
+        self.directory, self.error, self.written, self.lost = directory, error, written, lost
 
 
 class ParquetSink:
@@ -40,11 +56,17 @@ class ParquetSink:
                              if p.stem.rsplit("-", 1)[1].isdigit()), default=-1)
         self._pending: list[Future] = []
         self.rows_written = 0
+        self._lost = [0, 0]   # rows given to the sink and not written: counted here, and in the writer thread
+        self.error: RecordsNotWritten | None = None   # the first failed write; then nothing more is written
+        self._bug: Exception | None = None             # a failed write that was no OSError (raised by close)
         self.closed = False
 
     def add(self, row: dict) -> None:
         if self.closed:
             raise RuntimeError("sink is closed")
+        if self.failed:
+            self._lost[0] += 1
+            return
         self._rows.append(row)
         if len(self._rows) >= self.flush_rows:
             self.flush()
@@ -59,29 +81,52 @@ class ParquetSink:
         if not self._rows:
             return
         rows, self._rows = self._rows, []
+        self._pending = [f for f in self._pending if not f.done()]
+        if self.failed:
+            self._lost[0] += len(rows)
+            return
         if self.on_flush is not None:
             self.on_flush(rows)
         path = self.dir / f"part-{self.worker}-{self._seq:05d}.parquet"
         self._seq += 1
-        still = []
-        for fut in self._pending:
-            if fut.done():
-                fut.result()  # a failed write raises here, not silently later
-            else:
-                still.append(fut)
-        fut = self.executor.submit(self._write, rows, path)
-        self._pending = [*still, fut]
+        self._pending.append(self.executor.submit(self._write, rows, path))
+
+    @property
+    def failed(self) -> bool:
+        """A write failed: the sink writes nothing more."""
+        return self.error is not None or self._bug is not None
+
+    @property
+    def rows_lost(self) -> int:
+        return sum(self._lost)
 
     def _write(self, rows: list[dict], path: Path) -> int:
-        table = pa.Table.from_pylist(rows, schema=self.schema)
+        if self.failed:  # an earlier write failed: stop, even if a smaller file would fit now
+            self._lost[1] += len(rows)
+            return 0
         tmp = path.with_name(f".{path.name}.tmp")
-        pq.write_table(table, tmp, compression="zstd")
-        tmp.replace(path)
+        try:
+            table = pa.Table.from_pylist(rows, schema=self.schema)
+            pq.write_table(table, tmp, compression="zstd")
+            tmp.replace(path)
+        except Exception as exc:
+            self._lost[1] += len(rows)
+            try:
+                tmp.unlink(missing_ok=True)   # never a half-written file next to the parts
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                self.error = RecordsNotWritten(self.dir, os_error_text(exc))
+            else:
+                self._bug = exc
+            return 0
         self.rows_written += len(rows)
         return len(rows)
 
     def close(self) -> None:
-        """Flush what is buffered and wait for every write; raises if a write failed."""
+        """Flush what is buffered and wait for every write; raises RecordsNotWritten if a write
+        failed (with how many rows are on disk and how many are not), or what a write that was no
+        OSError raised (a bug)."""
         if self.closed:
             return
         self.flush()
@@ -89,3 +134,8 @@ class ParquetSink:
             fut.result()
         self._pending.clear()
         self.closed = True
+        if self._bug is not None:
+            raise self._bug
+        if self.error is not None:
+            self.error.written, self.error.lost = self.rows_written, self.rows_lost
+            raise self.error

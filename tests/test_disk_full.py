@@ -1,0 +1,169 @@
+"""The results disk fills mid-run: a real tmpfs too small for the run's records (tests/in_tmpfs.py
+in a private mount namespace). The run stops with exit 3 and one line naming the records' folder
+and the OS error, every part file already written stays readable, the records read are each a
+distinct request of the trace, and no process is left."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.reader import read_requests
+from loadtest.records import REQUEST_SCHEMA, STATUSES, RequestRecord
+from loadtest.request.sink import ParquetSink, RecordsNotWritten
+from tests.conftest import DATA, ROOT, loadtest, pid_alive
+
+REQUESTS = 300        # at --rate-scale 3, about 9 s of tiny-mix
+HEADROOM = 64 * 1024  # the run's other files before the records (manifest, logs, targets): about 40 KiB here
+# Measured here: a request's record is about 5x its trace row (timings, chunk lists), so a disk of
+# 3x the trace plus HEADROOM holds the trace and the first half or so of the records, not the rest.
+TRACE_FACTOR = 3
+
+
+def _unshare_problem() -> str | None:
+    """Why a private mount namespace with a tmpfs cannot be made here (None: it can)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return "no unshare(1) on this machine"
+    probe = subprocess.run([unshare, "--user", "--map-root-user", "--mount", "--", "true"],
+                           capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        return f"unshare --user --map-root-user --mount fails here: {probe.stderr.strip()}"
+    return None
+
+
+def _in_namespace(ns: str) -> list[int]:
+    """The pids of processes still in mount namespace `ns` (`mnt:[...]`)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "ns" / "mnt") == ns and pid_alive(int(entry.name)):
+                    pids.append(int(entry.name))
+            except OSError:  # gone meanwhile, or not ours to read
+                pass
+    return pids
+
+
+def _in_group(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                pids.append(int(entry.name))
+    return pids
+
+
+def _left(ns: str, pgid: int, pids: list[int], wait_s: float = 20.0) -> list[int]:
+    """What is still running of the run after `wait_s` (a killed process takes a moment to go)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = sorted(set(_in_namespace(ns) + _in_group(pgid) + [p for p in pids if pid_alive(p)]))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
+
+
+@pytest.mark.e2e
+def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path):
+    problem = _unshare_problem()
+    if problem:
+        pytest.skip(problem)
+    trace = tmp_path / "trace.parquet"
+    built = loadtest("trace", "build", "--scenario", str(DATA / "tiny-mix.toml"), "--out", str(trace),
+                     "--requests", str(REQUESTS), "--rate-scale", "3")
+    assert built.returncode == 0, built.stdout + built.stderr
+    size_kib = (TRACE_FACTOR * trace.stat().st_size + HEADROOM) // 1024
+    disk, copy = tmp_path / "disk", tmp_path / "copy"
+    argv = [shutil.which("unshare"), "--user", "--map-root-user", "--mount", "--",
+            sys.executable, str(ROOT / "tests" / "in_tmpfs.py"), f"{size_kib}k", str(disk), str(copy), "--",
+            sys.executable, "-m", "loadtest", "run", "--trace", str(trace), "--fleet", str(DATA / "fast-sim.toml"),
+            "--modes", "baseline", "--workers", "1", "--out", str(disk), "--run-id", "full", "--cooldown", "0"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    ns = re.search(r"^mount namespace: (mnt:\[\d+\])$", output, re.M)
+    assert ns, output
+
+    assert proc.returncode == 3, output
+    assert "Traceback" not in output, output
+    folder = disk / "full" / "requests" / "mode=baseline"
+    said = re.findall(rf"^loadtest run: error: could not write records to {re.escape(str(folder))}: \[Errno 28\] "
+                      rf"No space left on device; (\d+) of {REQUESTS} scheduled requests were recorded, "
+                      rf"the other (\d+) could not be written$", output, re.M)
+    assert len(said) == 1, output
+    recorded, unwritten = (int(n) for n in said[0])
+    assert 0 < recorded < REQUESTS and recorded + unwritten == REQUESTS, output
+
+    run_dir = copy / "full"
+    parts = sorted((run_dir / "requests" / "mode=baseline").iterdir())
+    assert parts and all(p.name.startswith("part-") and p.suffix == ".parquet" for p in parts), parts  # no .tmp
+    assert sum(pq.read_table(p).num_rows for p in parts) == recorded   # every part reads, whole
+    records = read_requests(run_dir)
+    ids = records["request_id"].to_pylist()
+    assert len(ids) == len(set(ids)) == recorded
+    assert set(ids) <= set(pq.read_table(trace, columns=["request_id"])["request_id"].to_pylist())
+    assert set(records["status"].to_pylist()) <= set(STATUSES)
+    errors = records.filter(pc.equal(records["status"], "error"))
+    assert errors["error_kind"].null_count == 0   # each error classified by its kind
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())   # written before the disk filled
+    if manifest["status"] == "failed":   # the last write found room: it says what happened
+        assert f"{recorded:,} of {REQUESTS:,} scheduled requests were recorded" in manifest["reason"]
+        assert manifest["mode_runs"]["baseline"]["end"] == "failed"
+    else:   # no room for it: the run said so
+        assert f"loadtest run: error: could not write {disk / 'full' / 'manifest.json'}: [Errno 28]" in output
+
+    mr = manifest["mode_runs"].get("baseline", {})
+    pids = mr.get("locust_pids", []) + [r["pid"] for r in mr.get("replicas", [])]
+    assert _left(ns.group(1), proc.pid, pids) == []
+
+
+def _row(i: int) -> dict:
+    return RequestRecord(run_id="r", mode="m", worker="w0", tenant="t", request_id=f"r{i}", scheduled_ns=i,
+                         offset_s=float(i), status="not_sent", error="x").as_row()
+
+
+def test_a_write_error_stops_the_sink_and_keeps_the_parts_before_it(tmp_path):
+    """A real ENOSPC (root ignores read-only permissions, so the second part's temporary name is
+    made a link to /dev/full): the first part stays whole, the failed one leaves nothing behind,
+    nothing more is written, and close() says how many rows are on disk and how many are not."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    (tmp_path / ".part-w0-00001.parquet.tmp").symlink_to("/dev/full")
+    with ThreadPoolExecutor(1) as ex:
+        sink = ParquetSink(tmp_path, "w0", REQUEST_SCHEMA, ex, flush_rows=2)
+        for i in range(4):   # two parts: the second one fails
+            sink.add(_row(i))
+        for fut in list(sink._pending):
+            fut.result()
+        assert sink.failed and sink.error is not None
+        for i in range(4, 7):   # after the failure: counted as lost, never written
+            sink.add(_row(i))
+        with pytest.raises(RecordsNotWritten) as failed:
+            sink.close()
+    assert str(failed.value) == f"could not write records to {tmp_path}: [Errno 28] No space left on device"
+    assert (failed.value.written, failed.value.lost) == (2, 5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-w0-00000.parquet"]
+    assert pq.read_table(tmp_path / "part-w0-00000.parquet")["request_id"].to_pylist() == ["r0", "r1"]
