@@ -12,6 +12,9 @@ Columns named in the result contract are never renamed; later work may add colum
   with `--per-request-spec-decode-metrics`, and the simulator): steps that verified drafts,
   draft tokens, accepted draft tokens, and `spec_acceptance_histogram[k]` = steps that accepted
   k drafts. Null when the server sent none.
+- `attempts`: how many times it was sent (1, or more when `--retry-after honour` resent it after
+  a 429 or 503 with `Retry-After`; the times then run from the first send, so the waits count);
+  `retry_after_s`: the last `Retry-After` the server answered, in seconds (null without one).
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ import pyarrow as pa
 
 STATUSES = ("ok", "error", "timeout", "not_sent")
 OK, ERROR, TIMEOUT, NOT_SENT = STATUSES
-# Error kinds for status "error" (and "deadline" for a timeout the run's --deadline caused).
+# Error kinds for status "error".
 ERROR_KINDS = ("http", "connection", "not_sse", "malformed_stream", "server_error", "incomplete_stream",
                "interrupted", "worker_lost")
-TIMEOUT_KINDS = ("deadline",)
+# Kinds for status "timeout": where the request was when its --timeout ran out (no response
+# headers yet; headers but no token; tokens but no end), or "deadline" when the run's --deadline cut it.
+TIMEOUT_KINDS = ("headers", "first_token", "stream", "deadline")
 
 REQUEST_SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),
@@ -59,11 +64,14 @@ REQUEST_SCHEMA = pa.schema([
     pa.field("spec_draft_tokens", pa.int32()),
     pa.field("spec_accepted_tokens", pa.int32()),
     pa.field("spec_acceptance_histogram", pa.list_(pa.int32())),
+    pa.field("attempts", pa.int32()),
+    pa.field("retry_after_s", pa.float64()),
 ])
 
 # Columns added to the contract after its first version: a dataset written before lacks them, and
 # reads as if each of its rows held null there.
-ADDED_COLUMNS = ("spec_steps", "spec_draft_tokens", "spec_accepted_tokens", "spec_acceptance_histogram")
+ADDED_COLUMNS = ("spec_steps", "spec_draft_tokens", "spec_accepted_tokens", "spec_acceptance_histogram",
+                 "attempts", "retry_after_s")
 
 
 @dataclass(slots=True)
@@ -99,6 +107,8 @@ class RequestRecord:
     spec_draft_tokens: int | None = None
     spec_accepted_tokens: int | None = None
     spec_acceptance_histogram: list[int] | None = None
+    attempts: int | None = None
+    retry_after_s: float | None = None
 
     @property
     def n_chunks(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import time
 import pytest
 import requests
 
+from cluster.sim.faults import FaultPlan, parse_faults
 from loadtest.request.sse import StreamError, StreamMeasurement
 from tests.conftest import MODEL, free_port, loadtest, sim_server
 
@@ -113,3 +115,32 @@ def test_crash_exits_the_process(fault):
 def test_bad_fault_is_one_line_exit_2():
     out = loadtest("sim", MODEL, "-tp", "4", "--fault", "stall=2:1")
     assert out.returncode == 2 and "--fault stall: probability must be in [0, 1]" in out.stderr
+
+
+def test_bursts_answer_every_request_in_their_window_with_retry_after():
+    faults = parse_faults("burst=10:2:429,retry-after=3")
+    assert faults.burst == (10.0, 2.0, 429) and faults.retry_after == 3.0
+    plan = FaultPlan(faults, seed=0)
+    codes = {t: plan.next_request(t).http_error for t in (0.0, 9.9, 10.0, 11.9, 12.0, 20.5, 25.0)}
+    assert codes == {0.0: None, 9.9: None, 10.0: 429, 11.9: 429, 12.0: None, 20.5: 429, 25.0: None}
+    with sim_server(*FAST, "--fault", "http-error=1:429,retry-after=2") as url:
+        r = requests.post(f"{url}/v1/completions", json={"model": MODEL, "prompt": "hi", "max_tokens": 2}, timeout=10)
+    assert r.status_code == 429 and r.headers["Retry-After"] == "2" and r.json()["type"] == "TooManyRequestsError"
+
+
+def test_slow_headers_delay_the_answer_not_the_probes():
+    with sim_server(*FAST, "--fault", "slow-headers=1:1.5") as url:
+        start = time.monotonic()
+        assert requests.get(f"{url}/health", timeout=5).status_code == 200
+        assert time.monotonic() - start < 1.0
+        status, lines = _stream(url, tokens=4)
+        assert status == 200 and lines[0][0] - start >= 1.5
+
+
+@pytest.mark.parametrize("text, message", [
+    ("burst=2:3:429", "expected 0 < LEN < EVERY"), ("burst=5:1:404", "CODE must be one of"),
+    ("slow-headers=1.5:2", "probability must be in [0, 1]"), ("retry-after=x", "could not convert"),
+])
+def test_bad_burst_and_header_faults_name_the_item(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_faults(text)

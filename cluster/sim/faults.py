@@ -16,7 +16,11 @@ FAULT_HELP = (
     "http-error=P:CODE (with probability P answer CODE: 429, 500 or 503), malformed=P (a broken JSON "
     "chunk), slow-start=S (/health fails for the first S seconds), drop=P (connection reset mid-stream), "
     "html=P (with probability P answer 200 with an HTML page, as a login page or a proxy in front of the "
-    "server would), metrics=KIND (/metrics answers html: 200 with an HTML page, or 404)"
+    "server would), metrics=KIND (/metrics answers html: 200 with an HTML page, or 404), "
+    "slow-headers=P:S (with probability P the response headers come S seconds late), "
+    "burst=EVERY:LEN:CODE (every EVERY seconds after start, answer every request CODE (429, 500 or 503) "
+    "for LEN seconds, as a rate limiter or an overloaded proxy does), retry-after=S (429 and 503 answers "
+    "carry Retry-After: S)"
 )
 METRICS_FAULTS = ("html", "404")
 
@@ -32,6 +36,22 @@ class Faults:
     drop: float | None = None
     html: float | None = None
     metrics: str | None = None
+    slow_headers: tuple[float, float] | None = None
+    burst: tuple[float, float, int] | None = None     # every, length (s), code
+    retry_after: float | None = None
+
+    def in_burst(self, elapsed_s: float) -> bool:
+        """Whether `elapsed_s` after start falls in a burst: [k*EVERY, k*EVERY + LEN) for k >= 1."""
+        if self.burst is None:
+            return False
+        every, length, _ = self.burst
+        return elapsed_s >= every and elapsed_s % every < length
+
+
+def _code(text: str) -> int:
+    if int(text) not in HTTP_ERROR_TYPES:
+        raise ValueError(f"CODE must be one of {sorted(HTTP_ERROR_TYPES)}")
+    return int(text)
 
 
 def _prob(name: str, text: str) -> float:
@@ -57,6 +77,16 @@ def parse_faults(text: str | None) -> Faults:
                 out["crash_at"] = float(value)
             elif name == "slow-start":
                 out["slow_start"] = float(value)
+            elif name == "retry-after":
+                out["retry_after"] = float(value)
+            elif name == "slow-headers":
+                p, _, sec = value.partition(":")
+                out["slow_headers"] = (_prob(name, p), float(sec))
+            elif name == "burst":
+                every, length, code = value.split(":")
+                if not 0 < float(length) < float(every):
+                    raise ValueError("expected 0 < LEN < EVERY")
+                out["burst"] = (float(every), float(length), _code(code))
             elif name in ("malformed", "drop", "html"):
                 out[name] = _prob(name, value)
             elif name == "metrics":
@@ -68,9 +98,7 @@ def parse_faults(text: str | None) -> Faults:
                 out["stall"] = (_prob(name, p), float(s))
             elif name == "http-error":
                 p, _, code = value.partition(":")
-                if int(code) not in HTTP_ERROR_TYPES:
-                    raise ValueError(f"CODE must be one of {sorted(HTTP_ERROR_TYPES)}")
-                out["http_error"] = (_prob(name, p), int(code))
+                out["http_error"] = (_prob(name, p), _code(code))
             else:
                 raise ValueError(f"unknown fault {name!r}")
         except ValueError as exc:
@@ -84,6 +112,7 @@ class RequestFaults:
     """What happens to one request."""
 
     http_error: int | None = None
+    headers_delay: float | None = None       # seconds before the response headers
     html: bool = False                       # answer 200 with an HTML page instead of the completion
     crash_after_chunks: int | None = None   # exit the process after this many chunks
     stall_at_chunk: int | None = None
@@ -97,17 +126,23 @@ class FaultPlan:
         self.rng = random.Random(seed)
         self.served = 0
 
-    def next_request(self) -> RequestFaults:
+    def next_request(self, elapsed_s: float = 0.0) -> RequestFaults:
+        """What happens to the next request, `elapsed_s` after the server started."""
         f, rng = self.faults, self.rng
         draws = [rng.random() for _ in range(4)]  # always four draws: decisions stay aligned
         at = rng.randint(1, 4)                     # which chunk a stream-level fault hits
         index = self.served
         self.served += 1
+        # drawn only when configured, as html below: the other faults' draws stay put
+        delay = f.slow_headers[1] if f.slow_headers and rng.random() < f.slow_headers[0] else None
+        if f.in_burst(elapsed_s):
+            return RequestFaults(http_error=f.burst[2], headers_delay=delay)
         if f.http_error and draws[0] < f.http_error[0]:
-            return RequestFaults(http_error=f.http_error[1])
-        if f.html and rng.random() < f.html:  # drawn only when configured: the other faults' draws stay put
-            return RequestFaults(html=True)
+            return RequestFaults(http_error=f.http_error[1], headers_delay=delay)
+        if f.html and rng.random() < f.html:
+            return RequestFaults(html=True, headers_delay=delay)
         return RequestFaults(
+            headers_delay=delay,
             crash_after_chunks=at if f.crash_after is not None and index >= f.crash_after else None,
             stall_at_chunk=at if f.stall and draws[1] < f.stall[0] else None,
             malformed_at_chunk=at if f.malformed and draws[2] < f.malformed else None,

@@ -332,10 +332,15 @@ class SimServer:
 
     async def _generate(self, request: web.Request, body: dict[str, Any], seq: Sequence,
                         chat: bool) -> web.StreamResponse:
-        faults = self.faults.next_request()
+        faults = self.faults.next_request(time.monotonic() - self.started)
+        if faults.headers_delay:
+            await asyncio.sleep(faults.headers_delay)
         if faults.http_error:
-            return error_response(RequestError(f"injected fault: HTTP {faults.http_error}", faults.http_error,
+            resp = error_response(RequestError(f"injected fault: HTTP {faults.http_error}", faults.http_error,
                                                HTTP_ERROR_TYPES[faults.http_error]))
+            if self.cfg.faults.retry_after is not None and faults.http_error in (429, 503):
+                resp.headers["Retry-After"] = f"{self.cfg.faults.retry_after:g}"
+            return resp
         if faults.html:
             return web.Response(text=HTML_PAGE, content_type="text/html")
         self.engine.add(seq)
@@ -345,6 +350,9 @@ class SimServer:
             if faults.crash_after_chunks is not None:
                 _crash("crash-after")
             return await self._complete(body, seq, chat)
+        except ConnectionResetError:  # the client went away (it timed out, or was stopped): not our error
+            logging.getLogger(__name__).debug("client gone before the answer was written")
+            return web.Response(status=499)
         finally:
             if not seq.finished:
                 self.engine.abort(seq)

@@ -64,6 +64,16 @@ def port_or_zero(text: str) -> int:
     return 0 if text.strip() == "0" else port(text)
 
 
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer, 0 or more, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

@@ -9,12 +9,14 @@ from pathlib import Path
 from common.exits import BAD_INPUT
 from loadtest.commands.argtypes import (
     non_negative_float,
+    non_negative_int,
     percent,
     plain_name,
     positive_float,
     positive_int,
     window,
 )
+from loadtest.request.retry import MAX_RETRIES, POLICIES
 
 DEFAULT_STATE = ".loadtest/cluster.json"  # cluster.state.DEFAULT_STATE, without importing requests here
 DEFAULT_MAX_ERRORS = 0.10  # analysis.gate.DEFAULT_MAX_ERROR_SHARE, without importing pyarrow here
@@ -255,6 +257,11 @@ def _replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = T
                    "recorded (default 1024)")
     p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S",
                    help="per-request timeout in seconds (default 600)")
+    p.add_argument("--retry-after", choices=POLICIES, default="record",
+                   help="a 429 or 503 with Retry-After: record it as an error (default), or honour it: wait and "
+                   "resend, within --timeout, at most --max-retries times (the record counts its attempts)")
+    p.add_argument("--max-retries", type=non_negative_int, default=MAX_RETRIES, metavar="N",
+                   help=f"with --retry-after honour, resends per request at most (default {MAX_RETRIES})")
     p.add_argument("--api-key-env", default="LOADTEST_API_KEY", metavar="NAME",
                    help="environment variable holding the servers' API key, sent as a Bearer token; the key "
                    "is never taken on the command line nor written anywhere (default LOADTEST_API_KEY)")

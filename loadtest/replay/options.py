@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadtest.request.client_stats import LATENESS_LIMIT_MS
+from loadtest.request.retry import MAX_RETRIES, POLICIES
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 
@@ -33,6 +34,8 @@ class ReplayConfig:
     run_dir: Path
     max_inflight: int = 1024
     timeout_s: float = 600.0
+    retry_after: str = "record"            # a 429 or 503 with Retry-After: record it, or honour it
+    max_retries: int = MAX_RETRIES         # ... resending at most this many times
     deadline_s: float | None = None
     drain: bool = False                    # at the deadline stop sending; let the requests in flight finish
     api_key_env: str = "LOADTEST_API_KEY"
@@ -62,6 +65,7 @@ class ReplayConfig:
         args = ["--trace-file", str(self.trace), "--mode", self.mode, "--endpoints", ",".join(self.endpoints),
                 "--served-model", self.served_model, "--run-id", self.run_id, "--run-dir", str(self.run_dir),
                 "--max-inflight", str(self.max_inflight), "--request-timeout", str(self.timeout_s),
+                "--retry-after", self.retry_after, "--max-retries", str(self.max_retries),
                 "--api-key-env", self.api_key_env, "--lateness-limit", str(self.lateness_limit_ms),
                 "--grace", str(self.grace_s), "--start-delay", str(self.start_delay_s), "--flush", str(self.flush_s)]
         if self.first_row:
@@ -105,6 +109,8 @@ def add_replay_arguments(parser) -> None:
     g.add_argument("--shard", default="0/1", help="K/N: replay rows i with i %% N == K")
     g.add_argument("--max-inflight", type=int, default=1024)
     g.add_argument("--request-timeout", type=float, default=600.0)
+    g.add_argument("--retry-after", choices=POLICIES, default="record")
+    g.add_argument("--max-retries", type=int, default=MAX_RETRIES)
     g.add_argument("--deadline", type=float, default=0.0, help="stop sending after S seconds (0: none)")
     g.add_argument("--drain", action="store_true",
                    help="at the deadline stop sending, but let the requests in flight finish (a sweep's level)")
@@ -129,7 +135,8 @@ def replay_config(parsed) -> ReplayConfig:
     return ReplayConfig(
         trace=Path(parsed.trace_file), mode=parsed.mode, endpoints=tuple(parsed.endpoints.split(",")),
         served_model=parsed.served_model, run_id=parsed.run_id, run_dir=Path(parsed.run_dir),
-        max_inflight=parsed.max_inflight, timeout_s=parsed.request_timeout, deadline_s=parsed.deadline or None,
+        max_inflight=parsed.max_inflight, timeout_s=parsed.request_timeout,
+        retry_after=parsed.retry_after, max_retries=parsed.max_retries, deadline_s=parsed.deadline or None,
         drain=parsed.drain, api_key_env=parsed.api_key_env, lateness_limit_ms=parsed.lateness_limit,
         grace_s=parsed.grace, start_delay_s=parsed.start_delay, flush_s=parsed.flush, first_row=parsed.first_row,
         resume_at_s=parsed.resume_at)

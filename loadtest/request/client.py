@@ -17,7 +17,10 @@ from geventhttpclient.client import HTTPClientPool
 from geventhttpclient.url import URL
 
 from loadtest.records import RequestRecord
+from loadtest.request.retry import RetryPolicy, parse_retry_after
 from loadtest.request.sse import StreamError, StreamMeasurement, spec_counts
+
+RECORD = RetryPolicy()   # the default: a 429 or 503 is recorded as it came
 
 
 @dataclass(frozen=True)
@@ -44,22 +47,47 @@ def _drop_connection(resp) -> None:
 
 
 def execute(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str], timeout_s: float,
-            rec: RequestRecord, scheduled: float, clock: Clock, cut_by_deadline: bool = False) -> None:
+            rec: RequestRecord, scheduled: float, clock: Clock, cut_by_deadline: bool = False,
+            retry: RetryPolicy = RECORD) -> None:
     """Send the request now and fill `rec` with what happened. `scheduled` is the monotonic time
     it was due; `cut_by_deadline`: `timeout_s` is what is left of the run's --deadline (a timeout
-    is then the client's doing, error kind `deadline`). Never raises, except GreenletExit (after
+    is then the client's doing, error kind `deadline`); `retry`: what a 429 or 503 with
+    Retry-After makes it do (resent ones keep the first send's time, so the waits count).
+    `timeout_s` bounds every attempt and wait together. Never raises, except GreenletExit (after
     recording the request as interrupted)."""
     sent = time.perf_counter()
     rec.sent_ns = clock.to_ns(sent)
     rec.lateness_ms = (sent - scheduled) * 1e3
+    end = sent + timeout_s
     m = StreamMeasurement(sent)
+    try:
+        while True:
+            rec.attempts = (rec.attempts or 0) + 1
+            _attempt(pool, url, body, headers, end, timeout_s, rec, m, cut_by_deadline)
+            wait = retry.wait_s(rec.http_status or 0, rec.retry_after_s, rec.attempts, end - time.perf_counter()) \
+                if rec.status == "error" and rec.error_kind == "http" else None
+            if wait is None:
+                return
+            gevent.sleep(wait)
+            rec.status = "not_sent"
+            rec.http_status = rec.error_kind = rec.error = None
+            m = StreamMeasurement(sent)
+    finally:
+        _fill(rec, m, scheduled, clock)
+
+
+def _attempt(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str], end: float, timeout_s: float,
+             rec: RequestRecord, m: StreamMeasurement, cut_by_deadline: bool) -> None:
+    """One send of the request, until `end` (the request's `timeout_s` after its first send): its
+    outcome in `rec`, its stream in `m`."""
     resp = None
     complete = False
     try:
-        with gevent.Timeout(timeout_s):
+        with gevent.Timeout(max(0.001, end - time.perf_counter())):
             resp = pool.get_client(url).request("POST", url.request_uri, body=body, headers=headers)
             rec.http_status = resp.status_code
             if resp.status_code != 200:
+                rec.retry_after_s = parse_retry_after(resp.get("retry-after"))
                 detail = resp.read()[:300].decode(errors="replace")
                 complete = True
                 rec.status, rec.error_kind = "error", "http"
@@ -78,7 +106,7 @@ def execute(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str]
             rec.status, rec.error_kind = "timeout", "deadline"
             rec.error = "in flight when the run's --deadline was reached"
         else:
-            rec.status, rec.error = "timeout", f"no complete response within {timeout_s:g} s"
+            rec.status, rec.error_kind, rec.error = "timeout", *_timed_out(resp, m, timeout_s)
     except StreamError as exc:
         rec.status, rec.error_kind, rec.error = "error", exc.kind, str(exc)
     except gevent.GreenletExit:
@@ -91,7 +119,15 @@ def execute(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str]
     finally:
         if resp is not None and not complete:
             _drop_connection(resp)
-        _fill(rec, m, scheduled, clock)
+
+
+def _timed_out(resp, m: StreamMeasurement, timeout_s: float) -> tuple[str, str]:
+    """The timeout's kind and message: how far the request had got when `timeout_s` ran out."""
+    if resp is None:
+        return "headers", f"no response headers within {timeout_s:g} s"
+    if not m.chunk_times:
+        return "first_token", f"response headers but no token within {timeout_s:g} s"
+    return "stream", f"{len(m.chunk_times)} chunk(s), then no end of the stream within {timeout_s:g} s"
 
 
 def read_events(resp, m: StreamMeasurement) -> None:

@@ -42,7 +42,7 @@ def key_of(run_id: str, mode: str) -> Key:
 
 def outcomes() -> list[tuple[str, str]]:
     """Every (status, error kind) a record can have, so each counter series exists from 0."""
-    return [("ok", ""), ("not_sent", ""), ("timeout", ""), *(("timeout", k) for k in TIMEOUT_KINDS),
+    return [("ok", ""), ("not_sent", ""), *(("timeout", k) for k in TIMEOUT_KINDS),
             *(("error", k) for k in ERROR_KINDS)]
 
 
