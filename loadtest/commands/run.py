@@ -247,7 +247,8 @@ class Run:
         config = ReplayConfig(trace=(run_dir / self.trace_file).resolve(), mode=mode,
                               endpoints=tuple(r.url for r in replicas), served_model=replicas[0].served_model,
                               run_id=run_id or self.manifest.run_id, run_dir=run_dir.resolve(),
-                              max_inflight=a.max_inflight, timeout_s=a.timeout, deadline_s=self.deadline_s,
+                              max_inflight=a.max_inflight, timeout_s=a.timeout, retry_after=a.retry_after,
+                              max_retries=a.max_retries, deadline_s=self.deadline_s,
                               drain=self.drain, api_key_env=a.api_key_env, lateness_limit_ms=a.lateness_limit,
                               workers=workers or self.workers, ray_workers=a.ray_workers,
                               **self.replay_extra.get(mode, {}))
