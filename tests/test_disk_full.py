@@ -22,8 +22,11 @@ import pytest
 
 from analysis.reader import read_requests
 from loadtest.records import REQUEST_SCHEMA, STATUSES, RequestRecord
+from loadtest.replay import protocol
+from loadtest.request.client_stats import ClientStats
 from loadtest.request.sink import ParquetSink, RecordsNotWritten
 from tests.conftest import DATA, ROOT, loadtest, pid_alive
+from tests.test_coordinator import N, _coordinator
 
 REQUESTS = 300        # at --rate-scale 3, about 9 s of tiny-mix
 HEADROOM = 64 * 1024  # the run's other files before the records (manifest, logs, targets): about 40 KiB here
@@ -81,7 +84,8 @@ def _left(ns: str, pgid: int, pids: list[int], wait_s: float = 20.0) -> list[int
 
 
 @pytest.mark.e2e
-def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path):
+@pytest.mark.parametrize("workers", [1, 2], ids=["lone-locust", "master-and-workers"])
+def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path, workers):
     problem = _unshare_problem()
     if problem:
         pytest.skip(problem)
@@ -94,7 +98,7 @@ def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path):
     argv = [shutil.which("unshare"), "--user", "--map-root-user", "--mount", "--",
             sys.executable, str(ROOT / "tests" / "in_tmpfs.py"), f"{size_kib}k", str(disk), str(copy), "--",
             sys.executable, "-m", "loadtest", "run", "--trace", str(trace), "--fleet", str(DATA / "fast-sim.toml"),
-            "--modes", "baseline", "--workers", "1", "--out", str(disk), "--run-id", "full", "--cooldown", "0"]
+            "--modes", "baseline", "--workers", str(workers), "--out", str(disk), "--run-id", "full", "--cooldown", "0"]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     try:
@@ -115,6 +119,8 @@ def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path):
     assert len(said) == 1, output
     recorded, unwritten = (int(n) for n in said[0])
     assert 0 < recorded < REQUESTS and recorded + unwritten == REQUESTS, output
+    bar = [line for line in output.splitlines() if line.strip().startswith("baseline ")][-1]
+    assert re.search(rf" \d[\d,]*/{REQUESTS} done", bar), bar   # what ended, never a negative count
 
     run_dir = copy / "full"
     parts = sorted((run_dir / "requests" / "mode=baseline").iterdir())
@@ -135,8 +141,9 @@ def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path):
     else:   # no room for it: the run said so
         assert f"loadtest run: error: could not write {disk / 'full' / 'manifest.json'}: [Errno 28]" in output
 
-    mr = manifest["mode_runs"].get("baseline", {})
-    pids = mr.get("locust_pids", []) + [r["pid"] for r in mr.get("replicas", [])]
+    mr = manifest["mode_runs"]["baseline"]   # written once the replay started, before the records filled the disk
+    assert len(mr["locust_pids"]) == (1 if workers == 1 else 1 + workers)   # a lone process, or a master and workers
+    pids = mr["locust_pids"] + [r["pid"] for r in mr["replicas"]]
     assert _left(ns.group(1), proc.pid, pids) == []
 
 
@@ -167,3 +174,24 @@ def test_a_write_error_stops_the_sink_and_keeps_the_parts_before_it(tmp_path):
     assert (failed.value.written, failed.value.lost) == (2, 5)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["part-w0-00000.parquet"]
     assert pq.read_table(tmp_path / "part-w0-00000.parquet")["request_id"].to_pylist() == ["r0", "r1"]
+
+
+def test_a_master_says_what_its_workers_could_not_write(tmp_path):
+    """A worker whose records could not be written is not filled in by the master (the same disk
+    is full): the replay ends failed, saying the folder, the error and the rows on disk."""
+    c, _loop, master, sink, said = _coordinator(tmp_path)
+    c.start()
+    full = protocol.NotWritten("/x/requests/mode=m", "[Errno 28] No space left on device", written=2, total=5)
+    c.on_message("a", protocol.WorkerDone("failed", protocol.Counts(4, 4, 0), ClientStats().take(0.0),
+                                          not_written=full))
+    c.on_message("b", protocol.WorkerDone("completed", protocol.Counts(5, 5, 0), ClientStats().take(0.0)))
+    c.tick()
+    assert not any(isinstance(m, protocol.Abandon) for _, m in master.sent) and not sink.rows
+    assert said[-2:] == [protocol.NotWritten(full.directory, full.error, 2 + 5, N), protocol.Finished("failed", 7)]
+    assert said[-2].message == ("could not write records to /x/requests/mode=m: [Errno 28] No space left on device; "
+                                "7 of 10 scheduled requests were recorded, the other 3 could not be written")
+    # the message crosses from the worker to the master and back, as Locust and stdout carry it
+    kind, data = protocol.to_locust(protocol.WorkerDone("failed", protocol.Counts(), ClientStats().take(0.0),
+                                                        not_written=full))
+    assert protocol.from_locust(kind, data).not_written == full
+    assert protocol.parse_line(protocol.encode_line(said[-2])) == said[-2]

@@ -21,6 +21,7 @@ from loadtest.replay.dispatcher import Clock
 from loadtest.replay.shards import iter_index
 from loadtest.request.client import Clock as EpochClock
 from loadtest.request.client_stats import ClientStats
+from loadtest.request.sink import RecordsNotWritten
 from loadtest.request.tally import Tally
 
 log = logging.getLogger("loadtest.replay")
@@ -74,6 +75,7 @@ class _Worker:
     missing_since: float | None = None
     lost_at: float | None = None       # declared lost (or failed) at; its rows are written later
     lost_why: str = "lost"
+    on_disk: int | None = None         # of its counts' recorded rows, those written (when not all were)
 
     @property
     def worker_id(self) -> str:
@@ -94,7 +96,9 @@ class Coordinator:
     tally: Tally = field(default_factory=Tally)  # the workers' and our own rows since the last Observed
     t0: float | None = None
     finished: bool = False
+    not_written: protocol.NotWritten | None = None   # a worker's records (or ours) could not be written
     _sink: Sink | None = None
+    _lost: int = 0                             # rows our own sink could not write (counted as recorded)
     _records: EpochClock | None = None
 
     # ---- the test starts ---------------------------------------------------------------------
@@ -119,7 +123,10 @@ class Coordinator:
             self.stats.merge(msg.stats)
             self.tally.merge(msg.tally)
         if isinstance(msg, protocol.WorkerDone):
-            if msg.reason == "failed":  # it could not replay: fill in what it did not record
+            if msg.not_written is not None:  # a full disk: its rows cannot be filled in either
+                self.not_written = self.not_written or msg.not_written
+                w.done, w.on_disk = "failed", msg.not_written.written
+            elif msg.reason == "failed":  # it could not replay: fill in what it did not record
                 self._declare_lost(client_id, w, "failed")
             else:
                 w.done = msg.reason
@@ -149,11 +156,12 @@ class Coordinator:
         if self.workers and all(w.done is not None for w in self.workers.values()):
             reasons = {w.done for w in self.workers.values()}
             self.finished = True
+            self.close()
             self._say_observed()
             self.say(protocol.ClientVerdict(self.stats.verdict(self.opts.lateness_limit_ms)))
+            self._say_unwritten(self.recorded())
             self.say(protocol.Finished("completed" if reasons == {"completed"} else sorted(reasons - {"completed"})[0],
                                        self.recorded()))
-            self.close()
             self.master.quit()
 
     def _say_observed(self) -> None:
@@ -169,17 +177,23 @@ class Coordinator:
                                  not_sent=total.not_sent)
 
     def recorded(self) -> int:
-        return sum(w.counts.recorded for w in self.workers.values())
+        """Rows in part files, the workers' and ours."""
+        return sum(w.counts.recorded if w.on_disk is None else w.on_disk for w in self.workers.values()) - self._lost
+
+    def _say_unwritten(self, recorded: int) -> None:
+        if self.not_written is not None:
+            self.say(protocol.NotWritten(self.not_written.directory, self.not_written.error, recorded, self.opts.rows))
 
     # ---- the end -----------------------------------------------------------------------------
     def interrupted(self) -> None:
         """The master is quitting before every shard was done: say how far it got."""
+        self.close()
         if self.workers and not self.finished:
             self.finished = True
             self._say_observed()
             self.say(self.progress())
+            self._say_unwritten(self.recorded())
             self.say(protocol.Finished("interrupted", self.recorded()))
-        self.close()
 
     def record_unstarted(self, why: str) -> int:
         """Every row as not_sent: the master quit before it could hand out a single shard."""
@@ -192,15 +206,23 @@ class Coordinator:
         for _, row in iter_index(self.opts.trace_file, 0, 1, first=self.opts.first_row):
             self._write(row, t0 + row["offset_s"], t0, "master", "not_sent", None, why)
             n += 1
+        self.close()
         self._say_observed()
         self.say(protocol.Progress(total=n, sent=0, done=0, not_sent=n))
-        self.say(protocol.Finished("failed", n))
-        self.close()
+        self._say_unwritten(n - self._lost)
+        self.say(protocol.Finished("failed", n - self._lost))
         return n
 
     def close(self) -> None:
-        if self._sink is not None:
+        """Close our own part files; if they could not all be written, say so with the rest."""
+        if self._sink is None:
+            return
+        try:
             self._sink.close()
+        except RecordsNotWritten as exc:
+            log.error("%s; %d of the rows the master writes were lost", exc, exc.lost)
+            self._lost += exc.lost
+            self.not_written = self.not_written or protocol.NotWritten(str(exc.directory), exc.error, 0, 0)
 
     # ---- lost workers ------------------------------------------------------------------------
     def _declare_lost(self, client_id: str, w: _Worker, why: str) -> None:

@@ -159,12 +159,14 @@ class WorkerReport:
 
 @dataclass(frozen=True)
 class WorkerDone:
-    """Worker to master: its shard is done (`reason` as in Finished), with its last report."""
+    """Worker to master: its shard is done (`reason` as in Finished), with its last report, and
+    why its records could not all be written (a full disk), if so."""
 
     reason: str
     counts: Counts
     stats: StatsReport
     tally: TallyReport = field(default_factory=TallyReport)
+    not_written: NotWritten | None = None
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,7 @@ def from_locust(kind: str, data: dict | None) -> Wire:
 
 
 # ---- shared ----------------------------------------------------------------------------------
-_NESTED = {"counts": Counts, "stats": StatsReport, "tally": TallyReport}
+_NESTED = {"counts": Counts, "stats": StatsReport, "tally": TallyReport, "not_written": NotWritten}
 
 
 def _name(kinds: dict[str, type], msg: object) -> str:

@@ -150,6 +150,11 @@ class ShardReplay:
             return "failed"
         return self.dispatcher.end_reason if self.dispatcher else None
 
+    def unwritten(self) -> protocol.NotWritten | None:
+        """What the command (or the master) is told when the records could not all be written."""
+        nw = self.not_written
+        return nw and protocol.NotWritten(str(nw.directory), nw.error, self.on_disk, self.shard_size)
+
     @property
     def on_disk(self) -> int:
         """Rows recorded in part files: every row recorded, unless a write failed."""
@@ -157,12 +162,11 @@ class ShardReplay:
 
     def counts(self) -> protocol.Counts:
         d = self.dispatcher
-        return protocol.Counts(self.on_disk, d.sent if d else 0, d.not_sent if d else 0)
+        return protocol.Counts(self.recorded, d.sent if d else 0, d.not_sent if d else 0)
 
     def progress(self) -> protocol.Progress:
-        c = self.counts()   # done: what ended, recorded or not (a full disk loses the rest of the records)
-        return protocol.Progress(total=self.shard_size, sent=c.sent, done=self.recorded - c.not_sent,
-                                 not_sent=c.not_sent)
+        c = self.counts()
+        return protocol.Progress(total=self.shard_size, sent=c.sent, done=c.recorded - c.not_sent, not_sent=c.not_sent)
 
     def cpu_share(self) -> float:
         """This process's CPU use, as a share of one core, since the last call."""
@@ -214,8 +218,7 @@ class ShardReplay:
         gevent.spawn(self._stop_unwritable)  # not from here: run() kills this greenlet once the dispatcher ends
 
     def _stop_unwritable(self) -> None:
-        """A write failed (a full disk): nothing more can be recorded, so stop at once, without
-        the grace period; the sink counts what it could not write."""
+        """A write failed (a full disk): nothing more can be recorded, so stop now, with no grace period."""
         log.error("%s: stopping the replay", self.sink.error or "a records write failed")
         self.dispatcher.stop("failed")
         self.dispatcher.pool.kill()
@@ -268,9 +271,8 @@ def tell_command(say: Callable[[protocol.Line], None], lateness_limit: float) ->
         say(protocol.Live(*replay.stats.live()))
         if final:
             say(protocol.ClientVerdict(replay.stats.verdict(lateness_limit)))
-            if replay.not_written is not None:
-                nw = replay.not_written
-                say(protocol.NotWritten(str(nw.directory), nw.error, replay.on_disk, replay.shard_size))
+            if (unwritten := replay.unwritten()) is not None:
+                say(unwritten)
             say(protocol.Finished(replay.end_reason or "failed", replay.on_disk))
 
     return tell
@@ -281,7 +283,8 @@ def tell_master(send: Callable[[protocol.Wire], None]) -> Callable[[ShardReplay,
 
     def tell(replay: ShardReplay, final: bool) -> None:
         stats, tally = replay.stats.take(replay.cpu_share()), replay.tally.take()
-        send(protocol.WorkerDone(replay.end_reason or "failed", replay.counts(), stats, tally) if final
-             else protocol.WorkerReport(replay.counts(), stats, tally))
+        c = replay.counts()
+        send(protocol.WorkerDone(replay.end_reason or "failed", c, stats, tally, replay.unwritten()) if final
+             else protocol.WorkerReport(c, stats, tally))
 
     return tell
