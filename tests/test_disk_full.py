@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.reader import read_requests
+from loadtest.commands.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, STATUSES, RequestRecord
 from loadtest.replay import protocol
 from loadtest.request.client_stats import ClientStats
@@ -195,3 +196,24 @@ def test_a_master_says_what_its_workers_could_not_write(tmp_path):
                                                         not_written=full))
     assert protocol.from_locust(kind, data).not_written == full
     assert protocol.parse_line(protocol.encode_line(said[-2])) == said[-2]
+
+
+def test_a_manifest_that_cannot_be_written_is_said_once_and_the_last_one_kept(tmp_path, capsys):
+    """A real ENOSPC on the manifest's temporary file: write() says so in one line (once, however
+    often it is tried), leaves the manifest last written whole, and tells the command."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    m = Manifest(run_id="r", scenario={}, fleet={}, modes=["m"], seed=1, requests=3)
+    m.host["argv"] = ["run", "--out", str(tmp_path)]
+    assert m.write(tmp_path) and m.unwritten is None
+    (tmp_path / ".manifest.json.tmp").symlink_to("/dev/full")
+    m.status = "failed"
+    assert not m.write(tmp_path)
+    (tmp_path / ".manifest.json.tmp").symlink_to("/dev/full")
+    assert not m.write(tmp_path)   # still full: nothing more said
+    said = capsys.readouterr().err.splitlines()
+    assert said == [f"loadtest run: error: could not write {tmp_path / 'manifest.json'}: [Errno 28] "
+                    "No space left on device"]
+    assert m.unwritten and not (tmp_path / ".manifest.json.tmp").exists()
+    assert Manifest.read(tmp_path).status == "running"   # the last one written, whole
+    assert m.write(tmp_path) and m.unwritten is None and Manifest.read(tmp_path).status == "failed"
