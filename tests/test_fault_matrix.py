@@ -6,13 +6,20 @@ and that none of the replay's processes outlived it."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
+from datetime import UTC, datetime
 
 import pyarrow.compute as pc
 import pytest
+import requests
 
 from analysis.reader import read_requests
-from tests.conftest import DATA, loadtest, pid_alive, sim_server
+from tests.conftest import DATA, ROOT, loadtest, pid_alive, sim_server
 
 pytestmark = pytest.mark.e2e
 TP4 = ("--tensor-parallel-size", "4", "--served-model-name", "m")
@@ -106,3 +113,115 @@ def test_honoured_retries_stop_at_max_retries_and_at_the_timeout(tmp_path):
     assert set(records["attempts"].to_pylist()) == {3} and set(records["http_status"].to_pylist()) == {503}
     # a wait that would pass the timeout is not taken: at most two waits of 0.2 s fit in 0.5 s
     assert late.returncode == 1 and set(late_records["attempts"].to_pylist()) <= {2, 3}, late.stdout
+
+
+def _start(url: str, tmp_path, run_id: str, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "loadtest", "run", "--endpoints", f"baseline={url}", "--scenario",
+                             str(DATA / "tiny-mix.toml"), "--out", str(tmp_path), "--run-id", run_id, *extra],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def _wait_for(proc: subprocess.Popen, ready, what: str, limit_s: float = 120) -> None:
+    deadline = time.monotonic() + limit_s
+    while not ready():
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline, f"no {what} within {limit_s:g} s"
+        time.sleep(0.2)
+
+
+def _locust_pids(run_dir) -> list[int]:
+    try:
+        return json.loads((run_dir / "manifest.json").read_text())["mode_runs"]["baseline"]["locust_pids"]
+    except (FileNotFoundError, KeyError, json.JSONDecodeError):
+        return []
+
+
+def _running(url: str) -> float:
+    """Requests the server is working on, from its vLLM gauge."""
+    for line in requests.get(f"{url}/metrics", timeout=5).text.splitlines():
+        if line.startswith("vllm:num_requests_running"):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def _finish(proc: subprocess.Popen, limit_s: float = 120) -> str:
+    try:
+        return proc.communicate(timeout=limit_s)[0]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_a_killed_locust_master_stops_its_workers_and_the_run_says_what_was_recorded(tmp_path):
+    run_dir = tmp_path / "master"
+    parts = run_dir / "requests" / "mode=baseline"
+    with sim_server(*TP4) as url:
+        proc = _start(url, tmp_path, "master", "--requests", "120", "--workers", "2")
+        both = lambda: len({p.name.split("-")[1] for p in parts.glob("part-w*")}) == 2  # noqa: E731
+        _wait_for(proc, both, "records of both workers")
+        pids = _locust_pids(run_dir)
+        assert len(pids) == 3   # the master, then its two workers
+        os.kill(pids[0], signal.SIGKILL)
+        killed = time.monotonic()
+        output = _finish(proc)
+    assert proc.returncode == 3, output
+    assert time.monotonic() - killed < 60, output   # the workers stopped by themselves, in seconds
+    line = ("the Locust master of baseline was killed by SIGKILL before the replay ended; the records hold 120 of "
+            "the 120 requests scheduled")
+    assert line in output and "Traceback" not in output, output
+    records = read_requests(run_dir)   # each worker recorded its whole shard: what it sent, and not_sent
+    assert records.num_rows == 120 and len(set(records["request_id"].to_pylist())) == 120
+    assert {"ok", "not_sent"} <= set(records["status"].to_pylist()) <= {"ok", "not_sent", "error"}
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and line in manifest["reason"]
+    assert manifest["mode_runs"]["baseline"]["end"] == "crashed" and manifest["mode_runs"]["baseline"]["records"] == 120
+    for pid in pids:
+        assert not pid_alive(pid), f"Locust process {pid} outlived the run"
+
+
+def test_a_second_sigint_stops_at_once_and_still_records_every_request(tmp_path):
+    run_dir = tmp_path / "twice"
+    # every stream pauses 30 s: a graceful stop would wait its 10 s grace for the requests in flight
+    with sim_server(*TP4, "--fault", "stall=1:30") as url:
+        proc = _start(url, tmp_path, "twice", "--requests", "60", "--timeout", "60")
+        _wait_for(proc, lambda: _running(url) >= 5, "requests in flight")   # stalled
+        pids = _locust_pids(run_dir)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        second = datetime.now(UTC)
+        output = _finish(proc)
+    assert proc.returncode == 130, output
+    assert "stopping gracefully" in output and "SIGINT: stopping now" in output and "Traceback" not in output, output
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and manifest["mode_runs"]["baseline"]["end"] == "interrupted"
+    stopped = datetime.fromisoformat(manifest["mode_runs"]["baseline"]["ended_at"])
+    assert (stopped - second).total_seconds() < 8, output   # well inside the 10 s grace it did not wait
+    records = read_requests(run_dir)
+    assert records.num_rows == 60 and len(set(records["request_id"].to_pylist())) == 60
+    outcomes = _outcomes(records)
+    assert set(outcomes) == {"error/interrupted", "not_sent"} and outcomes["error/interrupted"] > 5, outcomes
+    for pid in pids:
+        assert not pid_alive(pid), f"Locust process {pid} outlived the run"
+
+
+@pytest.mark.parametrize("workers", ["1", "2"], ids=["lone", "master"])
+def test_a_signal_while_the_replay_is_starting_still_records_every_request(tmp_path, workers):
+    """Locust installs its SIGTERM handler late (a master: after its workers connect); the command
+    holds the signal back until the process says it is ready, so nothing dies unrecorded."""
+    run_dir = tmp_path / "early"
+    with sim_server(*TP4) as url:
+        proc = _start(url, tmp_path, "early", "--requests", "40", "--workers", workers)
+        _wait_for(proc, lambda: bool(_locust_pids(run_dir)), "Locust process")
+        pids = _locust_pids(run_dir)
+        proc.send_signal(signal.SIGINT)
+        output = _finish(proc)
+    assert proc.returncode == 130 and "Traceback" not in output, output
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "interrupted"
+    records = read_requests(run_dir)
+    assert records.num_rows == 40 and len(set(records["request_id"].to_pylist())) == 40
+    assert set(records["status"].to_pylist()) <= {"ok", "not_sent", "error"}
+    for pid in pids:
+        assert not pid_alive(pid), f"Locust process {pid} outlived the run"

@@ -9,7 +9,7 @@ import importlib
 import sys
 
 from common.exits import BAD_INPUT as EXIT_USAGE
-from common.exits import print_error
+from common.exits import INTERRUPTED, print_error
 from loadtest.commands.arguments import build_parser, subparsers
 from loadtest.commands.console import new_console
 
@@ -84,7 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if args.command in COMMANDS:
         module, function = COMMANDS[args.command]
-        return getattr(importlib.import_module(module), function)(args)
+        try:
+            return getattr(importlib.import_module(module), function)(args)
+        except KeyboardInterrupt:   # Ctrl-C outside a replay's handlers (writing the summaries, say)
+            print(f"loadtest {args.command}: interrupted", file=sys.stderr)
+            return INTERRUPTED
     if args.command == "cluster":
         return _cluster(args)
     if args.command in ("scenario", "trace"):

@@ -1,7 +1,7 @@
 """SIGINT and SIGTERM for a command that replays: the first stops every replay gracefully
 (in-flight requests get their grace period, unsent rows are recorded as not_sent), a second stops
-them at once. Ray's init installs its own SIGTERM handler, which exits at once: `rearm` takes the
-signals back."""
+them at once (in-flight requests recorded as interrupted), a third kills them. Ray's init installs
+its own SIGTERM handler, which exits at once: `rearm` takes the signals back."""
 
 from __future__ import annotations
 
@@ -48,8 +48,12 @@ class Signals:
             self.count += 1
             for replay in list(self.replays):
                 replay.signal()
+        name = signal.Signals(signum).name
         if self.count == 1:
-            print(f"\n{signal.Signals(signum).name}: stopping gracefully (again to stop at once)", file=sys.stderr)
+            print(f"\n{name}: stopping gracefully (again to stop at once)", file=sys.stderr)
+        elif self.count == 2 and self.replays:
+            print(f"\n{name}: stopping now; the requests in flight are recorded as interrupted (again to kill "
+                  "the replay, losing what it has not written)", file=sys.stderr)
 
     def ask_stop(self) -> None:
         """Stop gracefully, as a first signal does (the web UI's Stop button)."""

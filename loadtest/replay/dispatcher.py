@@ -86,6 +86,7 @@ class Dispatcher:
         self._stop: str | None = None          # asked to stop, and why
         self._pending: Row | None = None       # taken from `rows`, not yet sent
         self._finished = threading.Event()     # cooperative under gevent's monkey-patching
+        self._hurry = False                    # stop now: no grace period for the requests in flight
 
     def time_left(self) -> float | None:
         """Seconds until the deadline (None without one): a request's timeout is capped by it."""
@@ -96,6 +97,14 @@ class Dispatcher:
     def stop(self, reason: str) -> None:
         """Stop dispatching (`interrupted`, `failed`): the run loop finishes at its next step."""
         self._stop = self._stop or reason
+
+    def hurry(self) -> None:
+        """Stop now, not gracefully: dispatching stops, and the requests in flight are stopped at
+        once (each records itself as error/interrupted) instead of getting the grace period; a
+        finish() under way goes on to record the unsent rows."""
+        self._hurry = True
+        self.stop("interrupted")
+        self.pool.kill()
 
     def run(self) -> str:
         """Dispatch every row at its time, then wait for the last request; the end reason."""
@@ -132,7 +141,7 @@ class Dispatcher:
             return
         self.end_reason = reason
         self.stop(reason)
-        if reason != "completed" and not self.pool.join(timeout=self.schedule.grace_s):
+        if reason != "completed" and (self._hurry or not self.pool.join(timeout=self.schedule.grace_s)):
             self.pool.kill()
         why = UNSENT_BECAUSE.get(reason, reason)
         rest = [self._pending] if self._pending else []

@@ -13,9 +13,11 @@ from __future__ import annotations
 import logging
 import os
 import resource
+import signal
 from dataclasses import dataclass
 
 import gevent
+import locust.runners
 from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
@@ -24,12 +26,14 @@ from loadtest.replay import protocol
 from loadtest.replay.coordinator import Coordinator
 from loadtest.replay.master import NEVER_STARTED, start_coordinator
 from loadtest.replay.options import add_replay_arguments, replay_config
+from loadtest.replay.process import STOP_NOW
 from loadtest.replay.worker import ShardReplay, request_event, tell_command, tell_master
 
 log = logging.getLogger("loadtest.replay")
 PARENT_PID = os.getppid()  # who started this process: a Ray actor (--ray-workers), or the command
 SHARD_WAIT_S = 60.0     # a worker without a shard this long after its user started gives up
 HISTORY_KEEP = 720      # Locust's chart history entries kept (an hour at its default interval)
+MASTER_SILENT_S = 10.0  # a worker that hears no heartbeat from its master this long quits
 
 
 def say(msg: protocol.Line) -> None:
@@ -68,6 +72,9 @@ def _on_init(environment, **_kw) -> None:
     if isinstance(runner, MasterRunner):
         s.coordinator = start_coordinator(environment, opts, parsed.connect_wait, say)
     elif isinstance(runner, WorkerRunner):
+        # A worker whose master died (its heartbeats stop) quits this soon, recording its shard as
+        # an interrupt would; Locust's own wait is 60 s. The command stops local workers at once.
+        locust.runners.MASTER_HEARTBEAT_TIMEOUT = MASTER_SILENT_S
         to_master = tell_master(lambda m: runner.send_message(*protocol.to_locust(m)))
         s.replay = ShardReplay(opts, parsed.worker_id, to_master, request_event(environment))
         runner.register_message("loadtest_shard", lambda msg, **_: _assign(s.replay, protocol.from_locust(
@@ -78,7 +85,32 @@ def _on_init(environment, **_kw) -> None:
                                request_event(environment))
         index, count = (int(x) for x in parsed.shard.split("/"))
         s.replay.assign(index, count, parsed.worker_id)
+    gevent.signal_handler(STOP_NOW, lambda: gevent.spawn(_stop_now, s))
+    # Locust's own SIGTERM handler comes later, after a headless master's wait for its workers; until
+    # then a SIGTERM would kill the process with nothing recorded. Both handlers run once Locust's is in.
+    gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(_stopped_early, s))
     gevent.spawn(_trim_history, environment)
+    if not isinstance(runner, WorkerRunner):   # a worker's stdout is not read
+        say(protocol.Ready())
+
+
+def _stopped_early(s: Session) -> None:
+    """SIGTERM while a master still waits for its workers (Locust's main greenlet is in that wait,
+    and no handler of Locust's reaches it): record every row as not_sent, close the files, leave.
+    Anywhere else Locust's own handler stops the replay."""
+    c = s.coordinator
+    if c is not None and c.t0 is None:
+        log.warning("stopped before the workers connected: every row is recorded as not_sent")
+        c.record_unstarted(NEVER_STARTED)
+        os._exit(0)
+
+
+def _stop_now(s: Session) -> None:
+    """The command's second signal (after the SIGTERM that began a graceful stop): stop now. The
+    master has nothing in flight; its workers got the signal too."""
+    if s.replay is not None:
+        log.warning("stopping now: the requests in flight are recorded as interrupted")
+        s.replay.stop_now()
 
 
 def _assign(replay: ShardReplay, shard: protocol.ShardAssignment) -> None:

@@ -24,12 +24,13 @@ from typing import TextIO
 from common.process import die_with_parent
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
-from loadtest.replay.shards import trace_tenants
+from loadtest.replay.shards import trace_rows, trace_tenants
 from loadtest.request.exporter import ClientMetrics, Key, key_of
 from loadtest.request.tally import tally_of
 
 log = logging.getLogger("loadtest")
 WORKER_EXIT_WAIT_S = 10.0  # the master quits its workers; one still running after this is killed
+STOP_NOW = signal.SIGUSR1  # to a Locust process: stop now (the locustfile's handler), after a SIGTERM
 
 
 @dataclass
@@ -42,11 +43,27 @@ class ReplayEnd:
     client: dict | None = None
     returncode: int | None = None
     not_written: protocol.NotWritten | None = None   # the records could not be written (a full disk)
+    scheduled: int = 0                                # rows the replay was to record (told when it crashed)
 
     @property
     def crashed(self) -> bool:
         """Locust failed (not a replay we interrupted)."""
         return self.returncode not in (0, None) and self.reason != "interrupted"
+
+    def crash_text(self, config: ReplayConfig) -> str:
+        """One line for a crashed replay: how the Locust process (or the master) ended, what the
+        records hold, and its log."""
+        what = f"the Locust {'master' if config.distributed else 'process'} of {config.mode}"
+        log_file = config.logs_dir / f"locust-{config.mode}.log"
+        code = self.returncode or 0
+        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        if self.reason is not None:   # it said how the replay ended, then failed
+            return (f"{what} {how} after the replay ended ({self.reason}); {self.recorded:,} requests recorded; "
+                    f"see {log_file}")
+        lost = self.scheduled - self.recorded
+        return (f"{what} {how} before the replay ended; the records hold {self.recorded:,} of the "
+                f"{self.scheduled:,} requests scheduled" + (f", {lost:,} are not recorded" if lost > 0 else "")
+                + f"; see {log_file}")
 
 
 def read_output(stdout, other: TextIO, on_message: Callable[[protocol.Line], None]) -> None:
@@ -85,7 +102,10 @@ class LocustProcess:
     main: subprocess.Popen | None = None
     workers: list[subprocess.Popen] = field(default_factory=list)
     ray_pool: object | None = None
-    _signals: int = 0
+    _signals: int = 0          # signals the command got ...
+    _forwarded: int = 0        # ... and passed on (once the process is Ready)
+    _ready: bool = False
+    _lock: threading.RLock = field(default_factory=threading.RLock)   # the reader thread and the signal handler
     _reader: threading.Thread | None = None
     _stats_out: TextIO | None = None
     _started_ns: int = 0
@@ -127,8 +147,6 @@ class LocustProcess:
         self._reader = threading.Thread(target=read_output, args=(self.main.stdout, self._stats_out, self._take),
                                         daemon=True, name=f"locust-{cfg.mode}-reader")
         self._reader.start()
-        if self._signals:  # a signal came while these were starting: pass it on now
-            self._forward(signal.SIGTERM)
         return self
 
     @property
@@ -151,6 +169,10 @@ class LocustProcess:
                     self.metrics.progress(self._key, msg.in_flight, msg.total)
             except Exception:
                 log.exception("could not add a replay report to /metrics")
+        if isinstance(msg, protocol.Ready):
+            with self._lock:
+                self._ready = True
+                self._pass_on()   # the signals that came while it was starting
         if isinstance(msg, protocol.ClientVerdict):
             self.end.client = msg.verdict
         elif isinstance(msg, protocol.Finished):
@@ -161,12 +183,27 @@ class LocustProcess:
 
     def signal(self) -> None:
         """A SIGINT or SIGTERM reached the command: the first stops the replay gracefully (in-flight
-        requests get their grace period, the rest is recorded as not_sent), a second at once."""
-        self._signals += 1
-        self._forward(signal.SIGTERM if self._signals == 1 else signal.SIGKILL)
+        requests get their grace period, the rest is recorded as not_sent); a second stops it now
+        (STOP_NOW: in-flight requests are cut and recorded as interrupted, the records closed); a
+        third kills the processes (what they had not yet flushed is lost). Held back until the
+        process says it is Ready (before, a signal would kill it with nothing recorded)."""
+        with self._lock:
+            self._signals += 1
+            if self._ready or self._signals >= 3:
+                self._pass_on()
 
-    def _forward(self, sig: int) -> None:
-        for p in [self.main, *self.workers]:
+    def _pass_on(self) -> None:
+        while self._forwarded < self._signals:
+            self._forwarded += 1
+            self._forward({1: signal.SIGTERM, 2: STOP_NOW}.get(self._forwarded, signal.SIGKILL))
+
+    def _signal_workers(self, sig: int) -> None:
+        self._forward(sig, [*self.workers])
+        if self.ray_pool is not None:
+            self.ray_pool.stop()
+
+    def _forward(self, sig: int, processes: list[subprocess.Popen] | None = None) -> None:
+        for p in [self.main, *self.workers] if processes is None else processes:
             if p is not None and p.poll() is None:
                 try:
                     os.killpg(p.pid, sig)
@@ -179,9 +216,15 @@ class LocustProcess:
             while self.main.poll() is None:  # polled: a signal handler runs between polls
                 time.sleep(poll_s)
             self._reader.join(5)
+            wait_s = WORKER_EXIT_WAIT_S
+            if self.end.reason is None and self.main.returncode != 0:
+                # the master died without quitting its workers: stop them gracefully now, so each
+                # records its shard (in-flight requests get the grace period, the rest not_sent)
+                self._signal_workers(signal.SIGTERM)
+                wait_s += self.config.grace_s
             for w in self.workers:  # the master quits its workers; make sure none lingers
                 try:
-                    w.wait(WORKER_EXIT_WAIT_S)
+                    w.wait(wait_s)
                 except subprocess.TimeoutExpired:
                     os.killpg(w.pid, signal.SIGKILL)
                     w.wait()
@@ -193,6 +236,9 @@ class LocustProcess:
                 except OSError:   # a full disk: said by the reader when it lost output
                     pass
         self.end.returncode = self.main.returncode
+        if self.end.crashed:   # what reached the records, whatever the processes said
+            self.end.scheduled = trace_rows(self.config.trace) - self.config.first_row
+            self.end.recorded = sum(tally_of(self.config.records_dir, self._started_ns).requests.values())
         if self.metrics is not None:  # what reached us on the way may be short of the records (a lost worker)
             try:
                 self.metrics.settle(self._key, tally_of(self.config.records_dir, self._started_ns))

@@ -22,6 +22,12 @@ PREFIX = "@@"
 
 # ---- the replay process -> the command -------------------------------------------------------
 @dataclass(frozen=True)
+class Ready:
+    """The process handles SIGTERM and the second signal's stop-now from here on (before it, either
+    would kill it with nothing recorded): the command holds signals back until this line."""
+
+
+@dataclass(frozen=True)
 class Progress:
     """How far the replay of one mode is: of `total` scheduled requests, `sent` were sent, `done`
     of them have ended (ok, error or timeout), and `not_sent` were recorded as never sent."""
@@ -102,9 +108,10 @@ class StopAsked:
     """Stop was pressed: the replays stop gracefully, the rest is recorded as not_sent."""
 
 
-Line = Progress | Live | Observed | ClientVerdict | Finished | NotWritten | StartAsked | StopAsked
-_LINES: dict[str, type] = {"progress": Progress, "live": Live, "observed": Observed, "client": ClientVerdict,
-                           "finished": Finished, "not_written": NotWritten, "start": StartAsked, "stop": StopAsked}
+Line = Ready | Progress | Live | Observed | ClientVerdict | Finished | NotWritten | StartAsked | StopAsked
+_LINES: dict[str, type] = {"ready": Ready, "progress": Progress, "live": Live, "observed": Observed,
+                           "client": ClientVerdict, "finished": Finished, "not_written": NotWritten,
+                           "start": StartAsked, "stop": StopAsked}
 
 
 def encode_line(msg: Line) -> str:

@@ -29,6 +29,7 @@ from loadtest.request.body import STREAM_OPTIONS as BODY_STREAM_OPTIONS
 from loadtest.request.body import request_body
 from loadtest.request.client import Clock, execute
 from loadtest.request.client_stats import ClientStats, cpu_seconds
+from loadtest.request.retry import RetryPolicy
 from loadtest.request.sink import ParquetSink, RecordsNotWritten
 from loadtest.request.tally import Tally
 
@@ -91,6 +92,7 @@ class ShardReplay:
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
                         **({"Authorization": f"Bearer {key}"} if key else {})}
         self.clock = Clock.now()
+        self.retry = RetryPolicy(opts.retry_after == "honour", opts.max_retries)
         self.stats = ClientStats()
         self.tally = Tally()              # per tenant, what reached the records' parts, for the command's /metrics
         self.sink: ParquetSink | None = None
@@ -143,6 +145,13 @@ class ShardReplay:
             return
         self.dispatcher.finish(reason)
         self._close()
+
+    def stop_now(self) -> None:
+        """A second signal: cut the requests in flight (recorded as interrupted), record the rest
+        as not_sent, close the records. Runs in its own greenlet."""
+        if self.dispatcher is not None:
+            self.dispatcher.hurry()
+        self.finish("interrupted")
 
     @property
     def end_reason(self) -> str | None:
@@ -197,7 +206,8 @@ class ShardReplay:
         cut = left is not None and left < self.opts.timeout_s
         timeout = max(0.001, left) if cut else self.opts.timeout_s
         try:
-            execute(self._client_pool, url, self._body(row), headers, timeout, rec, scheduled, self.clock, cut)
+            execute(self._client_pool, url, self._body(row), headers, timeout, rec, scheduled, self.clock, cut,
+                    self.retry)
         finally:
             out = rec.as_row()
             self.sink.add(out)
