@@ -146,6 +146,9 @@ def _watch(console: Console, fleet: Fleet, state: ClusterState, state_path: Path
         next_check = time.monotonic() + WATCH_INTERVAL_S
         changed = False
         for rep, entry in zip(fleet.replicas, state.replicas, strict=True):
+            if entry.pid != rep.pid:  # its server exited and was started again (the fleet's max_restarts)
+                entry.pid, entry.exit_code, changed = rep.pid, None, True
+                console.print(f"replica {rep.label} restarted as pid {rep.pid}", soft_wrap=True)
             if entry.exit_code is None:
                 code = fleet.exit_code(rep)
                 if code is not None:

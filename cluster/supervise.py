@@ -100,8 +100,8 @@ class Supervisor:
             _healthy, restart.ready_s = self.fleet.wait_ready(rep, time.monotonic() + self.fleet.spec.startup_timeout_s,
                                                               lambda: self._stop.is_set() or rep.stopping)
             restart.ready_at = utc_now()
-        except StartupCancelled:
-            return
+        except StartupCancelled:   # the run is ending: its teardown stops the new server
+            restart.error = "the run ended before it was ready again"
         except Exception as exc:  # FleetError, or the actor gone: whatever it was, the run goes on without it
             restart.error = str(exc).splitlines()[0]
             self.fleet.stop_server(rep)

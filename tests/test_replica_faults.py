@@ -22,7 +22,7 @@ from analysis.reader import read_requests
 from cluster import FleetError
 from cluster.fleet import load_fleet
 from loadtest.records import STATUSES
-from tests.conftest import DATA, ROOT, pid_alive
+from tests.conftest import DATA, ROOT, loadtest, pid_alive
 
 pytestmark = pytest.mark.e2e
 
@@ -183,3 +183,57 @@ def test_max_restarts_is_a_count_checked_in_one_line(tmp_path):
     assert str(exc.value).count("\n") == 0 and "max_restarts" in str(exc.value), exc.value
     assert load_fleet(DATA / "restarting-sim.toml")[0].max_restarts == 1
     assert load_fleet("local-sim")[0].max_restarts == 0   # the default: never restart
+
+
+def test_a_replica_is_restarted_at_most_max_restarts_times(tmp_path):
+    """A server that crashes 6 s after every start (--fault crash-at=6) with max_restarts = 1:
+    started again once, then reported dead like a replica that is never restarted."""
+    fleet = tmp_path / "crash-twice.toml"
+    fleet.write_text((DATA / "crashing-sim.toml").read_text().replace("[modes.", "max_restarts = 1\n[modes.", 1))
+    proc = start_run("--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(fleet), "--requests", "240",
+                     "--workers", "1", "--timeout", "20", "--out", str(tmp_path), "--run-id", "twice")
+    try:
+        out, err = finish(proc)
+    finally:
+        assert_session_ends(proc.pid)
+    assert proc.returncode == 1 and "gate failed: baseline:" in out, out + err
+    replica = json.loads((tmp_path / "twice" / "manifest.json").read_text())["mode_runs"]["baseline"]["replicas"][0]
+    (restart,) = replica["restarts"]
+    assert restart["exit_code"] == 1 and restart["error"] is None and replica["pid"] == restart["pid"]
+    assert f"restarted (1 of 1) as pid {restart['pid']}" in out
+    assert replica["exit_code"] == 1 and "replica baseline-0 exited with code 1 during the run; requests" in out
+    records = read_requests(tmp_path / "twice")
+    statuses = records["status"].to_pylist()
+    assert records.num_rows == 240 and len(set(records["request_id"].to_pylist())) == 240
+    assert {k for k, s in zip(records["error_kind"].to_pylist(), statuses, strict=True) if s == "error"} <= {
+        "connection", "incomplete_stream"}
+    ready_ns = epoch_ns(restart["ready_at"])   # the restarted server served until its own crash
+    assert "ok" in records.filter(pc.greater_equal(records["sent_ns"], ready_ns))["status"].to_pylist()
+    assert_servers_gone(restart["old_pid"], restart["pid"])
+
+
+def test_a_held_fleet_restarts_a_killed_replica_and_its_state_names_the_new_pid(tmp_path):
+    state = tmp_path / "fleet.json"
+    up = loadtest("cluster", "up", "--fleet", str(DATA / "restarting-sim.toml"), "--detach", "--state", str(state),
+                  "--logs", str(tmp_path / "logs"), timeout=180)
+    assert up.returncode == 0, up.stdout + up.stderr
+    held = json.loads(state.read_text())
+    old = held["replicas"][0]["pid"]
+    try:
+        os.kill(old, signal.SIGKILL)
+        deadline = time.monotonic() + 90
+        while json.loads(state.read_text())["replicas"][0]["pid"] == old:
+            assert time.monotonic() < deadline, "the state file never named the restarted server"
+            time.sleep(0.5)
+        new = json.loads(state.read_text())["replicas"][0]["pid"]
+        deadline = time.monotonic() + 60
+        while "1/1 replicas healthy" not in (status := loadtest("cluster", "status", "--state", str(state))).stdout:
+            assert time.monotonic() < deadline, status.stdout + status.stderr
+            time.sleep(1)
+        assert pid_alive(new) and not pid_alive(old)
+    finally:
+        down = loadtest("cluster", "down", "--state", str(state), timeout=120)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "restarted as pid" in (tmp_path / "logs" / "supervisor.log").read_text()
+    assert not pid_alive(held["supervisor_pid"])
+    assert_servers_gone(old, new)
