@@ -390,7 +390,7 @@ class Fleet:
                         last = f"last answer: HTTP {r.status_code}"
                         if r.status_code == 200:
                             healthy_s = time.monotonic() - rep.started
-                            stage = "/v1/models"
+                            stage, last = "/v1/models", "no answer yet"
                     if stage == "/v1/models":
                         names = [m["id"] for m in http.get(f"{rep.url}/v1/models", timeout=5).json()["data"]]
                         if rep.served_model not in names:
