@@ -173,3 +173,13 @@ def test_a_master_that_quits_early_says_how_far_it_got(tmp_path):
     c.on_message("a", _report(sent=2, recorded=2))
     c.interrupted()
     assert said[-2:] == [protocol.Progress(N, 2, 2, 0), protocol.Finished("interrupted", 2)]
+
+
+def test_stop_now_is_passed_on_to_the_workers_still_replaying(tmp_path):
+    # workers on Ray nodes get no signal from the command: the master tells them
+    c, _loop, master, _, _ = _coordinator(tmp_path, clients=("a", "b"))
+    c.start()
+    c.on_message("a", protocol.WorkerDone("completed", protocol.Counts(5, 5, 0), ClientStats().take(0.1)))
+    master.sent.clear()
+    c.stop_now()
+    assert master.sent == [("b", protocol.StopNow())]

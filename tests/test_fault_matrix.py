@@ -181,11 +181,12 @@ def test_a_killed_locust_master_stops_its_workers_and_the_run_says_what_was_reco
         assert not pid_alive(pid), f"Locust process {pid} outlived the run"
 
 
-def test_a_second_sigint_stops_at_once_and_still_records_every_request(tmp_path):
+@pytest.mark.parametrize("workers", ["1", "2"], ids=["lone", "master"])
+def test_a_second_sigint_stops_at_once_and_still_records_every_request(tmp_path, workers):
     run_dir = tmp_path / "twice"
     # every stream pauses 30 s: a graceful stop would wait its 10 s grace for the requests in flight
     with sim_server(*TP4, "--fault", "stall=1:30") as url:
-        proc = _start(url, tmp_path, "twice", "--requests", "60", "--timeout", "60")
+        proc = _start(url, tmp_path, "twice", "--requests", "60", "--timeout", "60", "--workers", workers)
         _wait_for(proc, lambda: _running(url) >= 5, "requests in flight")   # stalled
         pids = _locust_pids(run_dir)
         proc.send_signal(signal.SIGINT)

@@ -195,6 +195,15 @@ class Coordinator:
             self._say_unwritten(self.recorded())
             self.say(protocol.Finished("interrupted", self.recorded()))
 
+    def stop_now(self) -> None:
+        """Tell every worker still replaying to stop now (the command's second signal)."""
+        for client_id, w in self.workers.items():
+            if w.done is None and w.lost_at is None:
+                try:
+                    self.master.send(protocol.StopNow(), client_id)
+                except Exception:  # a worker that has gone cannot be told
+                    log.warning("could not tell worker %s to stop now", w.worker_id)
+
     def record_unstarted(self, why: str) -> int:
         """Every row as not_sent: the master quit before it could hand out a single shard."""
         if self.workers or self.finished:

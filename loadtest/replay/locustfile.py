@@ -80,6 +80,7 @@ def _on_init(environment, **_kw) -> None:
         runner.register_message("loadtest_shard", lambda msg, **_: _assign(s.replay, protocol.from_locust(
             "loadtest_shard", msg.data)))
         runner.register_message("loadtest_abandon", lambda msg, **_: _abandoned())
+        runner.register_message("loadtest_stop_now", lambda msg, **_: gevent.spawn(s.replay.stop_now))
     else:
         s.replay = ShardReplay(opts, parsed.worker_id, tell_command(say, opts.lateness_limit_ms),
                                request_event(environment))
@@ -107,10 +108,13 @@ def _stopped_early(s: Session) -> None:
 
 def _stop_now(s: Session) -> None:
     """The command's second signal (after the SIGTERM that began a graceful stop): stop now. The
-    master has nothing in flight; its workers got the signal too."""
+    master has nothing in flight: it tells its workers (local ones got the signal too; stopping
+    twice is stopping once)."""
+    log.warning("stopping now: the requests in flight are recorded as interrupted")
     if s.replay is not None:
-        log.warning("stopping now: the requests in flight are recorded as interrupted")
         s.replay.stop_now()
+    if s.coordinator is not None:
+        s.coordinator.stop_now()
 
 
 def _assign(replay: ShardReplay, shard: protocol.ShardAssignment) -> None:

@@ -181,9 +181,14 @@ class Abandon:
     """Master to worker: you were declared lost and your rows recorded; write nothing more."""
 
 
-Wire = ShardAssignment | WorkerReport | WorkerDone | Abandon
+@dataclass(frozen=True)
+class StopNow:
+    """Master to worker: the command's second signal; stop now (workers on Ray nodes get no signal)."""
+
+
+Wire = ShardAssignment | WorkerReport | WorkerDone | Abandon | StopNow
 _WIRE: dict[str, type] = {"loadtest_shard": ShardAssignment, "loadtest_report": WorkerReport,
-                          "loadtest_done": WorkerDone, "loadtest_abandon": Abandon}
+                          "loadtest_done": WorkerDone, "loadtest_abandon": Abandon, "loadtest_stop_now": StopNow}
 WIRE_NAMES = tuple(_WIRE)
 
 
