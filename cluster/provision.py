@@ -211,6 +211,7 @@ class Fleet:
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(modes)), thread_name_prefix="provision")
         self._cancelled = cancelled  # polled while waiting for replicas; True aborts the start
         self.on_ray_ready = on_ray_ready  # called right after ray.init (which installs its own SIGTERM handler)
+        self.cluster_gone: str | None = None  # why, once the Ray cluster went away (cluster/ray_watch.py)
         self.supervisor = Supervisor(self, on_restart)  # restarts servers that exit (the fleet's max_restarts)
         self.on_stopped: Callable[[], None] | None = None  # called once every replica has stopped
 
@@ -420,6 +421,8 @@ class Fleet:
         actors, remove its placement group."""
         with rep.lock:   # a restart under way has started its server, or will not start one
             rep.stopping = True
+        if self.cluster_gone is not None:  # Ray's calls would block; its servers go with their nodes' raylets
+            return
         if rep.actor is not None:
             try:
                 ray.get(rep.actor.stop.remote(), timeout=STOP_GRACE_S + 10)

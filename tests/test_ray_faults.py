@@ -7,17 +7,23 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from analysis.reader import read_requests
-from tests.conftest import DATA, ROOT, pid_alive, sim_server
+from tests.conftest import DATA, ROOT, free_port, pid_alive, sim_server
 
 pytestmark = pytest.mark.e2e
 
@@ -136,3 +142,98 @@ def test_a_dead_replica_actor_fails_its_requests_by_kind_and_the_run_ends(tmp_pa
     assert {k for s, k in zip(statuses, kinds, strict=True) if s == "error"} <= {"connection", "incomplete_stream"}
     for p in (server, actor, *manifest["mode_runs"]["baseline"]["locust_pids"]):
         assert not pid_alive(p), f"process {p} outlived the run"
+
+
+@dataclass(frozen=True)
+class Head:
+    address: str
+    proc: subprocess.Popen   # `ray start --block`: it leads the group of the head's processes
+
+    def kill(self) -> None:
+        """SIGKILL the head's whole process group (GCS, raylet, dashboard agents, workers)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def ray_head() -> Iterator[Head]:
+    """A Ray head of this test's own (`ray start --head --block`, loopback, its own temp dir and
+    process group); its whole group is killed on the way out."""
+    port = free_port()
+    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("ray")), "start", "--head", "--port", str(port),
+                             "--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--num-gpus", "0",
+                             "--include-dashboard", "false", "--temp-dir", str(temp), "--disable-usage-stats",
+                             "--block"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, env=ray_env())
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
+    try:
+        deadline = time.monotonic() + 90
+        while "Ray runtime started" not in "".join(lines):
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
+            time.sleep(0.2)
+        yield Head(f"127.0.0.1:{port}", proc)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def ray_env() -> dict[str, str]:
+    return {**os.environ, "RAY_AUTH_MODE": "token"}  # the head enables Ray's token auth by default
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_the_ray_head_going_away_ends_the_run_with_exit_3_and_readable_records(ray_head, tmp_path):
+    """The head's process group killed mid-run (GCS, raylet and the replicas' actors with it).
+    Ray tells the driver nothing: its placement-group calls would block, and Ray's client ends the
+    process with exit code 1 once it has not reached the GCS for its reconnect timeout (60 s). The
+    run notices the GCS gone (cluster/ray_watch.py), stops its replay, skips the Ray calls of its
+    teardown and ends before that: exit 3, one line naming the cluster, the manifest `failed`, every
+    scheduled request one record (the rest of the trace not_sent), nothing left running."""
+    proc = start_run("--address", ray_head.address, "--scenario", str(DATA / "tiny-mix.toml"), "--fleet",
+                     str(DATA / "fast-sim.toml"), "--modes", "baseline", "--requests", "200", "--workers", "2",
+                     "--timeout", "20", "--out", str(tmp_path), "--run-id", "head", env=ray_env())
+    try:
+        run_dir = tmp_path / "head"
+        wait_for_parts(proc, run_dir / "requests" / "mode=baseline", 2)
+        mr = json.loads((run_dir / "manifest.json").read_text())["mode_runs"]["baseline"]
+        server = mr["replicas"][0]["pid"]
+        actor = parent_pid(server)
+        killed = time.monotonic()
+        ray_head.kill()
+        output = finish(proc, timeout_s=120)
+        took_s = time.monotonic() - killed
+        print(f"the run ended {took_s:.1f} s after the head was killed")
+    finally:
+        kill_group(proc)
+    assert proc.returncode == 3, output
+    said = [line for line in output.splitlines() if "went away" in line]
+    assert said == [f"loadtest run: error: the Ray cluster at {ray_head.address} went away (its GCS at "
+                    f"{said[0].split('its GCS at ')[1].split(' ')[0]} has not answered for 10 s); "
+                    "the run could not complete"], output
+    assert took_s < 60, f"the run took {took_s:.0f} s to end after the head went away"  # before Ray's own exit
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and f"the Ray cluster at {ray_head.address} went away" in manifest["reason"]
+    parts = list((run_dir / "requests").rglob("*.parquet"))
+    assert parts and all(pq.read_table(p).num_rows >= 0 for p in parts)  # each part file whole
+    records = read_requests(run_dir)
+    assert records.num_rows == 200 and len(set(records["request_id"].to_pylist())) == 200
+    kinds = Counter(zip(records["status"].to_pylist(), records["error_kind"].to_pylist(), strict=True))
+    assert set(kinds) <= {("ok", None), ("not_sent", None), ("error", "connection"),
+                          ("error", "incomplete_stream"), ("error", "interrupted")}, kinds
+    assert kinds[("ok", None)] and kinds[("not_sent", None)], kinds  # it ran, then stopped short of the end
+    for p in (server, actor, *mr["locust_pids"]):
+        assert not pid_alive(p), f"process {p} outlived the run"
+    assert not group_alive(ray_head.proc.pid), "a process of the Ray head's group outlived it"

@@ -19,13 +19,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-import ray
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
 from cluster import FleetError, StartupCancelled
 from cluster.plan import PlanError
-from cluster.provision import Fleet, init_ray, ray_address
+from cluster.provision import Fleet
 from cluster.scrape import Scraper
 from cluster.state import ExistingFleet
 from common import exits
@@ -44,6 +43,7 @@ from loadtest.commands.inputs import (
 )
 from loadtest.commands.manifest import Manifest, ModeRun
 from loadtest.commands.metrics_server import MetricsError, MetricsServer, serving
+from loadtest.commands.ray_cluster import join_fleet
 from loadtest.commands.report import live_text, mode_progress, print_summary, progress_counts, record_gate
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
@@ -165,7 +165,7 @@ class Run:
 
     def replay_all(self) -> None:
         with ExitStack() as stack:
-            fleet = stack.enter_context(self._fleet(stack))
+            fleet = join_fleet(self, stack)  # a Ray cluster that goes away ends the run (exit 3, one line)
             bringup = BringUp(fleet, self.choice.modes, self.manifest, self.run_dir, self.console,
                               self.args.parallel_modes)
             progress = stack.enter_context(mode_progress(self.console))
@@ -191,18 +191,6 @@ class Run:
         bringup.record()  # the fleet is down: when the rest stopped
         if self.signals.stop:
             raise Interrupted()
-
-    def _fleet(self, stack: ExitStack):
-        existing = self.choice.existing
-        if existing is None:
-            return Fleet(self.choice.spec, self.choice.modes, self.run_dir / "logs",
-                         address=ray_address(self.args.address), cancelled=lambda: self.signals.stop,
-                         on_ray_ready=self.signals.rearm)
-        if self.args.ray_workers and init_ray(ray_address(self.args.address) or existing.ray_address,
-                                              log_file=self.run_dir / "logs" / "ray.log"):
-            self.signals.rearm()  # ray.init installs its own SIGTERM handler
-            stack.callback(ray.shutdown)
-        return ExistingFleet(existing, self.choice.modes)
 
     def _up(self, stage: Stage, modes: list[str]) -> None:
         for mode in modes:
