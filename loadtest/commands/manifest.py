@@ -46,7 +46,7 @@ class ModeRun:
     client: dict | None = None                             # the client's self-report: lateness, CPU, verdict
     started_at: str | None = None
     ended_at: str | None = None
-    end: str | None = None                                 # completed, deadline, interrupted, failed
+    end: str | None = None   # completed, deadline, interrupted, failed, worker_lost, crashed, not started
     records: int | None = None
     server_metrics: str | None = None                      # "scraped", or why the replicas' /metrics was not
     turn: int | None = None                                # the plan's turn (1 when every mode fits at once)
