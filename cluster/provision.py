@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 
 STOP_GRACE_S = 10.0       # SIGTERM, then SIGKILL after this long
+ACTOR_GONE = -1           # Fleet.exit_code when the replica's actor itself is gone (its server went with it)
 HEALTH_POLL_S = 0.25
 MEMORY_LOG_LINES = 5000   # the start-up log lines searched for the memory figures (vLLM prints them once)
 
@@ -414,7 +415,7 @@ class Fleet:
         try:
             return ray.get(rep.actor.poll.remote(), timeout=10)
         except Exception:  # the actor itself is gone
-            return -1
+            return ACTOR_GONE
 
     def _teardown(self, rep: Replica) -> None:
         """Stop one replica's server (SIGTERM its group, SIGKILL after a grace period), kill its

@@ -129,12 +129,13 @@ def test_a_dead_replica_actor_fails_its_requests_by_kind_and_the_run_ends(tmp_pa
     finally:
         kill_group(proc)
     assert proc.returncode == 1, output
+    assert "replica baseline-0's Ray actor died during the run; requests sent to it failed" in output
     assert "gate failed: baseline:" in output
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["gate"] == "failed"
     assert manifest["mode_runs"]["baseline"]["end"] == "completed"
     replica = manifest["mode_runs"]["baseline"]["replicas"][0]
-    assert replica["exit_code"] is not None and replica["stopped_at"]
+    assert replica["actor"] == "died during the run" and "exit_code" not in replica and replica["stopped_at"]
     records = read_requests(run_dir)
     assert records.num_rows == 120 and len(set(records["request_id"].to_pylist())) == 120
     statuses, kinds = records["status"].to_pylist(), records["error_kind"].to_pylist()

@@ -24,7 +24,7 @@ from rich.progress import Progress, TaskID
 
 from cluster import FleetError, StartupCancelled
 from cluster.plan import PlanError
-from cluster.provision import Fleet
+from cluster.provision import ACTOR_GONE, Fleet
 from cluster.scrape import Scraper
 from cluster.state import ExistingFleet
 from common import exits
@@ -282,7 +282,10 @@ class Run:
                 entry["healthy_after_run"] = False
                 self.console.print(f"[red]replica {rep.label} at {rep.url} stopped answering /health during the run; "
                                    "requests sent to it failed[/red]")
-            else:  # died mid-run: its requests failed as errors
-                entry["exit_code"] = code
-                self.console.print(f"[red]replica {rep.label} exited with code {code} during the run; requests "
+            else:  # died mid-run (or its Ray actor did, taking it along): its requests failed as errors
+                if code == ACTOR_GONE:  # the server's own exit code went with the actor
+                    entry["actor"], what = "died during the run", "'s Ray actor died"
+                else:
+                    entry["exit_code"], what = code, f" exited with code {code}"
+                self.console.print(f"[red]replica {rep.label}{what} during the run; requests "
                                    f"sent to it failed (see {rep.log_path})[/red]")
