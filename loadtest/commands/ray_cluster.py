@@ -77,10 +77,11 @@ class RayCluster:
         self.watch = ClusterWatch(ray.get_runtime_context().gcs_address, self._gone, self._last_resort).start()
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if self.message is not None:  # the run could not complete, whatever else it met on the way
-            raise FleetError(self.message) from None  # the last resort stays armed until the process ends
-        if self.watch is not None:
+        # The fleet is down. Once Ray is shut down too, nothing of it can block us or end the process.
+        if self.watch is not None and (self.message is None or not ray.is_initialized()):
             self.watch.done()
+        if self.message is not None:  # the run could not complete, whatever else it met on the way
+            raise FleetError(self.message) from None
 
     def _gone(self, unreachable_s: float) -> None:
         where = f"at {self.address}" if self.address else "this run started"
