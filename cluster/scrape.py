@@ -3,8 +3,8 @@
 One thread per run; samples of every `vllm:` family are kept as long rows (time, replica, metric,
 labels, value), so any counter's delta over a mode can be computed later (analysis/server.py).
 A replica whose /metrics is missing or is not Prometheus text costs only the server-side view of
-its mode: the first problem per mode is kept in `problems` (for the console and the manifest),
-and the run goes on.
+its mode: the first problem per mode is kept in `problems`, `problem(mode)` says it (for the
+console and the manifest) unless every replica was scraped at least once, and the run goes on.
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ class Scraper:
         self._http = requests.Session()
         self.errors = 0
         self.problems: dict[str, str] = {}   # mode -> the first scrape problem of its replicas
+        self._scraped: set[tuple[str, str]] = set()       # (mode, replica) scraped at least once
+        self._labels: dict[str, set[str]] = {}            # mode -> every replica it was scraped as
         self.latest: dict[str, dict[str, dict[str, float]]] = {}   # mode -> replica -> sample name -> sum
 
     def __enter__(self) -> Scraper:
@@ -84,7 +86,17 @@ class Scraper:
         mode's deltas start before its first request."""
         with self._lock:
             self._targets[mode] = replicas
+            self._labels.setdefault(mode, set()).update(label for label, _ in replicas)
         self.scrape_once(mode)
+
+    def problem(self, mode: str) -> str | None:
+        """Why `mode` has no server-side view: the first scrape problem of its replicas, unless each
+        was scraped at least once (a failure during a passing outage, a restart, costs nothing:
+        the counters' resets are counted in analysis/server.py)."""
+        with self._lock:
+            if mode not in self.problems or all((mode, r) in self._scraped for r in self._labels.get(mode, ())):
+                return None
+            return self.problems[mode]
 
     def latest_sums(self) -> dict[str, dict[str, dict[str, float]]]:
         """A copy of `latest`: mode -> replica -> sample name -> its samples' sum, last scrape."""
@@ -127,6 +139,7 @@ class Scraper:
             with self._lock:
                 self._rows.setdefault(mode, []).extend(rows)
                 self.latest.setdefault(mode, {})[label] = sums
+                self._scraped.add((mode, label))
 
     def _problem(self, mode: str, label: str, what: str) -> None:
         self.errors += 1
@@ -134,7 +147,7 @@ class Scraper:
             first = mode not in self.problems
             self.problems.setdefault(mode, f"replica {label}: {what}")
         if first:
-            log.warning("no server-side metrics for %s: replica %s: %s", mode, label, what)
+            log.warning("a scrape of %s's server-side metrics failed: replica %s: %s", mode, label, what)
 
     def _run(self) -> None:
         last_flush = time.monotonic()

@@ -155,6 +155,9 @@ def test_a_killed_replica_is_restarted_on_its_port_and_serves_again(tmp_path):
             f"pid {restart['pid']}, ready again in ") in out, out
     assert "exit_code" not in replica   # it is running again when the mode ends: not reported dead
     assert "Traceback" not in out + err
+    # scrapes failed during the outage, and the server-side view is kept: the restarted server's
+    # counters start from 0, and the deltas count the reset
+    assert manifest["mode_runs"]["baseline"]["server_metrics"] == "scraped" and "no server-side metrics" not in out
 
     records = read_requests(run_dir)
     ids = records["request_id"].to_pylist()

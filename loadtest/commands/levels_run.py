@@ -127,7 +127,7 @@ class LevelsRun(Run):
             finally:
                 scraper.unwatch(mode)
         lmr.end, lmr.records, lmr.client = end.reason, end.recorded, end.client
-        lmr.server_metrics = scraper.problems.get(mode, "scraped")
+        lmr.server_metrics = scraper.problem(mode) or "scraped"
         lmr.ended_at = utc_now()
         lv.manifest.write(lv.dir)
         if self.signals.stop:

@@ -217,9 +217,9 @@ class Run:
         if end.reason not in (None, "completed"):
             counts = progress.tasks[task].fields.get("counts", "")
             progress.update(task, counts=f"[yellow]{end.reason}[/yellow]: {counts}")
-        mr.server_metrics = scraper.problems.get(mode, "scraped")
-        if mode in scraper.problems:
-            self.console.print(f"[yellow]{mode}: no server-side metrics ({scraper.problems[mode]}); the replay "
+        mr.server_metrics = scraper.problem(mode) or "scraped"
+        if scraper.problem(mode):
+            self.console.print(f"[yellow]{mode}: no server-side metrics ({scraper.problem(mode)}); the replay "
                                "is unaffected, the acceptance column stays empty[/yellow]", soft_wrap=True)
         self._report_dead_replicas(stage.bringup.fleet, replicas, mr)
         mr.ended_at = utc_now()
@@ -264,9 +264,9 @@ class Run:
         if end.not_written is not None:  # a full disk: the replay stopped, what it wrote is kept
             mr.end, mr.records = "failed", end.recorded
             raise ReplayError(end.not_written.message)
-        if end.crashed:
-            raise RuntimeError(f"the Locust replay of {mode} exited with code {end.returncode}; "
-                               f"see {config.logs_dir / f'locust-{mode}.log'}")
+        if end.crashed:   # the lone Locust process, or the master, died: its workers have stopped
+            mr.end, mr.records = "crashed", end.recorded
+            raise ReplayError(end.crash_text(config))
         return end
 
     def on_line(self, mode: str, msg: protocol.Line) -> None:
