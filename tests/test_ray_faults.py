@@ -188,6 +188,23 @@ def ray_env() -> dict[str, str]:
     return {**os.environ, "RAY_AUTH_MODE": "token"}  # the head enables Ray's token auth by default
 
 
+def descendants(pid: int) -> set[int]:
+    """Every live process whose chain of parents leads to `pid` (by /proc's ppid, never by name)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = parent_pid(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    found, grew = {pid}, True
+    while grew:
+        more = {child for child, parent in parents.items() if parent in found} - found
+        found |= more
+        grew = bool(more)
+    return {p for p in found - {pid} if pid_alive(p)}
+
+
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -212,6 +229,8 @@ def test_the_ray_head_going_away_ends_the_run_with_exit_3_and_readable_records(r
         mr = json.loads((run_dir / "manifest.json").read_text())["mode_runs"]["baseline"]
         server = mr["replicas"][0]["pid"]
         actor = parent_pid(server)
+        head_tree = descendants(ray_head.proc.pid)   # GCS, raylet, the replicas' actors and servers
+        assert {server, actor} <= head_tree
         killed = time.monotonic()
         ray_head.kill()
         output = finish(proc, timeout_s=120)
@@ -235,6 +254,42 @@ def test_the_ray_head_going_away_ends_the_run_with_exit_3_and_readable_records(r
     assert set(kinds) <= {("ok", None), ("not_sent", None), ("error", "connection"),
                           ("error", "incomplete_stream"), ("error", "interrupted")}, kinds
     assert kinds[("ok", None)] and kinds[("not_sent", None)], kinds  # it ran, then stopped short of the end
-    for p in (server, actor, *mr["locust_pids"]):
+    for p in (*head_tree, *mr["locust_pids"]):
         assert not pid_alive(p), f"process {p} outlived the run"
     assert not group_alive(ray_head.proc.pid), "a process of the Ray head's group outlived it"
+
+
+def test_the_ray_head_going_away_while_the_fleet_starts_is_ended_by_the_last_resort(ray_head, tmp_path):
+    """The head killed while the fleet waits for a replica that is never healthy: the wait fails at
+    once (its actor is gone) and the fleet's teardown is then stuck in Ray (a placement group's
+    removal blocks on the dead GCS) before the watch has said the cluster is gone. The watch's last
+    resort ends the run all the same, before Ray's own exit (code 1, at 60 s): exit 3, one line,
+    the manifest `failed`, the replica's server gone with its node."""
+    proc = start_run("--address", ray_head.address, "--scenario", str(DATA / "tiny-mix.toml"), "--fleet",
+                     str(DATA / "slow-start-sim.toml"), "--requests", "20", "--out", str(tmp_path), "--run-id", "slow",
+                     env=ray_env())
+    try:
+        run_dir = tmp_path / "slow"
+        log, deadline = run_dir / "logs" / "baseline-0.log", time.monotonic() + 120
+        while not (log.exists() and log.stat().st_size):  # its server has started (and is not healthy)
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else ""
+            time.sleep(0.2)
+        time.sleep(2)
+        head_tree = descendants(ray_head.proc.pid)   # the replica's actor and server among them
+        killed = time.monotonic()
+        ray_head.kill()
+        output = finish(proc, timeout_s=120)
+        took_s = time.monotonic() - killed
+        print(f"the run ended {took_s:.1f} s after the head was killed")
+    finally:
+        kill_group(proc)
+    assert proc.returncode == 3, output
+    said = [line for line in output.splitlines() if "went away" in line]
+    assert len(said) == 1 and said[0].startswith(f"loadtest run: error: the Ray cluster at {ray_head.address} went "
+                                                 "away") and said[0].endswith("stopped while waiting on Ray"), output
+    assert took_s < 60, f"the run took {took_s:.0f} s to end after the head went away"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "went away" in manifest["reason"]
+    for p in head_tree:
+        assert not pid_alive(p), f"process {p} of the Ray head's tree outlived it"
+    assert not group_alive(ray_head.proc.pid)
