@@ -207,6 +207,16 @@ def descendants(pid: int) -> set[int]:
     return {p for p in found - {pid} if pid_alive(p)}
 
 
+def kill_head_and_finish(ray_head, proc: subprocess.Popen) -> tuple[str, float]:
+    """Kill the Ray head's group; the run's output and how long it took to end after."""
+    killed = time.monotonic()
+    ray_head.kill()
+    output = finish(proc, timeout_s=120)
+    took_s = time.monotonic() - killed
+    print(f"the run ended {took_s:.1f} s after the head was killed")
+    return output, took_s
+
+
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -233,11 +243,7 @@ def test_the_ray_head_going_away_ends_the_run_with_exit_3_and_readable_records(r
         actor = parent_pid(server)
         head_tree = descendants(ray_head.proc.pid)   # GCS, raylet, the replicas' actors and servers
         assert {server, actor} <= head_tree
-        killed = time.monotonic()
-        ray_head.kill()
-        output = finish(proc, timeout_s=120)
-        took_s = time.monotonic() - killed
-        print(f"the run ended {took_s:.1f} s after the head was killed")
+        output, took_s = kill_head_and_finish(ray_head, proc)
     finally:
         kill_group(proc)
     assert proc.returncode == 3, output
@@ -278,11 +284,7 @@ def test_the_ray_head_going_away_while_the_fleet_starts_is_ended_by_the_last_res
             time.sleep(0.2)
         time.sleep(2)
         head_tree = descendants(ray_head.proc.pid)   # the replica's actor and server among them
-        killed = time.monotonic()
-        ray_head.kill()
-        output = finish(proc, timeout_s=120)
-        took_s = time.monotonic() - killed
-        print(f"the run ended {took_s:.1f} s after the head was killed")
+        output, took_s = kill_head_and_finish(ray_head, proc)
     finally:
         kill_group(proc)
     assert proc.returncode == 3, output
