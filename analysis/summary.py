@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from analysis.server import spec_decode_stats
 from analysis.slo import has_slos, request_meets
 from analysis.stats import Ratio, floats, paired_speedup_ci
 from analysis.steady import in_window, steady_window
+from common import files
 from loadtest.records import ERROR, NOT_SENT, OK, TIMEOUT
 
 
@@ -185,9 +185,9 @@ def write_tenant_speedups(speedups: dict[str, dict[str, Ratio]], path: Path) -> 
     """The per-tenant speedup table as printed, one row per tenant and mode."""
     rows = [{"tenant": t, "mode": m, "speedup": r.value, "speedup_low": r.low, "speedup_high": r.high,
              "pairs": r.pairs} for t, row in speedups.items() for m, r in row.items()]
-    pq.write_table(pa.Table.from_pylist(rows, schema=TENANT_SPEEDUP_SCHEMA), path)
+    files.write_table(pa.Table.from_pylist(rows, schema=TENANT_SPEEDUP_SCHEMA), path)
 
 
 def write_summary(summaries: list[ModeSummary], path: Path) -> None:
     table = pa.Table.from_pylist([asdict(s) for s in summaries], schema=SUMMARY_SCHEMA)
-    pq.write_table(table, path)
+    files.write_table(table, path)

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 import requests
 from prometheus_client.parser import text_string_to_metric_families
+
+from common import files
 
 log = logging.getLogger(__name__)
 SCRAPE_INTERVAL_S = 1.0
@@ -175,13 +176,10 @@ class Scraper:
             while (folder / f"part-{self._seq:05d}.parquet").exists():   # a resumed soak's folder: never overwrite
                 self._seq += 1
             path = folder / f"part-{self._seq:05d}.parquet"
-            tmp = path.with_name(f".{path.name}.tmp")
             try:
                 folder.mkdir(parents=True, exist_ok=True)
-                pq.write_table(pa.Table.from_pylist(rows, schema=METRICS_SCHEMA), tmp, compression="zstd")
-                tmp.replace(path)
+                files.write_table(pa.Table.from_pylist(rows, schema=METRICS_SCHEMA), path, compression="zstd")
             except OSError as exc:
-                tmp.unlink(missing_ok=True)
                 with self._lock:  # kept for the next flush
                     self._rows[mode] = rows + self._rows.get(mode, [])
                 failed = exc

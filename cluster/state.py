@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from cluster import FleetError
 from cluster.fleet import FleetSpec
+from common import files
 from common.names import name_problem
 
 DEFAULT_STATE = Path(".loadtest") / "cluster.json"
@@ -58,9 +59,7 @@ class ClusterState:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        tmp.replace(path)
+        files.write_text(path, json.dumps(asdict(self), indent=2) + "\n")
 
     @classmethod
     def read(cls, path: Path) -> ClusterState:

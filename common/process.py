@@ -9,11 +9,22 @@ import signal
 import subprocess
 
 _PR_SET_PDEATHSIG = 1
+# What a Locust process gets when the process that started it dies: a signal of its own, because
+# the kernel sends PR_SET_PDEATHSIG when the *thread* that started the child exits, which in a
+# dying multi-threaded parent (a Ray actor) comes before the child's ppid changes, so a SIGTERM
+# could not be told from a stop someone asked for. The locustfile handles it as a SIGTERM that
+# ends the worker as worker_lost.
+PARENT_GONE = signal.SIGUSR2
 
 
-def die_with_parent() -> None:
-    """preexec_fn: the child gets SIGTERM when the process that started it dies."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """preexec_fn: the child gets `sig` when the process that started it dies."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
+
+
+def told_when_parent_dies() -> None:
+    """preexec_fn for a Locust process: PARENT_GONE when the process that started it dies."""
+    die_with_parent(PARENT_GONE)
 
 
 def signal_group(pgid: int, sig: int) -> None:

@@ -26,7 +26,7 @@ from loadtest.records import REQUEST_SCHEMA, STATUSES, RequestRecord
 from loadtest.replay import protocol
 from loadtest.request.client_stats import ClientStats
 from loadtest.request.sink import ParquetSink, RecordsNotWritten
-from tests.conftest import DATA, ROOT, loadtest, pid_alive
+from tests.conftest import DATA, ROOT, loadtest, pid_alive, sim_server
 from tests.test_coordinator import N, _coordinator
 
 REQUESTS = 300        # at --rate-scale 3, about 9 s of tiny-mix
@@ -217,3 +217,26 @@ def test_a_manifest_that_cannot_be_written_is_said_once_and_the_last_one_kept(tm
     assert m.unwritten and not (tmp_path / ".manifest.json.tmp").exists()
     assert Manifest.read(tmp_path).status == "running"   # the last one written, whole
     assert m.write(tmp_path) and m.unwritten is None and Manifest.read(tmp_path).status == "failed"
+
+
+def test_summaries_that_cannot_be_written_are_one_line_and_the_last_ones_kept(tmp_path):
+    """`loadtest report` on a disk that fills while it writes report.html (a real ENOSPC on its
+    temporary name): one line and exit 3, no traceback; report.html still holds the last report
+    whole, byte for byte, summary.parquet reads, and no temporary file is left beside them."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    with sim_server("--tensor-parallel-size", "4") as url:
+        run = loadtest("run", "--endpoints", f"baseline={url}", "--scenario", str(DATA / "tiny-mix.toml"),
+                       "--requests", "24", "--cooldown", "0", "--out", str(tmp_path), "--run-id", "r", timeout=240)
+    run_dir = tmp_path / "r"
+    assert run.returncode == 0, run.stdout + run.stderr
+    before = (run_dir / "report.html").read_bytes()
+    (run_dir / ".report.html.tmp").symlink_to("/dev/full")
+    again = loadtest("report", str(run_dir), timeout=120)
+    assert again.returncode == 3, again.stdout + again.stderr
+    assert "Traceback" not in again.stdout + again.stderr
+    assert again.stderr.strip().splitlines() == [
+        f"loadtest report: error: could not write the run's summaries to {run_dir}: [Errno 28] No space left on device"]
+    assert (run_dir / "report.html").read_bytes() == before
+    assert pq.read_table(run_dir / "summary.parquet").num_rows > 0
+    assert not [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp")]

@@ -19,8 +19,8 @@ from analysis.long_summary import LONG_SCHEMA
 from analysis.markdown import runs_markdown
 from analysis.reader import ContractError, read_requests
 from analysis.sweep import plan_vs_measured
-from common import exits
-from common.exits import print_error
+from common import exits, files
+from common.exits import os_error_text, print_error
 from loadtest.commands.console import new_console
 from loadtest.commands.manifest import Manifest
 from loadtest.commands.report import print_summary
@@ -54,7 +54,7 @@ def sweeps_side_by_side(console, sweeps: list[Path], out: Path | None) -> int:
     console.print(text, markup=False, highlight=False)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "report.md").write_text(text)
+        files.write_text(out / "report.md", text)
         console.print(f"side by side: {out / 'report.md'}")
     return exits.OK
 
@@ -90,6 +90,9 @@ def main(args: argparse.Namespace) -> int:
         except ContractError as exc:
             print_error("loadtest report", str(exc))
             return exits.BAD_INPUT
+        except OSError as exc:  # a full disk: each summary is written whole or not at all, the last ones kept
+            print_error("loadtest report", f"could not write the run's summaries to {run_dir}: {os_error_text(exc)}")
+            return exits.INCOMPLETE
         missed += [f"{manifest.run_id}: {s['mode']}: {s['tenant']}" for s in manifest.slos if not s["passed"]]
         if args.slo_gate and not manifest.slos:
             print_error("loadtest report", f"--slo-gate: {run_dir} has no SLO targets to check")
@@ -101,8 +104,8 @@ def main(args: argparse.Namespace) -> int:
             parts = [pq.read_table(run_dir / "summary.parquet") for run_dir, _ in runs
                      if (run_dir / "summary.parquet").is_file()]
             combined = pa.concat_tables(parts) if parts else LONG_SCHEMA.empty_table()
-            pq.write_table(combined, args.out / "summary.parquet")
-            (args.out / "report.md").write_text(runs_markdown(combined))
+            files.write_table(combined, args.out / "summary.parquet")
+            files.write_text(args.out / "report.md", runs_markdown(combined))
         except OSError as exc:
             print_error("loadtest report", f"--out {args.out}: {exc.strerror or exc}")
             return exits.BAD_INPUT

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from analysis.capacity import Capacity, choose, search_capacity
 from analysis.slo import SLO_COLUMNS, attainment, has_targets, join_targets
 from cluster import FleetError
-from common import exits
+from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console
 from loadtest.commands.inputs import Trace, choose_fleet, new_manifest, new_run_dir, prepare_trace
@@ -172,10 +171,10 @@ def main(args: argparse.Namespace) -> int:
     if code is None:   # /metrics could not listen: nothing ran
         return exits.BAD_INPUT
     probes = [p for r in results.values() for p in r.probes]
-    pq.write_table(pa.Table.from_pylist(probes, schema=PROBE_SCHEMA), run_dir / "capacity.parquet")
+    files.write_table(pa.Table.from_pylist(probes, schema=PROBE_SCHEMA), run_dir / "capacity.parquet")
     gpus = choice.spec.gpus_per_mode if choice.spec is not None else 1
     text = report(results, gpus, args.precision, args.repeats)
-    (run_dir / "report.md").write_text(text)
+    files.write_text(run_dir / "report.md", text)
     console.print(text, markup=False, highlight=False)
     console.print(f"capacity: {run_dir / 'report.md'}  (every probe: {run_dir / 'capacity.parquet'}, run folders "
                   f"under {run_dir / 'probes'}) in {time.monotonic() - started:.1f} s", soft_wrap=True)

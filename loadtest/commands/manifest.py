@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from common import files
 from common.exits import os_error_text, print_error
 from common.times import utc_now
 
@@ -104,12 +105,9 @@ class Manifest:
         worked is said in one line, and `unwritten` holds it."""
         with _WRITE_LOCK:
             path = run_dir / "manifest.json"
-            tmp = path.with_name(".manifest.json.tmp")
             try:
-                tmp.write_text(json.dumps(asdict(self), indent=2, default=str) + "\n")
-                tmp.replace(path)
+                files.write_text(path, json.dumps(asdict(self), indent=2, default=str) + "\n")
             except OSError as exc:
-                tmp.unlink(missing_ok=True)
                 said, self.unwritten = self.unwritten, f"could not write {path}: {os_error_text(exc)}"
                 if said is None:
                     print_error(self._prog(), self.unwritten)

@@ -27,6 +27,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import CollectorRegistry
 from rich.console import Console
 
+from common import files
 from common.login import CHALLENGE, authorized, bind_error, credentials, is_loopback, login_problem
 from loadtest.commands.manifest import Manifest
 from loadtest.request.exporter import ClientMetrics
@@ -150,13 +151,10 @@ class MetricsServer:
                                "labels": {"loadtest_role": "server", "mode": mode, "replica": label,
                                           "run": self.run_dir.name, "__scheme__": u.scheme or "http",
                                           "__metrics_path__": f"{u.path.rstrip('/')}/metrics"}})
-        tmp = path.with_suffix(".tmp")
         try:
             path.parent.mkdir(exist_ok=True)
-            tmp.write_text(json.dumps(groups, indent=1) + "\n")
-            tmp.replace(path)   # Prometheus never reads half a file
+            files.write_text(path, json.dumps(groups, indent=1) + "\n")   # Prometheus never reads half a file
         except OSError as exc:  # a full disk: Prometheus keeps the last file; the run goes on
-            tmp.unlink(missing_ok=True)
             log.error("could not write the Prometheus targets file %s: %s", path, exc)
 
     def __exit__(self, *exc: object) -> None:

@@ -17,7 +17,6 @@ from itertools import pairwise
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from analysis.capacity import Capacity, choose, search_capacity
 from analysis.long_summary import long_summary
@@ -30,7 +29,7 @@ from cluster.sim import cli as sim_cli
 from cluster.sim import sim_profile
 from cluster.sim.offline import SimRequest, simulate
 from cluster.sim.server import RequestError, SimServer, chat_prompt, completion_prompt, sequence_for
-from common import exits
+from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console
 from loadtest.commands.inputs import DEFAULT_FLEET, new_run_dir
@@ -181,7 +180,7 @@ def _capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list
         answers[mode] = (found.rate or 0.0, bool(above))
         rows.append(f"| {mode} | {rate} | {per_gpu} | {'; '.join(binding) or '-'} | {found.reason} "
                     f"({len(found.probes)} probes) |")
-    pq.write_table(pa.Table.from_pylist(probes, schema=CAPACITY_SCHEMA), run_dir / "capacity.parquet")
+    files.write_table(pa.Table.from_pylist(probes, schema=CAPACITY_SCHEMA), run_dir / "capacity.parquet")
     choice = choose(answers)
     return "\n".join([
         "## Capacity: the highest offered rate within every tenant's SLOs", "",
@@ -213,17 +212,17 @@ def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServe
         for mode in modes:
             records = predicted_records(trace, servers[mode], mode, manifest.run_id, fleet.replicas, stop_s)
             (level_dir / "requests" / f"mode={mode}").mkdir()
-            pq.write_table(records, level_dir / "requests" / f"mode={mode}" / "part-plan-00000.parquet")
+            files.write_table(records, level_dir / "requests" / f"mode={mode}" / "part-plan-00000.parquet")
             tables.append(records)
         manifest.write(level_dir)
         records = pa.concat_tables(tables)
         long = long_summary(with_slos(records, level_dir) or records, manifest.run_id, modes)
-        pq.write_table(long, level_dir / "summary.parquet")
+        files.write_table(long, level_dir / "summary.parquet")
         offered = offered_rate(trace)
         sweeps.append(with_level(long, level.name, offered, level.concurrency))
         on_level(level.name, offered)
     sweep = pa.concat_tables(sweeps).cast(LEVEL_SCHEMA)
-    pq.write_table(sweep, run_dir / "sweep.parquet")
+    files.write_table(sweep, run_dir / "sweep.parquet")
     return sweep
 
 
@@ -271,7 +270,7 @@ def main(args: argparse.Namespace) -> int:
                             "predicted by the simulator's performance model in virtual time")
     if args.capacity:
         report += "\n" + _capacity_section(base, servers, modes, fleet, run_dir)
-    (run_dir / "report.md").write_text(report)
+    files.write_text(run_dir / "report.md", report)
     console.print(report, markup=False, highlight=False)
     console.print(f"plan: {run_dir / 'report.md'}  (curves: {run_dir / 'sweep.parquet'}; levels as run folders "
                   f"under {run_dir / 'levels'}) in {time.monotonic() - started:.1f} s")

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -20,6 +19,7 @@ from analysis.server import load_server_metrics, spec_decode_stats
 from analysis.slo import attainment, has_slos, with_slos
 from analysis.summary import summarize, tenant_speedups, write_summary, write_tenant_speedups
 from analysis.table import mode_table, slo_table, steady_state_note, tenant_table
+from common import files
 from loadtest.commands.manifest import Manifest
 from loadtest.replay import protocol
 
@@ -68,7 +68,7 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
 
     long = long_summary(table, manifest.run_id, present, server=server, memory=memory, client_limited=limited,
                         chunks_of=chunks_of)
-    pq.write_table(long, run_dir / "summary.parquet")
+    files.write_table(long, run_dir / "summary.parquet")
     notes: list[str] = []
     console.print(mode_table(summaries, title=f"{manifest.run_id} ({manifest.status})", skipped=manifest.skipped))
     for mode, why in manifest.skipped.items():
@@ -104,8 +104,8 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     about = (f"Run **{manifest.status}**: {manifest.requests:,} requests of scenario `{manifest.scenario.get('name')}` "
              f"against fleet `{manifest.fleet.get('name')}`, modes {', '.join(present)}.")
     report_md = report_markdown(manifest.run_id, about, long, slos, notes)
-    (run_dir / "report.md").write_text(report_md)
-    (run_dir / "report.html").write_text(report_html(manifest.run_id, report_md, table, long, metrics, present))
+    files.write_text(run_dir / "report.md", report_md)
+    files.write_text(run_dir / "report.html", report_html(manifest.run_id, report_md, table, long, metrics, present))
     checks = error_checks(table, [s.mode for s in summaries], max_error_share) if max_error_share is not None else []
     for c in checks:
         if c.kinds:

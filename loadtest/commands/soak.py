@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from rich.console import Console
 
 from analysis.reader import ContractError, read_requests
 from analysis.server import load_server_metrics
 from analysis.soak import Finding, findings, slo_windows, span, windows
 from cluster import FleetError
-from common import exits
+from common import exits, files
 from common.exits import print_error
 from common.times import utc_now
 from loadtest.commands.console import new_console
@@ -123,12 +122,12 @@ def verdict(console: Console, args: argparse.Namespace, soak: Soak, code: int) -
         print_error("loadtest soak", f"no verdict: the records of {run_dir} cannot be read ({exc})")
         return code if code != exits.OK else exits.INCOMPLETE
     table = windows(records, load_server_metrics(run_dir), p["window_s"], p["duration_s"])
-    pq.write_table(table, run_dir / "windows.parquet")
+    files.write_table(table, run_dir / "windows.parquet")
     found = findings(table, p["window_s"])
     if soak.targets:
         found = slo_windows(records, p["window_s"], p["step_s"], p["duration_s"], soak.targets) + found
-    (run_dir / "findings.json").write_text(json.dumps([f.as_dict() for f in found], indent=1) + "\n")
-    (run_dir / "soak.md").write_text(soak_md(manifest.run_id, manifest.status, p, table, found))
+    files.write_text(run_dir / "findings.json", json.dumps([f.as_dict() for f in found], indent=1) + "\n")
+    files.write_text(run_dir / "soak.md", soak_md(manifest.run_id, manifest.status, p, table, found))
     for f in found:
         console.print(f"[red bold]{f.check}[/red bold]: {f.message}", soft_wrap=True, highlight=False)
     if not found:

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from analysis.reader import ContractError, read_requests
 from cluster import FleetError
+from common import files
 from common.times import utc_now
 from loadtest.commands.inputs import FleetChoice, choose_fleet, new_run_dir
 from loadtest.commands.manifest import Manifest
@@ -207,9 +208,7 @@ def _drop_placeholders(folder: Path, after: int) -> int:
             continue
         keep = table.filter(pc.invert(drop))
         if keep.num_rows:
-            tmp = part.with_name(f".{part.name}.tmp")
-            pq.write_table(keep, tmp, compression="zstd")
-            tmp.replace(part)
+            files.write_table(keep, part, compression="zstd")
         else:
             part.unlink()
         dropped += n

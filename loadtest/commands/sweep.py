@@ -26,7 +26,7 @@ from analysis.sweep import LEVEL_SCHEMA, plan_vs_measured, saturation, sweep_mar
 from analysis.sweep_html import sweep_html
 from cluster import FleetError
 from cluster.fleet import FleetSpec
-from common import exits
+from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console
 from loadtest.commands.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
@@ -95,12 +95,12 @@ def write_report(console: Console, run_dir: Path, title: str, levels: list[Level
     if not parts:
         return checks
     sweep = pa.concat_tables(parts).cast(LEVEL_SCHEMA)
-    pq.write_table(sweep, run_dir / "sweep.parquet")
+    files.write_table(sweep, run_dir / "sweep.parquet")
     report = sweep_markdown(sweep, title)
     if predicted is not None:
         report += "\n" + plan_vs_measured(predicted, sweep)
-    (run_dir / "report.md").write_text(report)
-    (run_dir / "report.html").write_text(sweep_html(title, report, sweep, gpus, predicted))
+    files.write_text(run_dir / "report.md", report)
+    files.write_text(run_dir / "report.html", sweep_html(title, report, sweep, gpus, predicted))
     console.print(report, markup=False, highlight=False)
     return checks
 

@@ -22,6 +22,7 @@ from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
+from common.process import PARENT_GONE
 from loadtest.replay import protocol
 from loadtest.replay.coordinator import Coordinator
 from loadtest.replay.master import NEVER_STARTED, start_coordinator
@@ -48,6 +49,7 @@ class Session:
     replay: ShardReplay | None = None        # a lone process or a worker
     coordinator: Coordinator | None = None   # the master
     claimed: bool = False                    # a user is running the replay (others idle)
+    orphaned: bool = False                   # the process that started this one died (PARENT_GONE)
 
 
 def session(environment) -> Session:
@@ -87,6 +89,7 @@ def _on_init(environment, **_kw) -> None:
         index, count = (int(x) for x in parsed.shard.split("/"))
         s.replay.assign(index, count, parsed.worker_id)
     gevent.signal_handler(STOP_NOW, lambda: gevent.spawn(_stop_now, s))
+    gevent.signal_handler(PARENT_GONE, lambda: _parent_gone(s))
     # Locust's own SIGTERM handler comes later, after a headless master's wait for its workers; until
     # then a SIGTERM would kill the process with nothing recorded. Both handlers run once Locust's is in.
     gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(_stopped_early, s))
@@ -104,6 +107,15 @@ def _stopped_early(s: Session) -> None:
         log.warning("stopped before the workers connected: every row is recorded as not_sent")
         c.record_unstarted(NEVER_STARTED)
         os._exit(0)
+
+
+def _parent_gone(s: Session) -> None:
+    """The process that started this one died (PR_SET_PDEATHSIG; maybe before our ppid changed):
+    stop as a SIGTERM would, and a worker ends worker_lost, not interrupted. Once."""
+    if not s.orphaned:
+        s.orphaned = True
+        log.error("the process that started this one (pid %d) died: stopping", PARENT_PID)
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _stop_now(s: Session) -> None:
@@ -129,9 +141,10 @@ def _abandoned() -> None:
 
 def _stop_reason(environment) -> str:
     """Why a worker stops early: `interrupted`, or `worker_lost` when the process that started it
-    has died (its Ray actor, killed: PR_SET_PDEATHSIG's SIGTERM brought us here, and the run must
-    say the worker was lost, not that someone interrupted it)."""
-    orphaned = isinstance(environment.runner, WorkerRunner) and os.getppid() != PARENT_PID
+    has died (its Ray actor, killed: PARENT_GONE brought us here, and the run must say the worker
+    was lost, not that someone interrupted it)."""
+    gone = session(environment).orphaned or os.getppid() != PARENT_PID
+    orphaned = isinstance(environment.runner, WorkerRunner) and gone
     return "worker_lost" if orphaned else "interrupted"
 
 

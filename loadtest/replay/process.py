@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from common.process import die_with_parent
+from common.process import told_when_parent_dies
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
 from loadtest.replay.shards import trace_rows, trace_tenants
@@ -131,7 +131,7 @@ class LocustProcess:
             port = free_port()
         self._stats_out = open(cfg.logs_dir / f"locust-{cfg.mode}.stdout.txt", "w")
         self.main = subprocess.Popen(cfg.main_argv(host, port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, bufsize=1, start_new_session=True, preexec_fn=die_with_parent)
+                                     text=True, bufsize=1, start_new_session=True, preexec_fn=told_when_parent_dies)
         try:
             if self.ray_pool is not None:
                 self.ray_pool.start(port)
@@ -140,7 +140,7 @@ class LocustProcess:
                     with open(cfg.logs_dir / f"locust-{cfg.mode}-worker{i}.stderr.txt", "wb") as err:
                         self.workers.append(subprocess.Popen(
                             cfg.worker_argv(i, host, port), stdout=subprocess.DEVNULL, stderr=err,
-                            start_new_session=True, preexec_fn=die_with_parent))
+                            start_new_session=True, preexec_fn=told_when_parent_dies))
         except BaseException:
             self.kill()
             raise

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import ray
 
-from common.process import die_with_parent, stop_group
+from common.process import stop_group, told_when_parent_dies
 from loadtest.replay.options import LOCUSTFILE, ReplayConfig, ReplayError
 
 log = logging.getLogger("loadtest")
@@ -48,7 +48,7 @@ class LocustWorkerActor:
         with open(Path(run_dir, "logs", f"ray-worker{index}.stderr.txt"), "wb") as err:
             self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
                                          stdin=subprocess.DEVNULL, env={**os.environ, **env},
-                                         start_new_session=True, preexec_fn=die_with_parent)
+                                         start_new_session=True, preexec_fn=told_when_parent_dies)
         return self.proc.pid
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:

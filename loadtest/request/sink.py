@@ -20,8 +20,8 @@ from concurrent.futures import Executor, Future
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from common import files
 from common.exits import os_error_text
 
 FLUSH_ROWS = 5000   # the bound: a row group at least every 5,000 rows ...
@@ -104,17 +104,10 @@ class ParquetSink:
         if self.failed:  # an earlier write failed: stop, even if a smaller file would fit now
             self._lost[1] += len(rows)
             return 0
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            table = pa.Table.from_pylist(rows, schema=self.schema)
-            pq.write_table(table, tmp, compression="zstd")
-            tmp.replace(path)
+        try:   # never a half-written file next to the parts
+            files.write_table(pa.Table.from_pylist(rows, schema=self.schema), path, compression="zstd")
         except Exception as exc:
             self._lost[1] += len(rows)
-            try:
-                tmp.unlink(missing_ok=True)   # never a half-written file next to the parts
-            except OSError:
-                pass
             if isinstance(exc, OSError):
                 self.error = RecordsNotWritten(self.dir, os_error_text(exc))
             else:
