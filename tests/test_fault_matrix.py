@@ -59,6 +59,26 @@ def test_streams_that_stall_past_the_timeout_are_timeouts_that_say_where(tmp_pat
         "timeout/stream": outcomes["timeout/stream"]}
 
 
+@pytest.mark.parametrize(("fault", "kind"), [("malformed=0.3", "malformed_stream"), ("drop=0.3", "connection"),
+                                           ("no-done=0.3", "incomplete_stream")],
+                         ids=["malformed-chunk", "connection-reset", "no-done"])
+def test_a_broken_stream_is_one_error_of_its_own_kind_and_the_run_goes_on(tmp_path, fault, kind):
+    """A malformed chunk, a connection reset mid-stream, a stream closed without `[DONE]`: each
+    such request is one `error` of its kind (the others `ok`), the gate fails naming the kind, the
+    manifest says the run completed with those counts, and no Locust process is left (_run)."""
+    with sim_server(*TP4, "--fault", fault, "--seed", "3") as url:
+        out, manifest, records = _run(url, tmp_path, "broken")
+    outcomes = _outcomes(records)
+    assert set(outcomes) == {"ok", f"error/{kind}"} and outcomes[f"error/{kind}"] > 5, outcomes
+    assert out.returncode == 1 and f"error/{kind}" in out.stdout and "Traceback" not in out.stderr, out.stdout
+    assert manifest["status"] == "completed" and manifest["checks"][0]["kinds"] == {
+        f"error/{kind}": outcomes[f"error/{kind}"]}
+    for r in records.filter(pc.equal(records["status"], "error")).to_pylist():   # broken after it began
+        assert r["n_chunks"] >= 1 and r["ttft_ms"] is not None and r["error"], r
+        if kind == "connection":   # the message says how far it got
+            assert r["error"].startswith(f"the connection broke after {r['n_chunks']} chunk(s): "), r["error"]
+
+
 def test_slow_headers_are_measured_and_past_the_timeout_are_timeouts_of_their_own(tmp_path):
     slow = ("--fault", "slow-headers=0.5:2.5", "--seed", "2")   # half the answers start 2.5 s late
     with sim_server(*TP4, *slow) as url:

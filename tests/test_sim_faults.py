@@ -65,6 +65,13 @@ def test_drop_resets_the_connection_mid_stream():
         assert lines[-1][1] != b"data: [DONE]" and any(b'"text"' in line for _, line in lines)
 
 
+def test_no_done_ends_the_stream_cleanly_without_done():
+    with sim_server(*FAST, "--fault", "no-done=1") as url:
+        status, lines = _stream(url)
+        assert status == 200 and b"[DONE]" not in b"".join(line for _, line in lines)
+        assert b'"usage"' in lines[-1][1] and b"<connection broken>" not in lines[-1][1]   # closed, not reset
+
+
 def test_slow_start_delays_health():
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "loadtest", "sim", MODEL, *FAST, "--port", str(port),
@@ -140,6 +147,7 @@ def test_slow_headers_delay_the_answer_not_the_probes():
 @pytest.mark.parametrize("text, message", [
     ("burst=2:3:429", "expected 0 < LEN < EVERY"), ("burst=5:1:404", "CODE must be one of"),
     ("slow-headers=1.5:2", "probability must be in [0, 1]"), ("retry-after=x", "could not convert"),
+    ("no-done=2", "--fault no-done: probability must be in [0, 1]"),
 ])
 def test_bad_burst_and_header_faults_name_the_item(text, message):
     with pytest.raises(ValueError, match=re.escape(message)):

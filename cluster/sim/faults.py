@@ -20,7 +20,8 @@ FAULT_HELP = (
     "slow-headers=P:S (with probability P the response headers come S seconds late), "
     "burst=EVERY:LEN:CODE (every EVERY seconds after start, answer every request CODE (429, 500 or 503) "
     "for LEN seconds, as a rate limiter or an overloaded proxy does), retry-after=S (429 and 503 answers "
-    "carry Retry-After: S)"
+    "carry Retry-After: S), no-done=P (with probability P the stream ends cleanly after its last chunk "
+    "without `data: [DONE]`, as a proxy that cuts streams short does)"
 )
 METRICS_FAULTS = ("html", "404")
 
@@ -39,6 +40,7 @@ class Faults:
     slow_headers: tuple[float, float] | None = None
     burst: tuple[float, float, int] | None = None     # every, length (s), code
     retry_after: float | None = None
+    no_done: float | None = None
 
     def in_burst(self, elapsed_s: float) -> bool:
         """Whether `elapsed_s` after start falls in a burst: [k*EVERY, k*EVERY + LEN) for k >= 1."""
@@ -87,8 +89,8 @@ def parse_faults(text: str | None) -> Faults:
                 if not 0 < float(length) < float(every):
                     raise ValueError("expected 0 < LEN < EVERY")
                 out["burst"] = (float(every), float(length), _code(code))
-            elif name in ("malformed", "drop", "html"):
-                out[name] = _prob(name, value)
+            elif name in ("malformed", "drop", "html", "no-done"):
+                out[name.replace("-", "_")] = _prob(name, value)
             elif name == "metrics":
                 if value not in METRICS_FAULTS:
                     raise ValueError(f"KIND must be one of {', '.join(METRICS_FAULTS)}")
@@ -118,6 +120,7 @@ class RequestFaults:
     stall_at_chunk: int | None = None
     malformed_at_chunk: int | None = None
     drop_at_chunk: int | None = None
+    no_done: bool = False                    # close the stream cleanly without `data: [DONE]`
 
 
 class FaultPlan:
@@ -141,8 +144,9 @@ class FaultPlan:
             return RequestFaults(http_error=f.http_error[1], headers_delay=delay)
         if f.html and rng.random() < f.html:
             return RequestFaults(html=True, headers_delay=delay)
+        no_done = bool(f.no_done and rng.random() < f.no_done)   # drawn only when configured, as html
         return RequestFaults(
-            headers_delay=delay,
+            headers_delay=delay, no_done=no_done,
             crash_after_chunks=at if f.crash_after is not None and index >= f.crash_after else None,
             stall_at_chunk=at if f.stall and draws[1] < f.stall[0] else None,
             malformed_at_chunk=at if f.malformed and draws[2] < f.malformed else None,

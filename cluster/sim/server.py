@@ -444,7 +444,8 @@ class SimServer:
         self.metrics.finished(seq, self._finish_reason(seq, body), time.monotonic())
         if include_usage:
             await resp.write(event(None, emitted))
-        await resp.write(b"data: [DONE]\n\n")
+        if not faults.no_done:
+            await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
 

@@ -115,10 +115,20 @@ def _attempt(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str
         raise
     except Exception as exc:  # connection refused or reset, HTTP parse errors
         rec.status, rec.error_kind = "error", "connection"
-        rec.error = f"{type(exc).__name__}: {exc}"[:500]
+        rec.error = f"{_broke_where(resp, m)}{type(exc).__name__}: {exc}"[:500]
     finally:
         if resp is not None and not complete:
             _drop_connection(resp)
+
+
+def _broke_where(resp, m: StreamMeasurement) -> str:
+    """How far a request had got when its connection broke: nothing before the headers (refused,
+    reset), else after the headers or after its chunks (a reset mid-stream)."""
+    if resp is None:
+        return ""
+    if not m.chunk_times:
+        return "the connection broke after the response headers: "
+    return f"the connection broke after {len(m.chunk_times)} chunk(s): "
 
 
 def _timed_out(resp, m: StreamMeasurement, timeout_s: float) -> tuple[str, str]:
