@@ -4,6 +4,7 @@ records) sees the old file or the new one, never half of one, even when the disk
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,15 +17,27 @@ def temporary_beside(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp")
 
 
+def _fsync(path: Path, flags: int = os.O_RDONLY) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def replaced(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside `path` to write; on a clean exit it replaces `path` in one
-    rename. On any exception the temporary file is removed (never a stray one left next to the
-    results) and the exception goes on, so `path` keeps what it held before."""
+    rename, after the data reached the disk (fsync), and the rename is synced too (the folder), so
+    a power loss leaves the old file or the new one. On any exception the temporary file is removed
+    (never a stray one left next to the results) and the exception goes on, so `path` keeps what it
+    held before."""
     tmp = temporary_beside(path)
     try:
         yield tmp
+        _fsync(tmp)
         tmp.replace(path)
+        _fsync(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
