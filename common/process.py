@@ -15,6 +15,10 @@ _PR_SET_PDEATHSIG = 1
 # could not be told from a stop someone asked for. The locustfile handles it as a SIGTERM that
 # ends the worker as worker_lost.
 PARENT_GONE = signal.SIGUSR2
+# The pid of the process that started a Locust process, in its environment: if that parent dies
+# between fork and prctl, no signal ever comes, and the child's own first getppid() would already
+# be the reaper's. The locustfile compares against this one.
+PARENT_PID_ENV = "LOADTEST_PARENT_PID"
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> None:
@@ -25,6 +29,12 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
 def told_when_parent_dies() -> None:
     """preexec_fn for a Locust process: PARENT_GONE when the process that started it dies."""
     die_with_parent(PARENT_GONE)
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a Locust process started now by this process: ours, `extra`, and our pid
+    (PARENT_PID_ENV)."""
+    return {**os.environ, **(extra or {}), PARENT_PID_ENV: str(os.getpid())}
 
 
 def signal_group(pgid: int, sig: int) -> None:

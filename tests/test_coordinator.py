@@ -167,6 +167,22 @@ def test_every_row_is_not_sent_when_no_worker_ever_connected(tmp_path):
     assert c.record_unstarted("again") == 0  # once
 
 
+def test_a_worker_that_connects_after_the_rows_were_recorded_unstarted_gets_no_shard(tmp_path):
+    """Locust may still fire test_start once the last worker connects while the master writes
+    every row as not_sent: no shard goes out, or the worker would record its rows a second time."""
+    c, _loop, master, sink, _said = _coordinator(tmp_path)
+    assert c.record_unstarted("stopped before the workers connected") == N
+    c.start()
+    assert not any(isinstance(m, protocol.ShardAssignment) for _, m in master.sent) and len(sink.rows) == N
+
+
+def test_shards_go_out_once(tmp_path):
+    c, _loop, master, _sink, _said = _coordinator(tmp_path)
+    c.start()
+    c.start()
+    assert sum(isinstance(m, protocol.ShardAssignment) for _, m in master.sent) == 2   # two workers, once each
+
+
 def test_a_master_that_quits_early_says_how_far_it_got(tmp_path):
     c, _loop, _master, _sink, said = _coordinator(tmp_path)
     c.start()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -247,9 +248,10 @@ def test_the_ray_head_going_away_ends_the_run_with_exit_3_and_readable_records(r
         kill_group(proc)
     assert proc.returncode == 3, output
     said = [line for line in output.splitlines() if "went away" in line]
-    assert said == [f"loadtest run: error: the Ray cluster at {ray_head.address} went away (its GCS at "
-                    f"{said[0].split('its GCS at ')[1].split(' ')[0]} has not answered for 10 s); "
-                    "the run could not complete"], output
+    # 10 s, or 11 when the watch's poll came late on a busy machine
+    assert len(said) == 1 and re.fullmatch(
+        rf"loadtest run: error: the Ray cluster at {re.escape(ray_head.address)} went away \(its GCS at \S+ has "
+        r"not answered for 1[01] s\); the run could not complete", said[0]), output
     assert took_s < 60, f"the run took {took_s:.0f} s to end after the head went away"  # before Ray's own exit
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "failed" and f"the Ray cluster at {ray_head.address} went away" in manifest["reason"]

@@ -58,8 +58,18 @@ def assert_gone(field: str, value: int) -> None:
 
 
 def assert_session_ends(sid: int) -> None:
-    """Every process the run started in its own session (Ray's, Locust's) is gone."""
+    """Every process the run started in its own session (Ray's) is gone. Locust's processes lead
+    sessions of their own: assert_locust_gone checks them."""
     assert_gone("session", sid)
+
+
+def assert_locust_gone(manifest: dict) -> None:
+    """Each Locust process the manifest names, and its process group, is gone."""
+    pids = [pid for mr in manifest["mode_runs"].values() for pid in mr.get("locust_pids") or []]
+    assert pids, "the manifest names no Locust process"
+    for pid in pids:
+        assert not pid_alive(pid), f"Locust process {pid} outlived the run"
+        assert_gone("pgrp", pid)
 
 
 def assert_servers_gone(*pids: int) -> None:
@@ -99,7 +109,9 @@ def test_a_replica_that_never_becomes_healthy_stops_the_run_in_one_line(tmp_path
     run_dir = tmp_path / "nh"
     log = run_dir / "logs" / "baseline-0.log"
     assert "Traceback" not in out + err
-    first = err.splitlines()[0]
+    first, *rest = err.splitlines()
+    # then the last lines of the replica's log, for its why
+    assert rest and rest[0] == "loadtest run: error: last lines of its log:", err
     assert first == (f"loadtest run: error: replica baseline-0 not ready within 8 s (the fleet's startup_timeout_s): "
                      f"still waiting for /health at {first.split(' at ')[1].split()[0]} (last answer: HTTP 503); "
                      f"its log: {log}"), err
@@ -176,6 +188,7 @@ def test_a_killed_replica_is_restarted_on_its_port_and_serves_again(tmp_path):
     failed = after.filter(pc.not_equal(after["status"], "ok"))
     assert failed.num_rows == 0, failed["error"].to_pylist()[:3]
     assert_servers_gone(before["pid"], restart["pid"])
+    assert_locust_gone(manifest)
 
 
 def test_max_restarts_is_a_count_checked_in_one_line(tmp_path):
@@ -200,7 +213,8 @@ def test_a_replica_is_restarted_at_most_max_restarts_times(tmp_path):
     finally:
         assert_session_ends(proc.pid)
     assert proc.returncode == 1 and "gate failed: baseline:" in out, out + err
-    replica = json.loads((tmp_path / "twice" / "manifest.json").read_text())["mode_runs"]["baseline"]["replicas"][0]
+    manifest = json.loads((tmp_path / "twice" / "manifest.json").read_text())
+    replica = manifest["mode_runs"]["baseline"]["replicas"][0]
     (restart,) = replica["restarts"]
     assert restart["exit_code"] == 1 and restart["error"] is None and replica["pid"] == restart["pid"]
     assert f"restarted (1 of 1) as pid {restart['pid']}" in out
@@ -213,6 +227,7 @@ def test_a_replica_is_restarted_at_most_max_restarts_times(tmp_path):
     ready_ns = epoch_ns(restart["ready_at"])   # the restarted server served until its own crash
     assert "ok" in records.filter(pc.greater_equal(records["sent_ns"], ready_ns))["status"].to_pylist()
     assert_servers_gone(restart["old_pid"], restart["pid"])
+    assert_locust_gone(manifest)
 
 
 def test_a_held_fleet_restarts_a_killed_replica_and_its_state_names_the_new_pid(tmp_path):

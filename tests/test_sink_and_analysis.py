@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from gevent import GreenletExit
 
 from analysis.gate import error_checks
 from analysis.reader import ContractError, read_requests
@@ -43,6 +44,35 @@ def test_each_flush_is_a_complete_readable_file(tmp_path):
         sink.close()
     assert pq.read_table(tmp_path).num_rows == 7
     assert not list(tmp_path.glob(".*tmp"))
+
+
+class _KilledWhileWaiting(ThreadPoolExecutor):
+    """A pool whose first submit is interrupted, as gevent's ThreadPool is when the greenlet waiting
+    for a free slot is killed (a replay's stop kills its request greenlets)."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.interrupted = False
+
+    def submit(self, *args, **kwargs):
+        if not self.interrupted:
+            self.interrupted = True
+            raise GreenletExit()
+        return super().submit(*args, **kwargs)
+
+
+def test_a_flush_killed_while_waiting_for_the_writer_loses_no_row(tmp_path):
+    counted: list[int] = []
+    with _KilledWhileWaiting() as ex:
+        sink = ParquetSink(tmp_path, "w0", REQUEST_SCHEMA, ex, flush_rows=2,
+                           on_flush=lambda rows: counted.append(len(rows)))
+        sink.add(_rec("m", 0, 100.0))
+        with pytest.raises(GreenletExit):
+            sink.add(_rec("m", 1, 100.0))   # the batch's flush is killed
+        sink.add(_rec("m", 2, 100.0))
+        sink.close()
+    assert sorted(pq.read_table(tmp_path)["request_id"].to_pylist()) == ["q0", "q1", "q2"]
+    assert sum(counted) == 3 and sink.rows_written == 3   # each row counted once, as it went to disk
 
 
 def test_tpot_follows_usage_not_chunks():

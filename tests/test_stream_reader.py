@@ -92,3 +92,28 @@ def test_a_stream_without_done_is_incomplete():
 def test_a_connection_closed_mid_line_is_an_error_not_a_hang():
     rec = replay_one(serve([HEAD, chunk(event("a", 1)), chunk(b'data: {"choi')], close_early=True))
     assert rec.status == "error" and rec.error_kind in ("incomplete_stream", "connection"), rec.error
+
+
+def test_a_request_stopped_while_it_waits_out_retry_after_is_interrupted():
+    """Killed (the run's stop) during an honoured Retry-After wait: recorded as interrupted, not
+    as the 429 it was waiting out (that would count as the server's error in the gate)."""
+    import gevent
+
+    from loadtest.request.retry import RetryPolicy
+
+    refused = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 30\r\nContent-Length: 4\r\n\r\nslow"
+    base = serve([refused])
+    rec = RequestRecord(run_id="r", mode="m", worker="w0", tenant="t", request_id="q1", scheduled_ns=0,
+                        offset_s=0.0, status="not_sent")
+    pool = HTTPClientPool(concurrency=1, network_timeout=5, connection_timeout=5)
+    try:
+        g = gevent.spawn(execute, pool, URL(f"{base}/v1/completions"), b"{}", {}, 60.0, rec, time.perf_counter(),
+                         Clock.now(), retry=RetryPolicy(honour=True))
+        gevent.sleep(0.5)
+        assert not g.dead and rec.http_status == 429   # waiting its 30 s
+        g.kill()
+    finally:
+        pool.close()
+    assert (rec.status, rec.error_kind) == ("error", "interrupted"), rec.error
+    assert rec.error == "the run stopped while the request waited 30 s to be sent again (Retry-After)"
+    assert rec.attempts == 1 and rec.e2e_ms is None

@@ -20,10 +20,10 @@ from analysis.markdown import runs_markdown
 from analysis.reader import ContractError, read_requests
 from analysis.sweep import plan_vs_measured
 from common import exits, files
-from common.exits import os_error_text, print_error
+from common.exits import print_error
 from loadtest.commands.console import new_console
 from loadtest.commands.manifest import Manifest
-from loadtest.commands.report import print_summary
+from loadtest.commands.report import print_summary, say_summaries_not_written
 
 
 def is_plan(sweep_dir: Path) -> bool:
@@ -90,8 +90,8 @@ def main(args: argparse.Namespace) -> int:
         except ContractError as exc:
             print_error("loadtest report", str(exc))
             return exits.BAD_INPUT
-        except OSError as exc:  # a full disk: each summary is written whole or not at all, the last ones kept
-            print_error("loadtest report", f"could not write the run's summaries to {run_dir}: {os_error_text(exc)}")
+        except files.NotWritten as exc:  # a full disk: each summary is written whole or not at all, the last kept
+            say_summaries_not_written("loadtest report", run_dir, exc)
             return exits.INCOMPLETE
         missed += [f"{manifest.run_id}: {s['mode']}: {s['tenant']}" for s in manifest.slos if not s["passed"]]
         if args.slo_gate and not manifest.slos:

@@ -8,8 +8,9 @@ import argparse
 import importlib
 import sys
 
+from common import files
 from common.exits import BAD_INPUT as EXIT_USAGE
-from common.exits import INTERRUPTED, print_error
+from common.exits import INCOMPLETE, INTERRUPTED, os_error_text, print_error
 from loadtest.commands.arguments import build_parser, subparsers
 from loadtest.commands.console import new_console
 
@@ -89,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:   # Ctrl-C outside a replay's handlers (writing the summaries, say)
             print(f"loadtest {args.command}: interrupted", file=sys.stderr)
             return INTERRUPTED
+        except files.NotWritten as exc:   # a result file on a full disk (the file before it is kept whole)
+            print_error(f"loadtest {args.command}", f"could not write {exc.path}: {os_error_text(exc)}")
+            return INCOMPLETE
     if args.command == "cluster":
         return _cluster(args)
     if args.command in ("scenario", "trace"):

@@ -89,6 +89,9 @@ class RayCluster:
                         f"{unreachable_s:.0f} s); the run could not complete")
         if hasattr(self.fleet, "cluster_gone"):
             self.fleet.cluster_gone = self.message   # its teardown then calls nothing of Ray
+        for replay in list(self.signals.replays):   # nor does the stop of a replay's Ray workers
+            if replay.ray_pool is not None:
+                replay.ray_pool.cluster_gone = True
         self.signals.ask_stop()
 
     def _last_resort(self) -> None:

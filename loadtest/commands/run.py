@@ -27,8 +27,8 @@ from cluster.plan import PlanError
 from cluster.provision import ACTOR_GONE, Fleet
 from cluster.scrape import Scraper
 from cluster.state import ExistingFleet
-from common import exits
-from common.exits import os_error_text, print_error
+from common import exits, files
+from common.exits import print_error
 from common.times import utc_now
 from loadtest.commands.bringup import BringUp
 from loadtest.commands.console import new_console
@@ -44,7 +44,14 @@ from loadtest.commands.inputs import (
 from loadtest.commands.manifest import Manifest, ModeRun
 from loadtest.commands.metrics_server import MetricsError, MetricsServer, serving
 from loadtest.commands.ray_cluster import join_fleet
-from loadtest.commands.report import live_text, mode_progress, print_summary, progress_counts, record_gate
+from loadtest.commands.report import (
+    live_text,
+    mode_progress,
+    print_summary,
+    progress_counts,
+    record_gate,
+    say_summaries_not_written,
+)
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig, ReplayError
@@ -84,8 +91,8 @@ def main(args: argparse.Namespace) -> int:
         return exits.BAD_INPUT
     try:
         checks = print_summary(console, run_dir, fleet.modes, manifest, args.max_errors, args.slo_gate)
-    except OSError as exc:  # a full disk: the records stay as they are, the summaries are not all written
-        print_error("loadtest run", f"could not write the run's summaries to {run_dir}: {os_error_text(exc)}")
+    except files.NotWritten as exc:  # a full disk: the records stay as they are, each summary whole or not at all
+        say_summaries_not_written("loadtest run", run_dir, exc)
         code = exits.INCOMPLETE if code == exits.OK else code
     if code == exits.OK:
         if not record_gate(manifest, checks, console, args.slo_gate):
@@ -252,6 +259,9 @@ class Run:
         process = LocustProcess(config, show, {a.api_key_env: key} if key else {}, metrics=self.metrics.metrics)
         self.signals.watch(process)
         try:
+            if self.signals.count >= 3:   # killed before it started, as a third signal asks: nothing to record
+                mr.end, mr.records = "interrupted", 0
+                raise Interrupted()
             process.start()
             mr.locust_pids, mr.ray_workers = process.pids, process.placements
             self.manifest.write(self.run_dir)
@@ -264,6 +274,9 @@ class Run:
         if end.not_written is not None:  # a full disk: the replay stopped, what it wrote is kept
             mr.end, mr.records = "failed", end.recorded
             raise ReplayError(end.not_written.message)
+        if end.crashed and self.signals.count >= 3:   # the third signal killed it, as asked: not a crash
+            mr.end, mr.records = "interrupted", end.recorded
+            raise Interrupted()
         if end.crashed:   # the lone Locust process, or the master, died: its workers have stopped
             mr.end, mr.records = "crashed", end.recorded
             raise ReplayError(end.crash_text(config))

@@ -118,6 +118,8 @@ def verdict(console: Console, args: argparse.Namespace, soak: Soak, code: int) -
     try:
         checks = print_summary(console, run_dir, soak.choice.modes, manifest, args.max_errors)
         records = read_requests(run_dir, columns=COLUMNS)
+    except files.NotWritten:   # a full disk: said in one line by the command (exit 3)
+        raise
     except (ContractError, OSError, pa.ArrowInvalid) as exc:   # nothing recorded (it failed first), or unreadable
         print_error("loadtest soak", f"no verdict: the records of {run_dir} cannot be read ({exc})")
         return code if code != exits.OK else exits.INCOMPLETE

@@ -23,7 +23,7 @@ from pathlib import Path
 from rich.console import Console
 
 from cluster import FleetError
-from common import exits
+from common import exits, files
 from common.exits import print_error
 from common.login import bind_error, is_loopback, login_problem
 from loadtest.commands.board import Board, BoardServer
@@ -31,7 +31,7 @@ from loadtest.commands.console import new_console
 from loadtest.commands.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.commands.manifest import Manifest
 from loadtest.commands.metrics_server import MetricsError, MetricsServer, hostport
-from loadtest.commands.report import print_summary, record_gate
+from loadtest.commands.report import print_summary, record_gate, say_summaries_not_written
 from loadtest.commands.run import Run, served
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
@@ -195,7 +195,11 @@ class Session:
             self.code = exits.BAD_INPUT
             return
         manifest.mode_order = "parallel, started from the web UI (all modes at once, sharing the client machine)"
-        checks = print_summary(self.console, run_dir, fleet.modes, manifest, a.max_errors, a.slo_gate)
+        try:
+            checks = print_summary(self.console, run_dir, fleet.modes, manifest, a.max_errors, a.slo_gate)
+        except files.NotWritten as exc:   # a full disk: the records stay, each summary whole or not at all
+            say_summaries_not_written(PROG, run_dir, exc)
+            checks, code = [], exits.INCOMPLETE if code == exits.OK else code
         if code == exits.OK and not record_gate(manifest, checks, self.console, a.slo_gate):
             code = exits.GATE_FAILED
         manifest.write(run_dir)

@@ -103,7 +103,11 @@ class Coordinator:
 
     # ---- the test starts ---------------------------------------------------------------------
     def start(self) -> None:
-        """Send each connected worker its shard, with one offset 0 for all."""
+        """Send each connected worker its shard, with one offset 0 for all. Never after the rows were
+        recorded as unstarted (a worker connecting while record_unstarted writes them would replay
+        them again), and never twice."""
+        if self.finished or self.t0 is not None:
+            return
         clients = sorted(self.master.clients())
         t0_epoch = self.epoch() + self.opts.start_delay_s + T0_MARGIN_S
         self._records = EpochClock(round(self.epoch() * 1e9), self.clock.now())

@@ -22,7 +22,7 @@ from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
-from common.process import PARENT_GONE
+from common.process import PARENT_GONE, PARENT_PID_ENV
 from loadtest.replay import protocol
 from loadtest.replay.coordinator import Coordinator
 from loadtest.replay.master import NEVER_STARTED, start_coordinator
@@ -31,7 +31,9 @@ from loadtest.replay.process import STOP_NOW
 from loadtest.replay.worker import ShardReplay, request_event, tell_command, tell_master
 
 log = logging.getLogger("loadtest.replay")
-PARENT_PID = os.getppid()  # who started this process: a Ray actor (--ray-workers), or the command
+# who started this process: a Ray actor (--ray-workers), or the command (as it said, see PARENT_PID_ENV)
+PARENT_PID = int(os.environ.get(PARENT_PID_ENV) or os.getppid())
+PARENT_CHECK_S = 1.0    # how often the parent is looked for, in case its PARENT_GONE never came
 SHARD_WAIT_S = 60.0     # a worker without a shard this long after its user started gives up
 HISTORY_KEEP = 720      # Locust's chart history entries kept (an hour at its default interval)
 MASTER_SILENT_S = 10.0  # a worker that hears no heartbeat from its master this long quits
@@ -90,6 +92,7 @@ def _on_init(environment, **_kw) -> None:
         s.replay.assign(index, count, parsed.worker_id)
     gevent.signal_handler(STOP_NOW, lambda: gevent.spawn(_stop_now, s))
     gevent.signal_handler(PARENT_GONE, lambda: _parent_gone(s))
+    gevent.spawn(_watch_parent, s)
     # Locust's own SIGTERM handler comes later, after a headless master's wait for its workers; until
     # then a SIGTERM would kill the process with nothing recorded. Both handlers run once Locust's is in.
     gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(_stopped_early, s))
@@ -116,6 +119,16 @@ def _parent_gone(s: Session) -> None:
         s.orphaned = True
         log.error("the process that started this one (pid %d) died: stopping", PARENT_PID)
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _watch_parent(s: Session) -> None:
+    """PARENT_GONE does not come if the parent died before this process asked for it (between fork
+    and prctl): look for the parent too, once a PARENT_CHECK_S (after Locust's own SIGTERM handler
+    is in, so the stop is recorded)."""
+    while not s.orphaned:
+        gevent.sleep(PARENT_CHECK_S)
+        if os.getppid() != PARENT_PID:
+            _parent_gone(s)
 
 
 def _stop_now(s: Session) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from common.process import told_when_parent_dies
+from common.process import child_env, told_when_parent_dies
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
 from loadtest.replay.shards import trace_rows, trace_tenants
@@ -29,7 +29,7 @@ from loadtest.request.exporter import ClientMetrics, Key, key_of
 from loadtest.request.tally import tally_of
 
 log = logging.getLogger("loadtest")
-WORKER_EXIT_WAIT_S = 10.0  # the master quits its workers; one still running after this is killed
+WORKER_EXIT_WAIT_S = 10.0  # past a worker's grace for in-flight requests, to write its rows and exit; then killed
 STOP_NOW = signal.SIGUSR1  # to a Locust process: stop now (the locustfile's handler), after a SIGTERM
 
 
@@ -131,7 +131,8 @@ class LocustProcess:
             port = free_port()
         self._stats_out = open(cfg.logs_dir / f"locust-{cfg.mode}.stdout.txt", "w")
         self.main = subprocess.Popen(cfg.main_argv(host, port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, bufsize=1, start_new_session=True, preexec_fn=told_when_parent_dies)
+                                     text=True, bufsize=1, start_new_session=True, preexec_fn=told_when_parent_dies,
+                                     env=child_env())
         try:
             if self.ray_pool is not None:
                 self.ray_pool.start(port)
@@ -140,7 +141,7 @@ class LocustProcess:
                     with open(cfg.logs_dir / f"locust-{cfg.mode}-worker{i}.stderr.txt", "wb") as err:
                         self.workers.append(subprocess.Popen(
                             cfg.worker_argv(i, host, port), stdout=subprocess.DEVNULL, stderr=err,
-                            start_new_session=True, preexec_fn=told_when_parent_dies))
+                            start_new_session=True, preexec_fn=told_when_parent_dies, env=child_env()))
         except BaseException:
             self.kill()
             raise
@@ -193,9 +194,15 @@ class LocustProcess:
                 self._pass_on()
 
     def _pass_on(self) -> None:
+        if self.main is None:   # not started yet: Ready passes on what came (the command starts none after a third)
+            return
         while self._forwarded < self._signals:
             self._forwarded += 1
-            self._forward({1: signal.SIGTERM, 2: STOP_NOW}.get(self._forwarded, signal.SIGKILL))
+            sig = {1: signal.SIGTERM, 2: STOP_NOW}.get(self._forwarded, signal.SIGKILL)
+            self._forward(sig)
+            if self.ray_pool is not None:   # workers on Ray nodes get it as local ones do (the master may be gone),
+                # from a thread: this may run in a signal handler, perhaps while the main thread is in a Ray call
+                threading.Thread(target=self.ray_pool.signal, args=(sig,), daemon=True).start()
 
     def _signal_workers(self, sig: int) -> None:
         self._forward(sig, [*self.workers])
@@ -216,15 +223,16 @@ class LocustProcess:
             while self.main.poll() is None:  # polled: a signal handler runs between polls
                 time.sleep(poll_s)
             self._reader.join(5)
-            wait_s = WORKER_EXIT_WAIT_S
             if self.end.reason is None and self.main.returncode != 0:
                 # the master died without quitting its workers: stop them gracefully now, so each
                 # records its shard (in-flight requests get the grace period, the rest not_sent)
                 self._signal_workers(signal.SIGTERM)
-                wait_s += self.config.grace_s
-            for w in self.workers:  # the master quits its workers; make sure none lingers
+            # A stopped master leaves within a second, while each worker may still give its in-flight
+            # requests their grace period, then write its rows: each gets both before it is killed.
+            deadline = time.monotonic() + self.config.grace_s + WORKER_EXIT_WAIT_S
+            for w in self.workers:
                 try:
-                    w.wait(wait_s)
+                    w.wait(max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     os.killpg(w.pid, signal.SIGKILL)
                     w.wait()
@@ -236,8 +244,10 @@ class LocustProcess:
                 except OSError:   # a full disk: said by the reader when it lost output
                     pass
         self.end.returncode = self.main.returncode
-        if self.end.crashed:   # what reached the records, whatever the processes said
+        if self.end.crashed:
             self.end.scheduled = trace_rows(self.config.trace) - self.config.first_row
+        if self.end.crashed or self.config.distributed:   # what reached the records, whatever the processes said
+            # (an interrupted master counts its workers' last reports: they recorded the rest since)
             self.end.recorded = sum(tally_of(self.config.records_dir, self._started_ns).requests.values())
         if self.metrics is not None:  # what reached us on the way may be short of the records (a lost worker)
             try:

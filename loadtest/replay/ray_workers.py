@@ -11,14 +11,14 @@ actor checks that it can see the run directory before it starts, and says so if 
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import ray
 
-from common.process import stop_group, told_when_parent_dies
+from common.process import child_env, signal_group, stop_group, told_when_parent_dies
 from loadtest.replay.options import LOCUSTFILE, ReplayConfig, ReplayError
 
 log = logging.getLogger("loadtest")
@@ -47,9 +47,14 @@ class LocustWorkerActor:
         argv = config.worker_argv(index, *master, python=sys.executable, locustfile=LOCUSTFILE)
         with open(Path(run_dir, "logs", f"ray-worker{index}.stderr.txt"), "wb") as err:
             self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
-                                         stdin=subprocess.DEVNULL, env={**os.environ, **env},
+                                         stdin=subprocess.DEVNULL, env=child_env(env),
                                          start_new_session=True, preexec_fn=told_when_parent_dies)
         return self.proc.pid
+
+    def signal(self, sig: int) -> None:
+        """Pass the command's signal on to the worker's group, as to a local worker."""
+        if self.proc is not None and self.proc.poll() is None:
+            signal_group(self.proc.pid, sig)
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:
         """SIGTERM the worker's group, SIGKILL after `grace_s`; its exit code."""
@@ -68,6 +73,7 @@ class RayWorkers:
         self.env = env or {}
         self.actors: list = []
         self.placements: list[dict] = []   # node and pid of each worker, for the manifest
+        self.cluster_gone = False          # the Ray cluster went away (cluster/ray_watch.py): call nothing of Ray
 
     def check_capacity(self) -> None:
         free, n = ray.available_resources().get("CPU", 0.0), self.config.workers
@@ -91,17 +97,37 @@ class RayWorkers:
         nodes = ray.get([a.node_ip.remote() for a in self.actors])
         self.placements = [{"node": n, "pid": p} for n, p in zip(nodes, pids, strict=True)]
 
+    def signal(self, sig: int) -> None:
+        """Pass a signal of the command's on to every worker (not waited for: the replay's end says
+        what came of it)."""
+        if self.cluster_gone:
+            return
+        for a in self.actors:
+            try:
+                a.signal.remote(sig)
+            except Exception:   # its actor has died: its worker was told by PARENT_GONE
+                pass
+
     def stop(self) -> None:
         """Stop every worker and drop its actor; each placement (the manifest's entry) says how its
-        worker ended: its exit code, or that its actor had died (its child then got SIGTERM through
-        PR_SET_PDEATHSIG, finished its shard as worker_lost, and exited)."""
+        worker ended: its exit code, or that its actor had died (its child then got PARENT_GONE through
+        PR_SET_PDEATHSIG, finished its shard as worker_lost, and exited). Each worker gets the
+        replay's grace for its in-flight requests and STOP_GRACE_S to write its rows, all at once:
+        the whole stop takes at most that and 10 s more, however many workers."""
         if not self.actors:
             return
-        refs = [a.stop.remote() for a in self.actors]
+        if self.cluster_gone:   # Ray's calls would block; the workers lose their actors with their nodes
+            for place in self.placements:
+                place["actor"] = "not stopped through Ray: the Ray cluster went away"
+            self.actors = []
+            return
+        grace_s = self.config.grace_s + STOP_GRACE_S
+        refs = [a.stop.remote(grace_s) for a in self.actors]
+        deadline = time.monotonic() + grace_s + 10
         for i, ref in enumerate(refs):
             place = self.placements[i] if i < len(self.placements) else {}
             try:
-                place["exit_code"] = ray.get(ref, timeout=STOP_GRACE_S + 10)
+                place["exit_code"] = ray.get(ref, timeout=max(0.1, deadline - time.monotonic()))
             except ray.exceptions.RayActorError as exc:  # it died before we asked (or its node did)
                 place["actor"] = ACTOR_DIED
                 log.warning("Locust worker %d on Ray (pid %s, node %s): its actor died during the run (%s); the "

@@ -68,7 +68,12 @@ def execute(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str]
                 if rec.status == "error" and rec.error_kind == "http" else None
             if wait is None:
                 return
-            gevent.sleep(wait)
+            try:
+                gevent.sleep(wait)
+            except gevent.GreenletExit:   # the run stopped it while it waited to be sent again
+                rec.status, rec.error_kind = "error", "interrupted"
+                rec.error = f"the run stopped while the request waited {wait:g} s to be sent again (Retry-After)"
+                raise
             rec.status = "not_sent"
             rec.http_status = rec.error_kind = rec.error = None
             m = StreamMeasurement(sent)

@@ -85,11 +85,15 @@ class ParquetSink:
         if self.failed:
             self._lost[0] += len(rows)
             return
-        if self.on_flush is not None:
-            self.on_flush(rows)
         path = self.dir / f"part-{self.worker}-{self._seq:05d}.parquet"
         self._seq += 1
-        self._pending.append(self.executor.submit(self._write, rows, path))
+        try:
+            self._pending.append(self.executor.submit(self._write, rows, path))
+        except BaseException:   # killed (a GreenletExit) while it waited for a full pool: the rows stay
+            self._rows = rows + self._rows   # for the next flush, and close() writes them
+            raise
+        if self.on_flush is not None:
+            self.on_flush(rows)
 
     @property
     def failed(self) -> bool:
