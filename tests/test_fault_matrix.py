@@ -235,6 +235,26 @@ def test_a_second_sigint_stops_at_once_and_still_records_every_request(tmp_path,
         assert not pid_alive(pid), f"Locust process {pid} outlived the run"
 
 
+def test_a_third_sigint_kills_the_replay_and_is_still_an_interrupt(tmp_path):
+    """A third signal kills the Locust processes, as it says: what they had not written is lost,
+    and the run is interrupted (exit 130), not a crash (exit 3)."""
+    run_dir = tmp_path / "thrice"
+    with sim_server(*TP4, "--fault", "stall=1:30") as url:
+        proc = _start(url, tmp_path, "thrice", "--requests", "60", "--timeout", "60")
+        _wait_for(proc, lambda: _running(url) >= 5, "requests in flight")
+        pids = _locust_pids(run_dir)
+        for _ in range(3):
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.2)
+        output = _finish(proc)
+    assert proc.returncode == 130, output
+    assert "Traceback" not in output and "killed by SIGKILL" not in output, output
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and manifest["mode_runs"]["baseline"]["end"] == "interrupted", manifest
+    for pid in pids:
+        assert not pid_alive(pid), f"Locust process {pid} outlived the run"
+
+
 @pytest.mark.parametrize("workers", ["1", "2"], ids=["lone", "master"])
 def test_a_signal_while_the_replay_is_starting_still_records_every_request(tmp_path, workers):
     """Locust installs its SIGTERM handler late (a master: after its workers connect); the command
