@@ -21,9 +21,9 @@ from analysis.reader import ContractError, read_requests
 from analysis.sweep import plan_vs_measured
 from common import exits, files
 from common.exits import print_error
-from loadtest.commands.console import new_console
+from loadtest.commands.console import new_console, say_summaries_not_written
 from loadtest.commands.manifest import Manifest
-from loadtest.commands.report import print_summary, say_summaries_not_written
+from loadtest.commands.report import print_summary
 
 
 def is_plan(sweep_dir: Path) -> bool:

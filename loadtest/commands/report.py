@@ -20,7 +20,6 @@ from analysis.slo import attainment, has_slos, with_slos
 from analysis.summary import summarize, tenant_speedups, write_summary, write_tenant_speedups
 from analysis.table import mode_table, slo_table, steady_state_note, tenant_table
 from common import files
-from common.exits import os_error_text, print_error
 from loadtest.commands.manifest import Manifest
 from loadtest.replay import protocol
 
@@ -113,12 +112,6 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
             colour = "green" if c.passed else "red"
             console.print(f"[{colour}]{c.mode}: {c.failed:,} of {c.sent:,} sent failed: {c.kinds_text()}[/{colour}]")
     return checks
-
-
-def say_summaries_not_written(prog: str, run_dir: Path, exc: OSError) -> None:
-    """print_summary met a full disk: one line (the records are as they were; each summary file
-    is whole, the new one or the one before)."""
-    print_error(prog, f"could not write the run's summaries to {run_dir}: {os_error_text(exc)}")
 
 
 def record_gate(manifest: Manifest, checks: list[ErrorCheck], console: Console, slo_gate: bool = False) -> bool:

@@ -31,7 +31,7 @@ from common import exits, files
 from common.exits import print_error
 from common.times import utc_now
 from loadtest.commands.bringup import BringUp
-from loadtest.commands.console import new_console
+from loadtest.commands.console import new_console, say_summaries_not_written
 from loadtest.commands.inputs import (
     FleetChoice,
     Trace,
@@ -44,14 +44,7 @@ from loadtest.commands.inputs import (
 from loadtest.commands.manifest import Manifest, ModeRun
 from loadtest.commands.metrics_server import MetricsError, MetricsServer, serving
 from loadtest.commands.ray_cluster import join_fleet
-from loadtest.commands.report import (
-    live_text,
-    mode_progress,
-    print_summary,
-    progress_counts,
-    record_gate,
-    say_summaries_not_written,
-)
+from loadtest.commands.report import live_text, mode_progress, print_summary, progress_counts, record_gate
 from loadtest.commands.signals import Signals
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig, ReplayError
