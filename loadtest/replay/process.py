@@ -246,12 +246,15 @@ class LocustProcess:
         self.end.returncode = self.main.returncode
         if self.end.crashed:
             self.end.scheduled = trace_rows(self.config.trace) - self.config.first_row
+        on_disk = None   # the records' tally, read once
         if self.end.crashed or self.config.distributed:   # what reached the records, whatever the processes said
             # (an interrupted master counts its workers' last reports: they recorded the rest since)
-            self.end.recorded = sum(tally_of(self.config.records_dir, self._started_ns).requests.values())
+            on_disk = tally_of(self.config.records_dir, self._started_ns)
+            self.end.recorded = sum(on_disk.requests.values())
         if self.metrics is not None:  # what reached us on the way may be short of the records (a lost worker)
             try:
-                self.metrics.settle(self._key, tally_of(self.config.records_dir, self._started_ns))
+                self.metrics.settle(self._key, on_disk if on_disk is not None else
+                                    tally_of(self.config.records_dir, self._started_ns))
             except Exception:
                 log.exception("could not settle /metrics on the records")
         return self.end
