@@ -74,3 +74,18 @@ def serve_argv(fleet: FleetSpec, mode: str, port: int, python: str = sys.executa
         argv += ["--hardware", fleet.sim.hardware, "--seed", str(fleet.sim.seed),
                  "--time-scale", str(fleet.sim.time_scale)]
     return argv + list(fleet.extra_args)
+
+
+def server_api_key(argv: list[str], env: dict[str, str]) -> str | None:
+    """The API key a server started with `argv` and `env` (on top of the node's own environment)
+    requires on /v1, as vLLM reads it (api_server.py: $VLLM_API_KEY first, then --api-key); None
+    when the fleet sets none (the node's own environment, which the driver cannot see, may still)."""
+    if env.get("VLLM_API_KEY"):
+        return env["VLLM_API_KEY"]
+    for i, arg in enumerate(argv):
+        if arg == "--api-key" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--api-key="):
+            return arg.split("=", 1)[1]
+    return None
+

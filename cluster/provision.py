@@ -26,7 +26,7 @@ from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from cluster import FleetError, StartupCancelled, memory
-from cluster.argv import installed_vllm_version, serve_argv
+from cluster.argv import installed_vllm_version, serve_argv, server_api_key
 from cluster.fleet import FleetSpec
 from cluster.memory import ReplicaMemory
 from cluster.plan import Plan, PlanError, make_plan, nodes_from_ray, replica_bundles
@@ -371,6 +371,9 @@ class Fleet:
         the replica, what it waited for and its log, when it exits first or the deadline passes."""
         stage, last = "/health", "no answer yet"
         with requests.Session() as http:
+            key = server_api_key(rep.argv, rep.env)   # a secured server answers /v1 only with its key
+            if key:
+                http.headers["Authorization"] = f"Bearer {key}"
             while True:
                 if self.cancelled() or (cancelled is not None and cancelled()):
                     raise StartupCancelled(f"stopped while waiting for {rep.label}")
@@ -394,7 +397,12 @@ class Fleet:
                             healthy_s = time.monotonic() - rep.started
                             stage, last = "/v1/models", "no answer yet"
                     if stage == "/v1/models":
-                        names = [m["id"] for m in http.get(f"{rep.url}/v1/models", timeout=5).json()["data"]]
+                        r = http.get(f"{rep.url}/v1/models", timeout=5)
+                        if r.status_code != 200:
+                            last = f"last answer: HTTP {r.status_code}"
+                            time.sleep(HEALTH_POLL_S)
+                            continue
+                        names = [m["id"] for m in r.json()["data"]]
                         if rep.served_model not in names:
                             raise FleetError(f"replica {rep.label} serves {names}, not {rep.served_model!r}")
                         stage = "warm-up completion"

@@ -189,12 +189,23 @@ def load_endpoints(text: str, api_key_env: str = "LOADTEST_API_KEY") -> tuple[Cl
     return state, from_file
 
 
-def check_health(replicas: list[ReplicaState]) -> None:
-    """Raise FleetError naming the first of `replicas` that does not answer /health."""
+def check_health(replicas: list[ReplicaState], api_key_env: str = "LOADTEST_API_KEY") -> None:
+    """Raise FleetError naming the first of `replicas` that does not answer /health, or does not
+    list its model on /v1/models to the key in $`api_key_env` (a wrong or missing key is said
+    before anything is sent, as for MODE=URL pairs)."""
+    key = os.environ.get(api_key_env)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     for rep in replicas:
         why = probe(rep.url)
         if why:
             raise FleetError(f"--endpoints: replica {rep.label} at {rep.url}: {why}")
+        try:
+            names = served_models(rep.url, headers)
+        except FleetError as exc:
+            raise FleetError(f"--endpoints: replica {rep.label} at {rep.url}: {exc}") from None
+        if rep.served_model not in names:
+            raise FleetError(f"--endpoints: replica {rep.label} at {rep.url} serves {names}, not "
+                             f"{rep.served_model!r}")
 
 
 class ExistingFleet:

@@ -1,23 +1,44 @@
-"""Shared helpers: start the real simulator as a user would (`loadtest sim ...`), and clean up."""
+"""Shared helpers and the session's rules.
+
+- `cli(...)` runs `loadtest ARGS` in this process (`main(argv)`, output captured), for every
+  command whose process is not the point; `loadtest(...)` runs it as a subprocess, as a user would,
+  where the process is (signals, Ray, the entry point itself).
+- `world`: the session's shared simulator fleet (tests/world.py), reached with `--endpoints`.
+- After every test, tests/invariants.py's rules: no process left behind, the session's API key
+  nowhere, exactly one record per scheduled request in every run folder, e2e marked where due.
+"""
 
 from __future__ import annotations
 
+import io
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import requests
 
+from tests import invariants, world
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).with_name("data")
 MODEL = "meta-llama/Llama-3.3-70B-Instruct"
+
+# One key for the session, in the environment of everything it starts: every command sends it
+# (--api-key-env's default), the shared fleet requires it, and it must end up in no file or output.
+API_KEY = f"sk-loadtest-session-{secrets.token_hex(12)}"
+SESSION_TAG = f"session-{secrets.token_hex(6)}"
+os.environ[invariants.KEY_ENV] = API_KEY
+os.environ[invariants.TAG] = SESSION_TAG
+PRINTED: list[str] = []   # what the helpers' commands printed during the current test
 
 
 def free_port() -> int:
@@ -26,10 +47,63 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@dataclass
+class Ran:
+    """A command's outcome, as subprocess.CompletedProcess has it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
 def loadtest(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
-    """Run the `loadtest` CLI as a user would, capturing its output."""
-    return subprocess.run([sys.executable, "-m", "loadtest", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=kw.pop("cwd", ROOT), **kw)
+    """Run the `loadtest` CLI as a user would, in a process of its own, capturing its output."""
+    out = subprocess.run([sys.executable, "-m", "loadtest", *args], capture_output=True, text=True,
+                         timeout=timeout, cwd=kw.pop("cwd", ROOT), **kw)
+    PRINTED.extend([out.stdout, out.stderr])
+    return out
+
+
+@contextmanager
+def _environment(env: dict[str, str] | None) -> Iterator[None]:
+    if env is None:
+        yield
+        return
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextmanager
+def _directory(cwd: Path | str | None) -> Iterator[None]:
+    before = os.getcwd()
+    os.chdir(cwd or ROOT)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | str | None = None) -> Ran:
+    """`loadtest ARGS` in this process: `main(argv)` with stdout and stderr captured, `env` (if
+    given) as the whole environment and `cwd` as the folder, for the command's length. Never for a
+    command that starts Ray here (it would stay joined) or that a test signals."""
+    from loadtest.commands.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with _environment(env), _directory(cwd), redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:   # argparse's errors and --help
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    ran = Ran(code, out.getvalue(), err.getvalue())
+    PRINTED.extend([ran.stdout, ran.stderr])
+    return ran
 
 
 @contextmanager
@@ -91,3 +165,68 @@ def sim_server(*flags: str, model: str = MODEL, env: dict | None = None) -> Iter
 @pytest.fixture
 def sim_factory():
     return sim_server
+
+
+@pytest.fixture(scope="session")
+def world_fleet(tmp_path_factory) -> Iterator[world.World]:
+    """The session's shared fleet (tests/world.py): every mode, held up until the session ends."""
+    test_tag = os.environ[invariants.TAG]
+    os.environ[invariants.TAG] = SESSION_TAG   # its processes belong to the session, not to the first test that asked
+    try:
+        held = world.start(tmp_path_factory.mktemp("world"), API_KEY)
+    finally:
+        os.environ[invariants.TAG] = test_tag
+    try:
+        yield held
+    finally:
+        world.stop(held)
+    assert not pid_alive(held.supervisor_pid), "the world's supervisor outlived `cluster down`"
+
+
+@pytest.fixture(scope="session")
+def session_run(world_fleet, tmp_path_factory) -> tuple[Path, Ran]:
+    """One small run (baseline and eagle, 24 requests of tiny-mix) against the shared fleet, made
+    once for the tests that only read a run folder: the folder (copy it to change it) and what the
+    command printed. Held to the rules the tests are (no key written or printed, one row each)."""
+    out = tmp_path_factory.mktemp("session-run")
+    ran = cli("run", "--endpoints", str(world_fleet.state), "--modes", "baseline,eagle", "--scenario",
+              str(DATA / "tiny-mix.toml"), "--requests", "24", "--cooldown", "0", "--out", str(out), "--run-id", "h")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert API_KEY not in ran.stdout + ran.stderr and not invariants.leaked_key(out, API_KEY)
+    assert not invariants.row_problems(out / "h")
+    return out / "h", ran
+
+
+# ---- the rules every test is held to (tests/invariants.py) ------------------------------------------
+_PROCESSES = invariants.Processes()
+
+
+@pytest.fixture(autouse=True)
+def _invariants(request) -> Iterator[None]:
+    folder = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    tag = f"{SESSION_TAG}-{secrets.token_hex(4)}"
+    os.environ[invariants.TAG] = tag
+    PRINTED.clear()
+    watch = invariants.Watch(_PROCESSES, tag)
+    try:
+        yield
+    finally:
+        os.environ[invariants.TAG] = SESSION_TAG
+        left = watch.stop()
+    problems = [f"left running after the test: pid {pid}: {cmd[:200]}" for pid, cmd in left.items()]
+    if watch.kinds and request.node.get_closest_marker("e2e") is None:
+        problems += [f"started {kind} ({cmd[:120]}) but is not marked e2e" for kind, cmd in watch.kinds.items()]
+    if folder is not None:
+        problems += [f"the API key is in {path}" for path in invariants.leaked_key(folder, API_KEY)]
+        if request.node.get_closest_marker("rows_may_be_lost") is None:
+            for run in invariants.run_folders(folder):
+                problems += invariants.row_problems(run)
+    problems += [f"the API key was printed: {text[:200]!r}" for text in PRINTED if API_KEY in text]
+    PRINTED.clear()
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The longest tests first (e2e before the rest), so that parallel workers end together."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)

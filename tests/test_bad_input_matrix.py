@@ -16,13 +16,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.reader import read_requests
-from tests.conftest import DATA, ROOT, free_port, loadtest, sim_server
+from tests.conftest import DATA, ROOT, Ran, cli, free_port, sim_server
 
 TINY = (DATA / "tiny-mix.toml").read_text()
 FLEET = (ROOT / "cluster" / "fleets" / "local-sim.toml").read_text()
 
 
-def _one_line(r: subprocess.CompletedProcess, *words: str) -> None:
+def _one_line(r: Ran, *words: str) -> None:
     err = r.stderr.strip()
     assert r.returncode == 2, (r.returncode, r.stdout[-500:], err)
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
@@ -56,11 +56,11 @@ SCENARIOS = [  # (case, the file's content, words the one line holds)
 @pytest.mark.parametrize("case,content,words", SCENARIOS, ids=[c[0] for c in SCENARIOS])
 def test_a_bad_scenario_file_is_one_line(tmp_path, case, content, words):
     path = _file(tmp_path, "s.toml", content)
-    _one_line(loadtest("trace", "build", "--scenario", str(path), "--out", str(tmp_path / "t.parquet")), words)
+    _one_line(cli("trace", "build", "--scenario", str(path), "--out", str(tmp_path / "t.parquet")), words)
 
 
 def test_a_missing_scenario_file_is_one_line(tmp_path):
-    _one_line(loadtest("trace", "build", "--scenario", str(tmp_path / "none.toml"), "--out", str(tmp_path / "t")),
+    _one_line(cli("trace", "build", "--scenario", str(tmp_path / "none.toml"), "--out", str(tmp_path / "t")),
               "does not exist")
 
 
@@ -77,18 +77,18 @@ FLEETS = [
 @pytest.mark.parametrize("case,content,words", FLEETS, ids=[c[0] for c in FLEETS])
 def test_a_bad_fleet_file_is_one_line(tmp_path, case, content, words):
     path = _file(tmp_path, "f.toml", content)
-    _one_line(loadtest("plan", "--fleet", str(path), "--out", str(tmp_path)), words)
+    _one_line(cli("plan", "--fleet", str(path), "--out", str(tmp_path)), words)
 
 
 def test_a_missing_or_directory_fleet_file_is_one_line(tmp_path):
     cases = ((tmp_path / "none.toml", "does not exist"), (_file(tmp_path, "d.toml", None), "is a directory"))
     for path, words in cases:
-        _one_line(loadtest("plan", "--fleet", str(path), "--out", str(tmp_path)), words)
+        _one_line(cli("plan", "--fleet", str(path), "--out", str(tmp_path)), words)
 
 
 def _trace(tmp_path: Path) -> tuple[pa.Table, Path]:
     path = tmp_path / "good.parquet"
-    r = loadtest("trace", "build", "--scenario", str(DATA / "tiny-mix.toml"), "--requests", "20", "--out", str(path))
+    r = cli("trace", "build", "--scenario", str(DATA / "tiny-mix.toml"), "--requests", "20", "--out", str(path))
     assert r.returncode == 0, r.stderr
     return pq.read_table(path), path
 
@@ -120,12 +120,12 @@ def test_bad_trace_files_are_one_line_naming_the_row(tmp_path):
     for case, bad, *words in cases:
         path = tmp_path / f"{case}.parquet"
         pq.write_table(bad.replace_schema_metadata(table.schema.metadata), path)
-        _one_line(loadtest("trace", "show", str(path)), *words)
+        _one_line(cli("trace", "show", str(path)), *words)
     (tmp_path / "text.parquet").write_text("not parquet")
-    _one_line(loadtest("trace", "show", str(tmp_path / "text.parquet")), "not a Parquet trace")
-    _one_line(loadtest("trace", "show", str(tmp_path / "none.parquet")), "does not exist")
-    _one_line(loadtest("trace", "show", str(_file(tmp_path, "dir.parquet", None))), "is a directory")
-    assert loadtest("trace", "show", str(good)).returncode == 0
+    _one_line(cli("trace", "show", str(tmp_path / "text.parquet")), "not a Parquet trace")
+    _one_line(cli("trace", "show", str(tmp_path / "none.parquet")), "does not exist")
+    _one_line(cli("trace", "show", str(_file(tmp_path, "dir.parquet", None))), "is a directory")
+    assert cli("trace", "show", str(good)).returncode == 0
 
 
 FLAGS = [
@@ -146,7 +146,7 @@ FLAGS = [
 
 @pytest.mark.parametrize("argv,words", FLAGS, ids=[" ".join(a) for a, _ in FLAGS])
 def test_a_bad_flag_is_one_line(tmp_path, argv, words):
-    _one_line(loadtest(*argv, "--out", str(tmp_path)) if argv[0] != "sim" else loadtest(*argv), words)
+    _one_line(cli(*argv, "--out", str(tmp_path)) if argv[0] != "sim" else cli(*argv), words)
 
 
 @pytest.fixture
@@ -164,16 +164,17 @@ def not_openai():
         proc.stdout.close()
 
 
+@pytest.mark.e2e
 def test_a_target_that_is_not_an_openai_server(tmp_path, not_openai):
     # a web server where the inference server should be: refused before anything is sent
-    r = loadtest("run", "--endpoints", f"baseline={not_openai['models_html']}", "--out", str(tmp_path))
+    r = cli("run", "--endpoints", f"baseline={not_openai['models_html']}", "--out", str(tmp_path))
     _one_line(r, "/v1/models")
     # servers that list a model but do not stream: every request a classified error, none lost
     modes = ["html", "empty", "json", "redirect"]
     started = time.monotonic()
-    r = loadtest("run", "--endpoints", ",".join(f"{m}={not_openai[m]}" for m in modes), "--scenario",
-                 str(DATA / "tiny-mix.toml"), "--requests", "8", "--out", str(tmp_path), "--run-id", "bad",
-                 "--timeout", "10", timeout=300)
+    r = cli("run", "--endpoints", ",".join(f"{m}={not_openai[m]}" for m in modes), "--scenario",
+            str(DATA / "tiny-mix.toml"), "--requests", "8", "--out", str(tmp_path), "--run-id", "bad",
+            "--timeout", "10")
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout[-1500:] + r.stderr   # the gate: none succeeded
     assert time.monotonic() - started < 240
     records = read_requests(tmp_path / "bad")
@@ -188,10 +189,11 @@ def test_a_target_that_is_not_an_openai_server(tmp_path, not_openai):
     assert statuses == {302}
 
 
+@pytest.mark.e2e
 def test_prompts_longer_than_the_servers_context_are_classified_400s(tmp_path):
     with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m", "--max-model-len", "300") as url:
-        r = loadtest("run", "--endpoints", f"baseline={url}", "--scenario", str(DATA / "tiny-mix.toml"), "--requests",
-                     "16", "--out", str(tmp_path), "--run-id", "long", "--max-errors", "100", timeout=300)
+        r = cli("run", "--endpoints", f"baseline={url}", "--scenario", str(DATA / "tiny-mix.toml"), "--requests",
+                "16", "--out", str(tmp_path), "--run-id", "long", "--max-errors", "100")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-1500:] + r.stderr
     records = read_requests(tmp_path / "long")
     too_long = records.filter(pc.equal(records["status"], "error"))

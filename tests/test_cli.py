@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadtest.commands.arguments import build_parser, subparsers
-from tests.conftest import DATA, loadtest
+from tests.conftest import DATA, cli, loadtest
 
 
 def test_top_level_help_lists_commands():
@@ -16,7 +16,7 @@ def test_top_level_help_lists_commands():
 
 @pytest.mark.parametrize("command", ["run", "sim"])
 def test_every_option_has_help_text(command):
-    out = loadtest(command, "--help")
+    out = cli(command, "--help")
     assert out.returncode == 0
     sub = subparsers(build_parser())[command]
     for action in sub._actions:
@@ -51,7 +51,7 @@ def test_every_option_has_help_text(command):
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle):
     """Each case failed before: a traceback, a silent default, or a value accepted that no run can use."""
-    out = loadtest(*args)
+    out = cli(*args)
     assert out.returncode == 2, out.stderr
     errors = [line for line in out.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1, out.stderr
@@ -75,7 +75,7 @@ def test_a_busy_port_is_the_simulators_only_word(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        out = loadtest("sim", "x-7B", "--port", str(port))
+        out = cli("sim", "x-7B", "--port", str(port))
     assert out.returncode == 2, out.stderr
     assert "serving" not in out.stderr + out.stdout
     assert out.stderr.strip().endswith(f"cannot listen on 127.0.0.1:{port}: the port is in use; pick another --port")
@@ -86,7 +86,7 @@ def test_a_fleet_file_gets_every_problem_in_its_own_key_names(tmp_path):
     fleet.write_text('name = "f"\nengine = "sim"\nmodel = "m-7B"\ntensor_parallel_size = 0\nreplica = 2\n'
                      '[modes.baseline]\nmethod = "none"\n[modes.ngram]\nmethod = "ngram"\n'
                      'num_speculative_tokens = "five"\n')
-    out = loadtest("run", "--fleet", str(fleet))
+    out = cli("run", "--fleet", str(fleet))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert sorted(out.stderr.splitlines()) == sorted([
         f"loadtest run: error: {fleet}: tensor_parallel_size: must be at least 1, got 0",

@@ -19,7 +19,7 @@ import pytest
 from analysis.reader import read_requests
 from cluster import FleetError
 from cluster.state import parse_endpoint_list
-from tests.conftest import loadtest, loadtest_process, pid_alive
+from tests.conftest import cli, loadtest, loadtest_process, pid_alive
 
 
 def _pids(state_file) -> tuple[int, list[int]]:
@@ -27,6 +27,7 @@ def _pids(state_file) -> tuple[int, list[int]]:
     return state["supervisor_pid"], [r["pid"] for r in state["replicas"]]
 
 
+@pytest.mark.e2e
 def test_up_status_run_down(tmp_path):
     state = tmp_path / "fleet.json"
     up = loadtest("cluster", "up", "--fleet", "local-sim", "--modes", "baseline,ngram", "--detach",
@@ -35,14 +36,14 @@ def test_up_status_run_down(tmp_path):
     supervisor, servers = _pids(state)
     try:
         assert "baseline-0" in up.stdout and "ngram-0" in up.stdout
-        status = loadtest("cluster", "status", "--state", str(state))
+        status = cli("cluster", "status", "--state", str(state))
         assert status.returncode == 0 and "2/2 replicas healthy" in status.stdout, status.stdout
 
-        again = loadtest("cluster", "up", "--modes", "baseline", "--state", str(state))
+        again = cli("cluster", "up", "--modes", "baseline", "--state", str(state))
         assert again.returncode == 2 and "already up" in again.stderr and len(again.stderr.splitlines()) == 1
 
-        run = loadtest("run", "--endpoints", str(state), "--scenario", "chat", "--requests", "12",
-                       "--out", str(tmp_path / "results"), "--run-id", "r1", timeout=240)
+        run = cli("run", "--endpoints", str(state), "--scenario", "chat", "--requests", "12",
+                  "--out", str(tmp_path / "results"), "--run-id", "r1")
         assert run.returncode == 0, run.stdout + run.stderr
         rows = read_requests(tmp_path / "results" / "r1")
         assert rows.num_rows == 24 and set(rows["status"].to_pylist()) == {"ok"}
@@ -53,8 +54,8 @@ def test_up_status_run_down(tmp_path):
         assert all(pid_alive(p) for p in servers), "a run against a held fleet must not stop it"
 
         url = json.loads(state.read_text())["replicas"][0]["url"]
-        by_url = loadtest("run", "--endpoints", f"baseline={url}", "--scenario", "chat", "--requests", "5",
-                          "--out", str(tmp_path / "results"), "--run-id", "r2", timeout=240)
+        by_url = cli("run", "--endpoints", f"baseline={url}", "--scenario", "chat", "--requests", "5",
+                     "--out", str(tmp_path / "results"), "--run-id", "r2")
         assert by_url.returncode == 0, by_url.stdout + by_url.stderr
         assert read_requests(tmp_path / "results" / "r2").num_rows == 5
 
@@ -62,21 +63,22 @@ def test_up_status_run_down(tmp_path):
         deadline = time.monotonic() + 30
         while pid_alive(servers[1]) and time.monotonic() < deadline:
             time.sleep(0.1)
-        status = loadtest("cluster", "status", "--state", str(state))
+        status = cli("cluster", "status", "--state", str(state))
         assert status.returncode == 1, status.stdout
         assert "fleet local-sim (degraded: 1 of 2 replicas unhealthy)" in status.stdout, status.stdout
         assert "(ready)" not in status.stdout and "1/2 replicas healthy" in status.stdout
     finally:
-        down = loadtest("cluster", "down", "--state", str(state), timeout=120)
+        down = cli("cluster", "down", "--state", str(state))
     assert down.returncode == 0 and "is down" in down.stdout, down.stdout + down.stderr
     assert not state.exists()
     for pid in [supervisor, *servers]:
         assert not pid_alive(pid), f"process {pid} outlived `cluster down`"
-    gone = loadtest("cluster", "status", "--state", str(state))
+    gone = cli("cluster", "status", "--state", str(state))
     assert gone.returncode == 2 and "no fleet is up" in gone.stderr
-    assert loadtest("cluster", "down", "--state", str(state)).returncode == 0  # nothing up: not an error
+    assert cli("cluster", "down", "--state", str(state)).returncode == 0  # nothing up: not an error
 
 
+@pytest.mark.e2e
 def test_foreground_up_stops_on_ctrl_c(tmp_path):
     state = tmp_path / "fleet.json"
     with loadtest_process("cluster", "up", "--modes", "baseline", "--state", str(state), "--logs",
@@ -101,21 +103,25 @@ def test_a_stale_state_file_is_reported_and_cleaned(tmp_path):
     state.write_text(json.dumps({"fleet": "local-sim", "modes": ["baseline"], "supervisor_pid": dead.pid,
                                  "status": "ready", "replicas": [{"mode": "baseline", "index": 0,
                                  "url": "http://127.0.0.1:9", "served_model": "m"}]}))
-    status = loadtest("cluster", "status", "--state", str(state))
+    status = cli("cluster", "status", "--state", str(state))
     assert status.returncode == 1 and "stale state file" in status.stdout
-    run = loadtest("run", "--endpoints", str(state), "--requests", "3", "--out", str(tmp_path / "r"))
+    run = cli("run", "--endpoints", str(state), "--requests", "3", "--out", str(tmp_path / "r"))
     assert run.returncode == 2 and "stale" in run.stderr and len(run.stderr.strip().splitlines()) == 1
-    down = loadtest("cluster", "down", "--state", str(state))
+    down = cli("cluster", "down", "--state", str(state))
     assert down.returncode == 0 and "stale" in down.stdout and not state.exists()
 
 
 def test_endpoints_errors_are_one_line(tmp_path):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:   # in this process: not on the command's captured stderr
+            pass
+
+    handler = functools.partial(Quiet, directory=str(tmp_path))
     not_vllm = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # a web server, not vLLM
     threading.Thread(target=not_vllm.serve_forever, daemon=True).start()
     web = f"http://127.0.0.1:{not_vllm.server_address[1]}"
     try:
-        r = loadtest("run", "--endpoints", f"baseline={web}", "--requests", "3", "--out", str(tmp_path))
+        r = cli("run", "--endpoints", f"baseline={web}", "--requests", "3", "--out", str(tmp_path))
     finally:
         not_vllm.shutdown()
         not_vllm.server_close()
@@ -124,15 +130,15 @@ def test_endpoints_errors_are_one_line(tmp_path):
     for arg, words in [("baseline=http://127.0.0.1:9", "GET /v1/models: connection refused"),
                        ("baseline", "expected a state file or MODE=URL"),
                        ("missing.json", "no state file")]:
-        r = loadtest("run", "--endpoints", arg, "--requests", "3", "--out", str(tmp_path))
+        r = cli("run", "--endpoints", arg, "--requests", "3", "--out", str(tmp_path))
         assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    both = loadtest("run", "--endpoints", "baseline=http://127.0.0.1:9", "--fleet", "local-sim")
+    both = cli("run", "--endpoints", "baseline=http://127.0.0.1:9", "--fleet", "local-sim")
     assert both.returncode == 2 and "not both" in both.stderr
 
 
 def test_options_are_never_abbreviated(tmp_path):
     # `--det` must not pass for `--detach`: the detached supervisor is the same command without it.
-    r = loadtest("cluster", "up", "--det", "--state", str(tmp_path / "s.json"))
+    r = cli("cluster", "up", "--det", "--state", str(tmp_path / "s.json"))
     assert r.returncode == 2 and "unrecognized arguments: --det" in r.stderr
     assert not (tmp_path / "s.json").exists()
 

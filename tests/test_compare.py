@@ -9,19 +9,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.stats import paired_quantile_ratio_ci
-from tests.conftest import DATA, loadtest, sim_server
+from tests.conftest import DATA, cli, sim_server
 
 pytestmark = pytest.mark.e2e
 TP4 = ("--tensor-parallel-size", "4", "--served-model-name", "m")
 
 
 def _run(url: str, tmp_path, run_id: str, mode: str = "baseline"):
-    out = loadtest("run", "--endpoints", f"{mode}={url}", "--scenario", str(DATA / "tiny-mix.toml"), "--requests",
-                   "40", "--out", str(tmp_path), "--run-id", run_id, timeout=180)
+    out = cli("run", "--endpoints", f"{mode}={url}", "--scenario", str(DATA / "tiny-mix.toml"), "--requests",
+              "40", "--out", str(tmp_path), "--run-id", run_id)
     assert out.returncode == 0, out.stdout + out.stderr
     return str(tmp_path / run_id)
 
 
+@pytest.mark.serial   # latencies of three servers compared: none may share a core with another test
 def test_compare_flags_a_slower_server_passes_a_faster_one_and_refuses_unrelated_runs(tmp_path):
     with sim_server(*TP4, "--time-scale", "0.5") as url:
         base = _run(url, tmp_path, "base")
@@ -31,30 +32,30 @@ def test_compare_flags_a_slower_server_passes_a_faster_one_and_refuses_unrelated
         faster = _run(url, tmp_path, "faster")
         other = _run(url, tmp_path, "other", mode="eagle")
 
-    worse = loadtest("compare", base, slower, "--metric", "e2e_p99", "--metric", "tpot_p50", timeout=120)
+    worse = cli("compare", base, slower, "--metric", "e2e_p99", "--metric", "tpot_p50")
     assert worse.returncode == 1, worse.stdout + worse.stderr
     assert "gate failed: baseline/all e2e_p99 regressed +" in worse.stdout
     assert "gate failed: baseline/all tpot_p50 regressed +" in worse.stdout
 
-    lenient = loadtest("compare", base, slower, "--metric", "tpot_p50", "--max-regression", "100", timeout=120)
+    lenient = cli("compare", base, slower, "--metric", "tpot_p50", "--max-regression", "100")
     assert lenient.returncode == 0, lenient.stdout   # significantly worse, but within 100%
     assert "worse (within threshold)" in lenient.stdout
 
-    better = loadtest("compare", base, faster, timeout=120)
+    better = cli("compare", base, faster)
     assert better.returncode == 0, better.stdout + better.stderr
     assert "better" in better.stdout and "gate failed" not in better.stdout
     assert "no metric regressed beyond 5% with significance" in better.stdout
 
-    unrelated = loadtest("compare", base, other, timeout=60)
+    unrelated = cli("compare", base, other)
     assert unrelated.returncode == 2, unrelated.stdout + unrelated.stderr
     assert "the runs have no mode in common (BASE: baseline; NEW: eagle)" in unrelated.stderr
-    missing = loadtest("compare", base, str(tmp_path / "nope"), timeout=60)
+    missing = cli("compare", base, str(tmp_path / "nope"))
     assert missing.returncode == 2 and "nope: not a run folder (no requests/)" in missing.stderr
-    bad = loadtest("compare", base, slower, "--metric", "e2e_max", timeout=60)
+    bad = cli("compare", base, slower, "--metric", "e2e_max")
     assert bad.returncode == 2 and "--metric 'e2e_max': expected LATENCY_pNN" in bad.stderr
 
     # the same runs in one summary: every run's rows in one file, told apart by run_id
-    both = loadtest("report", base, slower, faster, "--out", str(tmp_path / "all"), timeout=180)
+    both = cli("report", base, slower, faster, "--out", str(tmp_path / "all"))
     assert both.returncode == 0, both.stdout + both.stderr
     combined = pq.read_table(tmp_path / "all" / "summary.parquet")
     assert set(combined["run_id"].to_pylist()) == {"base", "slower", "faster"}

@@ -19,7 +19,7 @@ import pytest
 
 from analysis.reader import read_requests
 from loadtest.records import STATUSES
-from tests.conftest import DATA, ROOT, loadtest, pid_alive
+from tests.conftest import DATA, ROOT, cli, loadtest, pid_alive
 
 pytestmark = pytest.mark.e2e
 MODES = ["baseline", "draft", "ngram"]
@@ -144,11 +144,14 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
         assert not pid_alive(pid), f"server {pid} outlived the run"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_a_signal_stops_gracefully_and_keeps_every_record(tmp_path, sig):
-    argv = [sys.executable, "-m", "loadtest", "run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet",
-            str(DATA / "fast-sim.toml"), "--modes", "baseline,draft", "--requests", "150", "--out", str(tmp_path),
-            "--run-id", "stop"]
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c-held-fleet", "sigterm-own-fleet"])
+def test_a_signal_stops_gracefully_and_keeps_every_record(tmp_path, sig, request):
+    """Ctrl-C against a fleet held up (`--endpoints`, which it must leave running), SIGTERM against
+    a fleet of the run's own (which it must tear down)."""
+    held = request.getfixturevalue("world_fleet") if sig == signal.SIGINT else None
+    fleet = ["--endpoints", str(held.state)] if held else ["--fleet", str(DATA / "fast-sim.toml")]
+    argv = [sys.executable, "-m", "loadtest", "run", "--scenario", str(DATA / "tiny-mix.toml"), *fleet,
+            "--modes", "baseline,draft", "--requests", "150", "--out", str(tmp_path), "--run-id", "stop"]
     run_dir = tmp_path / "stop"
     proc, output = _run_until(argv, run_dir, 1, lambda p: p.send_signal(sig))
     assert proc.returncode == 130, output
@@ -166,12 +169,15 @@ def test_a_signal_stops_gracefully_and_keeps_every_record(tmp_path, sig):
     statuses = set(records["status"].to_pylist())
     assert "not_sent" in statuses and statuses <= set(STATUSES)
     for pid in _server_pids(manifest):
-        assert not pid_alive(pid), f"server {pid} outlived the interrupted run"
+        if held:
+            assert pid_alive(pid), f"the held fleet's server {pid} was stopped by an interrupted run against it"
+        else:
+            assert not pid_alive(pid), f"server {pid} outlived the interrupted run"
 
 
-def test_a_lost_worker_is_noticed_and_its_share_recorded(tmp_path):
-    argv = [sys.executable, "-m", "loadtest", "run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet",
-            str(DATA / "fast-sim.toml"), "--modes", "baseline", "--requests", "180", "--workers", "2",
+def test_a_lost_worker_is_noticed_and_its_share_recorded(tmp_path, world_fleet):
+    argv = [sys.executable, "-m", "loadtest", "run", "--scenario", str(DATA / "tiny-mix.toml"), "--endpoints",
+            str(world_fleet.state), "--modes", "baseline", "--requests", "180", "--workers", "2",
             "--out", str(tmp_path), "--run-id", "lost"]
     run_dir = tmp_path / "lost"
     pids: list[int] = []
@@ -196,10 +202,10 @@ def test_a_lost_worker_is_noticed_and_its_share_recorded(tmp_path):
         assert not pid_alive(pid)
 
 
-def test_parallel_modes_replay_every_mode_at_once(tmp_path):
-    out = loadtest("run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "fast-sim.toml"),
-                   "--modes", "baseline,ngram", "--parallel-modes", "--workers", "1", "--out", str(tmp_path),
-                   "--run-id", "par", timeout=300)
+def test_parallel_modes_replay_every_mode_at_once(tmp_path, world_fleet):
+    out = cli("run", "--scenario", str(DATA / "tiny-mix.toml"), "--endpoints", str(world_fleet.state),
+              "--modes", "baseline,ngram", "--parallel-modes", "--workers", "1", "--out", str(tmp_path),
+              "--run-id", "par")
     assert out.returncode == 0, out.stdout + out.stderr
     manifest = json.loads((tmp_path / "par" / "manifest.json").read_text())
     assert manifest["mode_order"].startswith("parallel")

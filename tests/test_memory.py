@@ -46,6 +46,7 @@ def test_what_vllm_does_not_say_stays_unknown():
     assert (m.weights_gb_per_gpu, m.kv_cache_gb_per_gpu, m.kv_capacity_tokens) == (None, None, None)
 
 
+@pytest.mark.e2e
 def test_a_draft_model_costs_weights_and_kv_capacity_in_the_simulator():
     draft = '{"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 4}'
     with sim_server("-tp", "4") as base_url, sim_server("-tp", "4", "--speculative-config", draft) as draft_url:

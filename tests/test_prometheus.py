@@ -25,7 +25,7 @@ from analysis.reader import read_requests
 from loadtest.commands.metrics_server import MetricsServer
 from loadtest.request.exporter import NAMES
 from loadtest.request.tally import HISTOGRAMS, Tally
-from tests.conftest import DATA, ROOT, free_port, loadtest
+from tests.conftest import DATA, ROOT, cli, free_port
 
 PROMETHEUS = Path(os.environ.get("PROMETHEUS", shutil.which("prometheus") or "/usr/bin/prometheus"))
 DASHBOARD = ROOT / "ops" / "grafana" / "loadtest-dashboard.json"
@@ -77,7 +77,7 @@ def test_the_tally_counts_buckets_as_numpy_does_on_the_raw_rows():
 def test_metrics_beyond_loopback_need_a_login_and_every_request_without_it_gets_401(tmp_path, monkeypatch):
     monkeypatch.delenv("LOADTEST_WEB_USER", raising=False)
     monkeypatch.delenv("LOADTEST_WEB_PASSWORD", raising=False)
-    out = loadtest("run", "--metrics-host", "0.0.0.0", "--requests", "5", "--out", str(tmp_path))
+    out = cli("run", "--metrics-host", "0.0.0.0", "--requests", "5", "--out", str(tmp_path))
     assert out.returncode == 2, out.stdout + out.stderr
     line = out.stderr.strip()
     assert "\n" not in line and "LOADTEST_WEB_USER" in line and "Traceback" not in line
@@ -112,7 +112,8 @@ def _query(api: str, promql: str) -> list[dict]:
     return body["data"]["result"]
 
 
-def test_a_real_prometheus_scrapes_a_run_and_agrees_with_its_parquet(tmp_path):
+@pytest.mark.e2e
+def test_a_real_prometheus_scrapes_a_run_and_agrees_with_its_parquet(tmp_path, world_fleet):
     assert PROMETHEUS.exists(), f"{PROMETHEUS} is missing: `make ops-tools` (part of `make test`) installs it"
     port = free_port()
     api = f"http://127.0.0.1:{port}"
@@ -131,9 +132,9 @@ def test_a_real_prometheus_scrapes_a_run_and_agrees_with_its_parquet(tmp_path):
                 pass
             assert time.monotonic() < deadline, "prometheus never became ready"
             time.sleep(0.2)
-        out = loadtest("run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "fast-sim.toml"),
-                       "--modes", "baseline,ngram", "--requests", "80", "--parallel-modes", "--workers", "2",
-                       "--metrics-linger", "4", "--out", str(tmp_path / "results"), "--run-id", "p1", timeout=240)
+        out = cli("run", "--scenario", str(DATA / "tiny-mix.toml"), "--endpoints", str(world_fleet.state),
+                  "--modes", "baseline,ngram", "--requests", "80", "--parallel-modes", "--workers", "2",
+                  "--metrics-linger", "4", "--out", str(tmp_path / "results"), "--run-id", "p1")
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         assert "client metrics: http://127.0.0.1:" in out.stdout
         run_dir = tmp_path / "results" / "p1"

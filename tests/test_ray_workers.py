@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from analysis.reader import read_requests
 from tests.conftest import ROOT, loadtest, pid_alive, sim_server
 
 
+@pytest.mark.e2e
 def test_workers_on_ray_replay_every_row_and_leave_nothing(tmp_path):
     # A relative --out (workers get absolute paths) and a server that wants an API key (workers get
     # it through their environment, never their command line).
@@ -33,6 +36,7 @@ def test_workers_on_ray_replay_every_row_and_leave_nothing(tmp_path):
         assert not pid_alive(p["pid"]), "a Locust worker outlived the run"
 
 
+@pytest.mark.e2e
 def test_too_many_ray_workers_is_a_clear_error(tmp_path):
     with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m") as url:
         run = loadtest("run", "--endpoints", f"baseline={url}", "--workers", "64", "--ray-workers",

@@ -7,7 +7,7 @@ import re
 
 from cluster.scrape import METRICS_SCHEMA
 from loadtest.records import REQUEST_SCHEMA
-from tests.conftest import ROOT, loadtest
+from tests.conftest import ROOT, cli
 
 README = (ROOT / "README.md").read_text()
 
@@ -38,12 +38,12 @@ def test_example_paths_are_the_demo_runs_folder():
 
 
 def test_help_promises_nothing_that_is_not_computed():
-    top = loadtest("--help").stdout
+    top = cli("--help").stdout
     commands = top.split("positional arguments")[1]
     assert "report" in commands and "compare" in commands and "goodput" in top
     assert "sweep" in commands and "capacity" in commands and "plan" in commands and "calibrate" in commands
     assert "soak" in commands
-    assert "--slo-gate" in loadtest("run", "--help").stdout
+    assert "--slo-gate" in cli("run", "--help").stdout
 
 
 def test_every_test_the_reliability_matrix_cites_exists():

@@ -11,15 +11,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.reader import read_requests
-from tests.conftest import DATA, loadtest, sim_server
+from tests.conftest import DATA, cli, sim_server
 
 pytestmark = pytest.mark.e2e
 TP4 = ("--tensor-parallel-size", "4", "--served-model-name", "m")
 
 
 def _run(url: str, tmp_path, run_id: str, *extra: str):
-    return loadtest("run", "--endpoints", f"baseline={url}", "--scenario", str(DATA / "tiny-mix.toml"),
-                    "--requests", "40", "--out", str(tmp_path), "--run-id", run_id, *extra, timeout=180)
+    return cli("run", "--endpoints", f"baseline={url}", "--scenario", str(DATA / "tiny-mix.toml"),
+               "--requests", "40", "--workers", "1", "--out", str(tmp_path), "--run-id", run_id, *extra)
 
 
 def test_a_run_whose_every_request_failed_exits_1_and_says_why(tmp_path):
@@ -83,10 +83,10 @@ def test_slo_attainment_is_shown_and_gated_with_slo_gate(tmp_path):
     text = (DATA / "tiny-mix.toml").read_text().replace("ttft_p99_ms = 1000", "ttft_p99_ms = 60000")
     strict.write_text(text + "slo = { e2e_p99_ms = 1 }\n")   # the last tenant, rust: a target no request meets
     with sim_server(*TP4) as url:
-        shown = loadtest("run", "--endpoints", f"baseline={url}", "--scenario", str(strict), "--requests", "20",
-                         "--out", str(tmp_path), "--run-id", "shown", timeout=180)
-        gated = loadtest("run", "--endpoints", f"baseline={url}", "--scenario", str(strict), "--requests", "20",
-                         "--out", str(tmp_path), "--run-id", "gated", "--slo-gate", timeout=180)
+        shown = cli("run", "--endpoints", f"baseline={url}", "--scenario", str(strict), "--requests", "20",
+                    "--out", str(tmp_path), "--run-id", "shown")
+        gated = cli("run", "--endpoints", f"baseline={url}", "--scenario", str(strict), "--requests", "20",
+                    "--out", str(tmp_path), "--run-id", "gated", "--slo-gate")
     assert shown.returncode == 0, shown.stdout + shown.stderr   # shown, not gated
     assert "SLOs by tenant" in shown.stdout and "missed" in shown.stdout
     assert gated.returncode == 1, gated.stdout + gated.stderr
@@ -97,7 +97,7 @@ def test_slo_attainment_is_shown_and_gated_with_slo_gate(tmp_path):
     assert not slos["rust"]["passed"] and slos["rust"]["met_share"] == 0.0
     assert slos["rust"]["checks"]["e2e"]["target_ms"] == 1.0
     # The same answer from the folder alone, again: `loadtest report`.
-    again = loadtest("report", str(tmp_path / "gated"), str(tmp_path / "shown"), "--slo-gate", timeout=120)
+    again = cli("report", str(tmp_path / "gated"), str(tmp_path / "shown"), "--slo-gate")
     assert again.returncode == 1, again.stdout + again.stderr
     assert "gate failed: gated: baseline: rust missed its SLO (--slo-gate)" in again.stdout
     report = (tmp_path / "gated" / "report.md").read_text()
@@ -106,14 +106,14 @@ def test_slo_attainment_is_shown_and_gated_with_slo_gate(tmp_path):
     assert long.schema.names == ["run_id", "mode", "tenant", "metric", "statistic", "value", "ci_low", "ci_high"]
     rows = {(r["tenant"], r["metric"], r["statistic"]): r["value"] for r in long.to_pylist()}
     assert rows[("all", "requests", "ok")] == 20 and rows[("rust", "goodput_share", "share")] == 0.0
-    missing = loadtest("report", str(tmp_path / "no-such-run"), timeout=60)
+    missing = cli("report", str(tmp_path / "no-such-run"))
     assert missing.returncode == 2 and missing.stderr.strip().endswith("no-such-run: no such run folder")
 
 
 def test_slo_gate_on_a_trace_without_targets_is_refused_before_anything_starts(tmp_path):
     plain = tmp_path / "no-slo.toml"
     plain.write_text((DATA / "tiny-mix.toml").read_text().replace("slo = { ttft_p99_ms = 1000 }\n", ""))
-    out = loadtest("run", "--endpoints", "baseline=http://127.0.0.1:9", "--scenario", str(plain), "--slo-gate",
-                   "--out", str(tmp_path), timeout=60)
+    out = cli("run", "--endpoints", "baseline=http://127.0.0.1:9", "--scenario", str(plain), "--slo-gate",
+              "--out", str(tmp_path))
     assert out.returncode == 2, out.stdout + out.stderr
     assert out.stderr.startswith("loadtest run: error: --slo-gate: the trace tiny-mix sets no SLO target")

@@ -13,7 +13,7 @@ import pytest
 
 from common.names import name_problem, slug
 from loadtest.commands.arguments import build_parser, subparsers
-from tests.conftest import ROOT, loadtest
+from tests.conftest import ROOT, cli
 
 SOURCE_DIRS = ("loadtest", "cluster", "scenarios", "analysis", "common", "bench", "tests", "ops")
 RUNNERS = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}
@@ -98,12 +98,12 @@ def test_a_scenario_name_in_a_default_run_folder_is_made_plain():
 
 
 def test_run_ids_and_modes_that_leave_the_folder_are_one_line_and_exit_2(tmp_path):
-    r = loadtest("run", "--run-id", "../escape", "--out", str(tmp_path))
+    r = cli("run", "--run-id", "../escape", "--out", str(tmp_path))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "not a plain name" in r.stderr
-    r = loadtest("run", "--endpoints", "../x=http://127.0.0.1:9", "--out", str(tmp_path))
+    r = cli("run", "--endpoints", "../x=http://127.0.0.1:9", "--out", str(tmp_path))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "not a plain name" in r.stderr
     fleet = (ROOT / "cluster" / "fleets" / "local-sim.toml").read_text().replace("[modes.baseline]", '[modes."../x"]')
     (tmp_path / "fleet.toml").write_text(fleet)
-    r = loadtest("plan", "--fleet", str(tmp_path / "fleet.toml"), "--out", str(tmp_path))
+    r = cli("plan", "--fleet", str(tmp_path / "fleet.toml"), "--out", str(tmp_path))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "'../x' is not a plain name" in r.stderr
     assert not (tmp_path.parent / "escape").exists() and not (tmp_path.parent / "x").exists()

@@ -12,7 +12,7 @@ import pytest
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import META_HASH, TRACE_SCHEMA, build_trace, build_trace_file, scenario_hash, write_trace
-from tests.conftest import ROOT, loadtest
+from tests.conftest import ROOT, cli
 
 
 def test_saas_mix_has_distinct_tenants_with_slos():
@@ -98,26 +98,26 @@ def test_bad_scenarios_get_one_line_naming_the_key(tmp_path, edit, needle):
     with pytest.raises(ScenarioError) as e:
         load_scenario(path)
     assert needle in str(e.value) and str(path) in str(e.value) and "\n" not in str(e.value)
-    out = loadtest("run", "--scenario", str(path))
+    out = cli("run", "--scenario", str(path))
     assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr
 
 
 def test_scenario_and_trace_commands(tmp_path):
-    listed = loadtest("scenario", "list")
+    listed = cli("scenario", "list")
     assert listed.returncode == 0
     for name in ("saas-mix", "chat", "code-heavy", "summarize", "soak", "burst"):
         assert name in listed.stdout
-    shown = loadtest("scenario", "show", "saas-mix")
+    shown = cli("scenario", "show", "saas-mix")
     assert shown.returncode == 0 and "[tenants.code-agent]" in shown.stdout
-    ok = loadtest("scenario", "validate", str(ROOT / "tests" / "data" / "tiny-mix.toml"))
+    ok = cli("scenario", "validate", str(ROOT / "tests" / "data" / "tiny-mix.toml"))
     assert ok.returncode == 0 and "valid" in ok.stdout
     a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
     for out in (a, b):
-        res = loadtest("trace", "build", "--scenario", "code-heavy", "--requests", "300", "--seed", "5",
-                       "--out", str(out))
+        res = cli("trace", "build", "--scenario", "code-heavy", "--requests", "300", "--seed", "5",
+                  "--out", str(out))
         assert res.returncode == 0 and "300 requests" in res.stdout
     assert pq.read_table(a).equals(pq.read_table(b))
-    shown = loadtest("trace", "show", str(a))
+    shown = cli("trace", "show", str(a))
     assert shown.returncode == 0 and "systems-agent" in shown.stdout and "inter-arrival CV" in shown.stdout
 
 
@@ -174,7 +174,7 @@ def test_empty_tenants_is_an_error(tmp_path):
 def test_validate_prints_every_problem_in_the_files_own_words(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text('name = "bad"\nrequests = 0\n[arrival]\nprocess = "poisson"\nrate = -1\n[tenants]\n')
-    out = loadtest("scenario", "validate", str(path))
+    out = cli("scenario", "validate", str(path))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.splitlines() == [
         f"loadtest scenario validate: error: {path}: requests: must be at least 1, got 0",
@@ -194,7 +194,7 @@ def test_files_a_scenario_names_are_checked_when_it_loads(tmp_path):
                                  "document = \"doc.txt\"\nprompt_tokens = { dist = \"fixed\", value = 10 }\n"
                                  "output_tokens = { dist = \"fixed\", value = 10 }\n[tenants.a]")
                     .replace("share = 1.0", "share = 0.0001"))
-    out = loadtest("trace", "build", "--scenario", str(path), "--out", str(tmp_path / "t.parquet"))
+    out = cli("trace", "build", "--scenario", str(path), "--out", str(tmp_path / "t.parquet"))
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert f"tenants.b.prompts_file: {tmp_path}/prompts.jsonl:2: prompt: required string is missing" in out.stderr
     assert f"tenants.b.output_tokens.file: {tmp_path}/lengths.txt: line 2: expected a positive integer" in out.stderr
@@ -205,8 +205,8 @@ def test_trace_show_uses_units_that_show_a_slow_rate(tmp_path):
     trace = tmp_path / "slow.jsonl"
     trace.write_text("".join(json.dumps({"prompt": "hi", "max_tokens": 5, "timestamp": i * 33.0}) + "\n"
                              for i in range(12)))
-    assert loadtest("trace", "import", str(trace), "--format", "jsonl", "--out", str(tmp_path / "s.parquet")
-                    ).returncode == 0
-    shown = loadtest("trace", "show", str(tmp_path / "s.parquet")).stdout
+    assert cli("trace", "import", str(trace), "--format", "jsonl", "--out", str(tmp_path / "s.parquet")
+               ).returncode == 0
+    shown = cli("trace", "show", str(tmp_path / "s.parquet")).stdout
     assert "12 requests over 6.0 min (1.98/min)" in shown, shown
     assert "peak 1.98/min" in shown and "0.0/s" not in shown

@@ -15,7 +15,7 @@ import requests
 
 from cluster.sim.faults import FaultPlan, parse_faults
 from loadtest.request.sse import StreamError, StreamMeasurement
-from tests.conftest import MODEL, free_port, loadtest, sim_server
+from tests.conftest import MODEL, cli, free_port, sim_server
 
 FAST = ("-tp", "4", "--time-scale", "0.1")
 
@@ -36,12 +36,14 @@ def _stream(url: str, tokens: int = 30, timeout: float = 30) -> tuple[int, list[
     return 200, lines
 
 
+@pytest.mark.e2e
 def test_http_error():
     with sim_server(*FAST, "--fault", "http-error=1:503") as url:
         status, lines = _stream(url)
         assert status == 503 and b'"code":503' in lines[0][1] and b"ServiceUnavailableError" in lines[0][1]
 
 
+@pytest.mark.e2e
 def test_malformed_chunk_is_caught_by_the_client_parser():
     with sim_server(*FAST, "--fault", "malformed=1") as url:
         _, lines = _stream(url)
@@ -52,6 +54,7 @@ def test_malformed_chunk_is_caught_by_the_client_parser():
         assert e.value.kind == "malformed_stream"
 
 
+@pytest.mark.e2e
 def test_stall_pauses_the_stream():
     with sim_server(*FAST, "--fault", "stall=1:0.8") as url:
         _, lines = _stream(url)
@@ -59,12 +62,14 @@ def test_stall_pauses_the_stream():
         assert max(gaps) >= 0.75 and lines[-1][1] == b"data: [DONE]"
 
 
+@pytest.mark.e2e
 def test_drop_resets_the_connection_mid_stream():
     with sim_server(*FAST, "--fault", "drop=1") as url:
         _, lines = _stream(url)
         assert lines[-1][1] != b"data: [DONE]" and any(b'"text"' in line for _, line in lines)
 
 
+@pytest.mark.e2e
 def test_no_done_ends_the_stream_cleanly_without_done():
     with sim_server(*FAST, "--fault", "no-done=1") as url:
         status, lines = _stream(url)
@@ -120,10 +125,11 @@ def test_crash_exits_the_process(fault):
 
 
 def test_bad_fault_is_one_line_exit_2():
-    out = loadtest("sim", MODEL, "-tp", "4", "--fault", "stall=2:1")
+    out = cli("sim", MODEL, "-tp", "4", "--fault", "stall=2:1")
     assert out.returncode == 2 and "--fault stall: probability must be in [0, 1]" in out.stderr
 
 
+@pytest.mark.e2e
 def test_bursts_answer_every_request_in_their_window_with_retry_after():
     faults = parse_faults("burst=10:2:429,retry-after=3")
     assert faults.burst == (10.0, 2.0, 429) and faults.retry_after == 3.0
@@ -135,6 +141,7 @@ def test_bursts_answer_every_request_in_their_window_with_retry_after():
     assert r.status_code == 429 and r.headers["Retry-After"] == "2" and r.json()["type"] == "TooManyRequestsError"
 
 
+@pytest.mark.e2e
 def test_slow_headers_delay_the_answer_not_the_probes():
     with sim_server(*FAST, "--fault", "slow-headers=1:1.5") as url:
         start = time.monotonic()

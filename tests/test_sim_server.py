@@ -24,6 +24,7 @@ def draft_sim():
         yield url
 
 
+@pytest.mark.e2e
 def test_openai_client_streams_chat_and_completions(draft_sim):
     client = openai.OpenAI(base_url=f"{draft_sim}/v1", api_key="unused")
     chunks = list(client.chat.completions.create(
@@ -39,6 +40,7 @@ def test_openai_client_streams_chat_and_completions(draft_sim):
     assert [c for c in chunks if c.choices][-1].choices[0].finish_reason == "length"
 
 
+@pytest.mark.e2e
 def test_openai_client_non_streaming(draft_sim):
     client = openai.OpenAI(base_url=f"{draft_sim}/v1", api_key="unused")
     chat = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=12,
@@ -64,6 +66,7 @@ def _stream(url: str, max_tokens: int, prompt: str = PROSE) -> list[dict]:
     return [json.loads(e) for e in events[:-1]]
 
 
+@pytest.mark.e2e
 def test_speculation_sends_several_tokens_per_chunk_and_exact_usage(draft_sim):
     chunks = _stream(draft_sim, 200)
     text_chunks = [c for c in chunks if c["choices"]]
@@ -75,6 +78,7 @@ def test_speculation_sends_several_tokens_per_chunk_and_exact_usage(draft_sim):
     assert [len(c["choices"][0]["text"].split()) for c in text_chunks] == per_chunk
 
 
+@pytest.mark.e2e
 def test_baseline_sends_one_token_per_chunk():
     with sim_server("-tp", "4", "--time-scale", "0.1") as url:
         chunks = [c for c in _stream(url, 50) if c["choices"]]
@@ -89,6 +93,7 @@ SPECS = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("mode", list(SPECS))
 def test_acceptance_from_metrics_matches_client_tokens_per_chunk(mode):
     with sim_server("--speculative-config", SPECS[mode], "-tp", "4", "--time-scale", "0.05") as url:
@@ -109,6 +114,7 @@ def test_acceptance_from_metrics_matches_client_tokens_per_chunk(mode):
     assert 1 + accepted / chunks == pytest.approx(tokens / chunks, rel=0.05)
 
 
+@pytest.mark.e2e
 def test_per_request_acceptance_is_on_the_final_usage_chunk_and_adds_up_to_metrics():
     """--per-request-spec-decode-metrics summary, as vLLM 0.29+: the last chunk (with the usage)
     carries `metrics.speculative_decoding`, consistent with the usage, and the requests' counts
@@ -139,10 +145,12 @@ def test_per_request_acceptance_is_on_the_final_usage_chunk_and_adds_up_to_metri
     assert accepted == after["vllm:spec_decode_num_accepted_tokens"] - before["vllm:spec_decode_num_accepted_tokens"]
 
 
+@pytest.mark.e2e
 def test_no_per_request_acceptance_unless_asked(draft_sim):
     assert all("metrics" not in c for c in _stream(draft_sim, 30))
 
 
+@pytest.mark.e2e
 def test_streamed_timing_follows_the_model():
     with sim_server("-tp", "4") as url:  # real time
         model_step = requests.get(f"{url}/sim/info", timeout=5).json()["performance_model"]["single_stream_step_s"]
@@ -166,6 +174,7 @@ def _spec_counters(url: str) -> dict[str, float]:
     return out
 
 
+@pytest.mark.e2e
 def test_metrics_have_vllm_names_and_labels(draft_sim):
     _stream(draft_sim, 10)
     text = requests.get(f"{draft_sim}/metrics", timeout=5).text
@@ -181,6 +190,7 @@ def test_metrics_have_vllm_names_and_labels(draft_sim):
     assert f'model_name="{MODEL}"' in text and 'engine="0"' in text
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("path, body, status, needle", [
     ("/v1/completions", b'{"model": "nope", "prompt": "x"}', 404, "does not exist"),
     ("/v1/completions", b'{"prompt": "x", "max_tokens": 40000}', 400, "maximum context length"),
@@ -195,6 +205,7 @@ def test_bad_requests_get_vllm_error_json(draft_sim, path, body, status, needle)
     assert err["type"] == ("NotFoundError" if status == 404 else "BadRequestError")
 
 
+@pytest.mark.e2e
 def test_api_key_guards_v1_routes():
     with sim_server("--api-key", "s3cret", "-tp", "4", "--time-scale", "0.1") as url:
         assert requests.get(f"{url}/v1/models", timeout=5).status_code == 401
@@ -203,6 +214,7 @@ def test_api_key_guards_v1_routes():
         assert requests.get(f"{url}/health", timeout=5).status_code == 200
 
 
+@pytest.mark.e2e
 def test_sim_info_reports_memory_profile(draft_sim):
     info = requests.get(f"{draft_sim}/sim/info", timeout=5).json()
     assert info["speculative_config"]["method"] == "draft_model"
@@ -210,6 +222,7 @@ def test_sim_info_reports_memory_profile(draft_sim):
     assert info["memory"]["proposer_weight_bytes"] > 2e9  # a 1B draft, one copy per TP rank
 
 
+@pytest.mark.e2e
 def test_stop_string_ends_the_completion_as_vllm_does(draft_sim):
     client = openai.OpenAI(base_url=f"{draft_sim}/v1", api_key="unused")
     comp = client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=50, stop=[" for", " is"],
@@ -225,6 +238,7 @@ def test_stop_string_ends_the_completion_as_vllm_does(draft_sim):
     assert [c for c in chunks if c.choices][-1].choices[0].finish_reason == "stop"
 
 
+@pytest.mark.e2e
 def test_a_stray_client_cannot_exhaust_the_simulator():
     """Requests past --max-concurrent-requests get a 503 at once; a body over 64 MiB a 413; the
     streams already in flight finish."""

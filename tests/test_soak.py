@@ -21,10 +21,9 @@ from loadtest.replay.shards import iter_shard, shard_size, trace_rows
 from scenarios.spec import load_scenario
 from scenarios.stream import TraceStream
 from scenarios.trace import build_trace, write_trace
-from tests.conftest import DATA, loadtest, loadtest_process, pid_alive
+from tests.conftest import DATA, cli, loadtest_process, pid_alive
 
 SOAK = str(DATA / "tiny-soak.toml")
-FLEET = str(DATA / "fast-sim.toml")
 
 
 def _records(run_dir) -> list[dict]:
@@ -92,9 +91,10 @@ def test_slo_windows_are_the_p99_numpy_gives_over_each_window():
     assert "0:00:35-0:01:05" in f.message
 
 
-def test_a_soak_with_an_impossible_slo_exits_1_and_names_the_window(tmp_path):
-    out = loadtest("soak", "--scenario", SOAK, "--fleet", FLEET, "--modes", "baseline", "--duration", "20s",
-                   "--window", "10s", "--slo", "ttft_p99_ms=1", "--out", str(tmp_path), "--run-id", "s1", timeout=240)
+@pytest.mark.e2e
+def test_a_soak_with_an_impossible_slo_exits_1_and_names_the_window(tmp_path, world_fleet):
+    out = cli("soak", "--scenario", SOAK, "--endpoints", str(world_fleet.state), "--modes", "baseline", "--duration",
+              "20s", "--window", "10s", "--slo", "ttft_p99_ms=1", "--out", str(tmp_path), "--run-id", "s1")
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
     assert "slo: baseline / chat: TTFT p99 above its 1 ms target over 0:00:" in out.stdout
     run_dir = tmp_path / "s1"
@@ -111,15 +111,15 @@ def test_bad_soak_input_is_one_line_and_exit_2(tmp_path):
     for argv, words in ((["--duration", "10m", "--window", "1h"], "--window"),
                         (["--resume", str(tmp_path / "nothing")], "--resume"),
                         (["--duration", "soon"], "--duration")):
-        out = loadtest("soak", "--scenario", SOAK, *argv, "--out", str(tmp_path))
+        out = cli("soak", "--scenario", SOAK, *argv, "--out", str(tmp_path))
         assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr, out.stderr
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
 @pytest.mark.e2e
-def test_a_soak_killed_with_sigkill_and_resumed_records_every_request_once(tmp_path):
-    argv = ("soak", "--scenario", SOAK, "--fleet", FLEET, "--modes", "baseline,ngram", "--window", "10s",
-            "--flush-every", "2s", "--out", str(tmp_path), "--run-id", "k1")
+def test_a_soak_killed_with_sigkill_and_resumed_records_every_request_once(tmp_path, world_fleet):
+    argv = ("soak", "--scenario", SOAK, "--endpoints", str(world_fleet.state), "--modes", "baseline,ngram",
+            "--window", "10s", "--flush-every", "2s", "--out", str(tmp_path), "--run-id", "k1")
     run_dir = tmp_path / "k1"
     with loadtest_process(*argv) as proc:
         deadline = time.monotonic() + 120
@@ -139,7 +139,7 @@ def test_a_soak_killed_with_sigkill_and_resumed_records_every_request_once(tmp_p
                 time.sleep(0.1)
     before = _records(run_dir)
     assert 0 < len(before) < 2 * len(_trace_ids(run_dir))
-    out = loadtest("soak", "--resume", str(run_dir), timeout=240)
+    out = cli("soak", "--resume", str(run_dir))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "resumed" in out.stdout
     records = _records(run_dir)
@@ -210,11 +210,11 @@ def test_a_stopped_shard_gives_its_rest_without_waiting_for_parts_not_written(tm
 
 
 @pytest.mark.e2e
-def test_ctrl_c_early_in_a_long_soak_ends_it_promptly_with_every_request_recorded(tmp_path):
+def test_ctrl_c_early_in_a_long_soak_ends_it_promptly_with_every_request_recorded(tmp_path, world_fleet):
     """SIGINT ten seconds into ten minutes: exit 130 within a minute, not after the rest of the
     schedule; the unsent rest recorded as not_sent from the index (its parts were never written)."""
-    argv = ("soak", "--scenario", SOAK, "--fleet", FLEET, "--modes", "baseline", "--duration", "10m",
-            "--window", "10s", "--out", str(tmp_path), "--run-id", "c1")
+    argv = ("soak", "--scenario", SOAK, "--endpoints", str(world_fleet.state), "--modes", "baseline",
+            "--duration", "10m", "--window", "10s", "--out", str(tmp_path), "--run-id", "c1")
     run_dir = tmp_path / "c1"
     with loadtest_process(*argv) as proc:
         deadline = time.monotonic() + 120

@@ -9,7 +9,7 @@ import pytest
 from cluster.argv import serve_argv
 from cluster.fleet import FleetSpec, load_fleet
 from cluster.speculation import SpeculativeConfigError, parse_speculative_config
-from tests.conftest import loadtest
+from tests.conftest import cli
 
 
 @pytest.mark.parametrize("raw, message", [
@@ -116,7 +116,7 @@ def test_unknown_legacy_flag_is_named(tmp_path):
     path = tmp_path / "f.toml"
     path.write_text('name = "f"\nengine = "sim"\nmodel = "m-8B"\n[modes.x]\n'
                     'legacy_args = ["--speculative-model", "[ngram]", "--use-v2-block-manager"]\n')
-    out = loadtest("run", "--fleet", str(path))
+    out = cli("run", "--fleet", str(path))
     assert out.returncode == 2 and "'--use-v2-block-manager' is not a speculative-decoding flag" in out.stderr
 
 

@@ -10,7 +10,7 @@ import pytest
 from analysis.reader import read_requests
 from scenarios import ScenarioError
 from scenarios.importers import ImportOptions, import_trace
-from tests.conftest import DATA, loadtest, sim_server
+from tests.conftest import DATA, cli, sim_server
 
 IMPORTS = DATA / "import"
 CASES = {
@@ -25,13 +25,13 @@ CASES = {
 def test_each_format_imports_its_fixture(fmt, tmp_path):
     name, rows = CASES[fmt]
     out = tmp_path / "trace.parquet"
-    res = loadtest("trace", "import", str(IMPORTS / name), "--format", fmt, "--out", str(out))
+    res = cli("trace", "import", str(IMPORTS / name), "--format", fmt, "--out", str(out))
     assert res.returncode == 0, res.stderr
     t = pq.read_table(out)
     assert t.num_rows == rows
     assert t["offset_s"][0].as_py() == 0.0
     assert all(m >= 1 for m in t["max_tokens"].to_pylist())
-    shown = loadtest("trace", "show", str(out))
+    shown = cli("trace", "show", str(out))
     assert shown.returncode == 0 and f"{rows} requests" in shown.stdout
 
 
@@ -64,7 +64,7 @@ def test_bad_trace_files_get_one_line(tmp_path, content, fmt, needle):
     path.write_text(content)
     with pytest.raises(ScenarioError, match=needle):
         import_trace(path, fmt)
-    res = loadtest("trace", "import", str(path), "--format", fmt, "--out", str(tmp_path / "o.parquet"))
+    res = cli("trace", "import", str(path), "--format", fmt, "--out", str(tmp_path / "o.parquet"))
     assert res.returncode == 2 and needle.split(": ")[-1] in res.stderr and "Traceback" not in res.stderr
 
 
@@ -77,7 +77,7 @@ def test_bad_trace_files_get_one_line(tmp_path, content, fmt, needle):
 def test_a_byte_that_is_not_utf8_is_one_line_naming_its_place(tmp_path, fmt, text):
     path = tmp_path / "latin1.txt"
     path.write_bytes(text)
-    res = loadtest("trace", "import", str(path), "--format", fmt, "--out", str(tmp_path / "o.parquet"))
+    res = cli("trace", "import", str(path), "--format", fmt, "--out", str(tmp_path / "o.parquet"))
     bad = text.index(b"\xe9")
     line, column = text[:bad].count(b"\n") + 1, bad - text.rfind(b"\n", 0, bad)
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
@@ -93,8 +93,8 @@ def test_dropped_rows_are_counted_and_said(tmp_path):
     # a system turn before the question is kept as the system message
     first = {json.loads(m)[0]["role"] for m in share.table["messages"].to_pylist()}
     assert first == {"user", "system"}
-    res = loadtest("trace", "import", str(IMPORTS / "sharegpt.json"), "--format", "sharegpt", "--out",
-                   str(tmp_path / "s.parquet"))
+    res = cli("trace", "import", str(IMPORTS / "sharegpt.json"), "--format", "sharegpt", "--out",
+              str(tmp_path / "s.parquet"))
     assert "dropped 1 of 4: the first user turn has no answer after it" in res.stdout
     assert "1 of 4: multi-turn: only the first user turn and its answer are replayed" in res.stdout
 
@@ -106,8 +106,8 @@ def test_dropped_rows_are_counted_and_said(tmp_path):
     assert import_trace(model_first, "sharegpt").dropped == {
         "the conversation starts with a 'gpt' turn, not a user turn": 1}
 
-    burst = loadtest("trace", "import", str(IMPORTS / "burstgpt.csv"), "--format", "burstgpt", "--out",
-                     str(tmp_path / "b.parquet"), "--window", "0:150")
+    burst = cli("trace", "import", str(IMPORTS / "burstgpt.csv"), "--format", "burstgpt", "--out",
+                str(tmp_path / "b.parquet"), "--window", "0:150")
     assert "dropped 1 of 6: Response tokens is 0 (the request generated nothing in the source)" in burst.stdout
     assert "outside --window 0:150" in burst.stdout
     azure = import_trace(IMPORTS / "azure.csv", "azure")
@@ -116,13 +116,13 @@ def test_dropped_rows_are_counted_and_said(tmp_path):
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("fmt", list(CASES))
-def test_imported_trace_replays_with_loadtest_run(fmt, tmp_path):
+def test_imported_trace_replays_with_loadtest_run(fmt, tmp_path, world_fleet):
     name, rows = CASES[fmt]
     trace = tmp_path / "trace.parquet"
-    assert loadtest("trace", "import", str(IMPORTS / name), "--format", fmt, "--out", str(trace),
-                    "--speedup", "20").returncode == 0
-    res = loadtest("run", "--trace", str(trace), "--fleet", str(DATA / "fast-sim.toml"), "--modes", "baseline",
-                   "--out", str(tmp_path / "results"), "--run-id", "r", timeout=180)
+    assert cli("trace", "import", str(IMPORTS / name), "--format", fmt, "--out", str(trace),
+               "--speedup", "20").returncode == 0
+    res = cli("run", "--trace", str(trace), "--endpoints", str(world_fleet.state), "--modes", "baseline",
+              "--out", str(tmp_path / "results"), "--run-id", "r")
     assert res.returncode == 0, res.stdout + res.stderr
     records = read_requests(tmp_path / "results" / "r")
     assert records.num_rows == rows and set(records["status"].to_pylist()) == {"ok"}
@@ -130,19 +130,20 @@ def test_imported_trace_replays_with_loadtest_run(fmt, tmp_path):
     assert manifest["scenario"]["name"] == f"import:{fmt}:{name}"
 
 
+@pytest.mark.e2e
 def test_run_applies_rate_scale_to_a_trace_file_and_refuses_seed(tmp_path):
     trace = tmp_path / "trace.parquet"
-    assert loadtest("trace", "import", str(IMPORTS / "requests.jsonl"), "--format", "jsonl", "--out",
-                    str(trace)).returncode == 0
-    seeded = loadtest("run", "--trace", str(trace), "--seed", "3", "--endpoints", "baseline=http://127.0.0.1:9")
+    assert cli("trace", "import", str(IMPORTS / "requests.jsonl"), "--format", "jsonl", "--out",
+               str(trace)).returncode == 0
+    seeded = cli("run", "--trace", str(trace), "--seed", "3", "--endpoints", "baseline=http://127.0.0.1:9")
     assert seeded.returncode == 2 and seeded.stderr.count("error:") == 1, seeded.stderr
     assert "--seed: a trace file is replayed exactly as it was built" in seeded.stderr
     for command in ("run", "ui"):
-        res = loadtest(command, "--trace", str(trace), "--seed", "3", "--endpoints", "baseline=http://127.0.0.1:9")
+        res = cli(command, "--trace", str(trace), "--seed", "3", "--endpoints", "baseline=http://127.0.0.1:9")
         assert res.returncode == 2 and "--seed" in res.stderr, res.stderr
     with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m", "--time-scale", "0.2") as url:
-        res = loadtest("run", "--trace", str(trace), "--rate-scale", "4", "--endpoints", f"baseline={url}",
-                       "--out", str(tmp_path / "results"), "--run-id", "fast", timeout=120)
+        res = cli("run", "--trace", str(trace), "--rate-scale", "4", "--endpoints", f"baseline={url}",
+                  "--out", str(tmp_path / "results"), "--run-id", "fast")
     assert res.returncode == 0, res.stdout + res.stderr
     replayed = pq.read_table(tmp_path / "results" / "fast" / "trace.parquet")["offset_s"].to_pylist()
     assert replayed == pytest.approx([t / 4 for t in pq.read_table(trace)["offset_s"].to_pylist()])

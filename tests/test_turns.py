@@ -131,6 +131,7 @@ def _intervals(manifest: dict) -> list[tuple[str, float, float, str, str]]:
             for mr in manifest["mode_runs"].values() for r in mr["replicas"]]
 
 
+@pytest.mark.e2e
 def test_five_tp4_modes_on_8_gpus_run_in_three_turns_overlapping_loads_with_replays(two_gpu_nodes, tmp_path):
     run = loadtest("run", "--fleet", str(fleet_file(tmp_path)), "--address", two_gpu_nodes, "--scenario", "chat",
                    "--requests", "6", "--cooldown", "0", "--out", str(tmp_path / "results"), "--run-id", "t",
@@ -174,6 +175,7 @@ def test_five_tp4_modes_on_8_gpus_run_in_three_turns_overlapping_loads_with_repl
         assert not pid_alive(r["pid"]), f"{r['label']}'s server outlived the run"
 
 
+@pytest.mark.e2e
 def test_tp8_on_4_gpu_nodes_fails_in_the_pre_flight(two_gpu_nodes, tmp_path):
     start = time.monotonic()
     run = loadtest("run", "--fleet", str(fleet_file(tmp_path, tp=8)), "--address", two_gpu_nodes, "--scenario",
@@ -192,6 +194,7 @@ def test_tp8_on_4_gpu_nodes_fails_in_the_pre_flight(two_gpu_nodes, tmp_path):
     assert manifest["status"] == "refused" and not any(mr["replicas"] for mr in manifest["mode_runs"].values())
 
 
+@pytest.mark.e2e
 def test_cluster_up_refuses_a_fleet_that_needs_turns(two_gpu_nodes, tmp_path):
     state = tmp_path / "cluster.json"
     up = loadtest("cluster", "up", "--fleet", str(fleet_file(tmp_path)), "--address", two_gpu_nodes, "--state",

@@ -18,7 +18,7 @@ import requests
 
 from analysis.reader import read_requests
 from loadtest.replay.comparison_page import tab_rows
-from tests.conftest import ROOT, free_port, loadtest, loadtest_process, sim_server
+from tests.conftest import ROOT, cli, free_port, loadtest_process
 
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -50,14 +50,14 @@ def _board(web: str) -> dict:
 
 
 @pytest.mark.e2e
-def test_a_person_starts_two_modes_from_the_form_watches_them_compared_and_stops(tmp_path):
+def test_a_person_starts_two_modes_from_the_form_watches_them_compared_and_stops(tmp_path, world_fleet):
     from playwright.sync_api import sync_playwright
 
     port = free_port()
     web = f"http://127.0.0.1:{port}"
-    with sim_server(*SIM) as base, sim_server(*SIM, "--speculative-config", NGRAM) as ngram, loadtest_process(
-            "ui", "--endpoints", f"baseline={base},ngram={ngram}", "--scenario", "chat", "--requests", "400",
-            "--web-port", str(port), "--out", str(tmp_path), "--run-id", "live") as proc:
+    with loadtest_process("ui", "--endpoints", world_fleet.endpoints("baseline", "ngram"), "--scenario", "chat",
+                          "--requests", "400", "--web-port", str(port), "--out", str(tmp_path), "--run-id",
+                          "live") as proc:
         _up(web, proc)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
@@ -115,12 +115,11 @@ def test_a_person_starts_two_modes_from_the_form_watches_them_compared_and_stops
 
 
 @pytest.mark.e2e
-def test_a_run_started_from_the_ui_writes_what_loadtest_run_writes(tmp_path):
+def test_a_run_started_from_the_ui_writes_what_loadtest_run_writes(tmp_path, world_fleet):
     port = free_port()
     web = f"http://127.0.0.1:{port}"
-    with sim_server(*SIM) as base, sim_server(*SIM, "--speculative-config", NGRAM) as ngram, loadtest_process(
-            "ui", "--endpoints", f"baseline={base},ngram={ngram}", "--requests", "20", "--web-port", str(port),
-            "--out", str(tmp_path), "--run-id", "ui1") as proc:
+    with loadtest_process("ui", "--endpoints", world_fleet.endpoints("baseline", "ngram"), "--requests", "20",
+                          "--web-port", str(port), "--out", str(tmp_path), "--run-id", "ui1") as proc:
         _up(web, proc)
         args = json.loads(requests.get(web, timeout=5).text.split("window.templateArgs = ", 1)[1].split("\n", 1)[0])
         assert args["hide_common_options"] is True   # users and ramp-up: the trace sets the load
@@ -190,46 +189,46 @@ def test_a_run_started_from_the_ui_writes_what_loadtest_run_writes(tmp_path):
                 assert low * 0.99 <= row[f"{metric[:-3]}_p{round(q * 100)}"] <= high * 1.01, (mode, metric, q)
 
 
-def test_a_web_ui_off_loopback_needs_a_login_and_every_route_is_behind_it(tmp_path):
+@pytest.mark.e2e
+def test_a_web_ui_off_loopback_needs_a_login_and_every_route_is_behind_it(tmp_path, world_fleet):
     env = {k: v for k, v in os.environ.items() if k not in ("LOADTEST_WEB_USER", "LOADTEST_WEB_PASSWORD")}
-    r = loadtest("ui", "--endpoints", "baseline=http://127.0.0.1:9", "--web-host", "0.0.0.0", "--out",
-                 str(tmp_path), env=env)
+    r = cli("ui", "--endpoints", "baseline=http://127.0.0.1:9", "--web-host", "0.0.0.0", "--out", str(tmp_path),
+            env=env)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "needs a login" in r.stderr and "LOADTEST_WEB_USER" in r.stderr
     assert not any(tmp_path.iterdir())   # refused before anything was made
 
     port = free_port()
     creds = {"LOADTEST_WEB_USER": "sre", "LOADTEST_WEB_PASSWORD": "s3cret-pw"}
-    with sim_server(*SIM) as base:
-        proc_env = {**env, **creds}
-        with loadtest_process("ui", "--endpoints", f"baseline={base}", "--web-host", "0.0.0.0", "--web-port",
-                              str(port), "--out", str(tmp_path), "--no-metrics", env=proc_env) as proc:
-            web = f"http://127.0.0.1:{port}"
-            _up(web, proc, auth=("sre", "s3cret-pw"))
-            routes = [("GET", "/"), ("GET", "/comparison"), ("GET", "/comparison/data"),
-                      ("GET", "/comparison/plotly.min.js"), ("GET", "/stats/requests"), ("POST", "/swarm"),
-                      ("GET", "/stop"), ("GET", "/stats/reset"), ("GET", "/assets/nothing.js"), ("GET", "/no-such")]
-            for method, path in routes:
-                for auth in (None, ("sre", "wrong"), ("other", "s3cret-pw")):
-                    resp = requests.request(method, web + path, auth=auth, timeout=10,
-                                            data={"scenario": "chat", "modes": ["baseline"]})
-                    assert resp.status_code == 401, (method, path, auth, resp.status_code)
-                    assert resp.headers["WWW-Authenticate"].startswith("Basic")
-            ok = requests.get(f"{web}/comparison/data", auth=("sre", "s3cret-pw"), timeout=10)
-            assert ok.status_code == 200 and ok.json()["state"] == "waiting"
-            proc.send_signal(signal.SIGINT)
-            out, _ = proc.communicate(timeout=60)
+    proc_env = {**env, **creds}
+    with loadtest_process("ui", "--endpoints", world_fleet.endpoints("baseline"), "--web-host", "0.0.0.0",
+                          "--web-port", str(port), "--out", str(tmp_path), "--no-metrics", env=proc_env) as proc:
+        web = f"http://127.0.0.1:{port}"
+        _up(web, proc, auth=("sre", "s3cret-pw"))
+        routes = [("GET", "/"), ("GET", "/comparison"), ("GET", "/comparison/data"),
+                  ("GET", "/comparison/plotly.min.js"), ("GET", "/stats/requests"), ("POST", "/swarm"),
+                  ("GET", "/stop"), ("GET", "/stats/reset"), ("GET", "/assets/nothing.js"), ("GET", "/no-such")]
+        for method, path in routes:
+            for auth in (None, ("sre", "wrong"), ("other", "s3cret-pw")):
+                resp = requests.request(method, web + path, auth=auth, timeout=10,
+                                        data={"scenario": "chat", "modes": ["baseline"]})
+                assert resp.status_code == 401, (method, path, auth, resp.status_code)
+                assert resp.headers["WWW-Authenticate"].startswith("Basic")
+        ok = requests.get(f"{web}/comparison/data", auth=("sre", "s3cret-pw"), timeout=10)
+        assert ok.status_code == 200 and ok.json()["state"] == "waiting"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
     assert "s3cret-pw" not in out
 
 
 def test_ui_errors_are_one_line(tmp_path):
-    r = loadtest("ui", "--endpoints", "baseline=http://127.0.0.1:9", "--out", str(tmp_path))
+    r = cli("ui", "--endpoints", "baseline=http://127.0.0.1:9", "--out", str(tmp_path))
     assert r.returncode == 2 and "GET /v1/models: connection refused" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    r = loadtest("ui", "--endpoints", str(tmp_path / "none.json"))
+    r = cli("ui", "--endpoints", str(tmp_path / "none.json"))
     assert r.returncode == 2 and "no fleet is up" in r.stderr
-    r = loadtest("ui", "--endpoints", "baseline=http://127.0.0.1:9", "--scenario", str(tmp_path / "none.toml"))
+    r = cli("ui", "--endpoints", "baseline=http://127.0.0.1:9", "--scenario", str(tmp_path / "none.toml"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
 
 
@@ -244,13 +243,14 @@ def test_the_tab_rows_read_the_board_table():
     assert rows[1]["tps"] == "1.75" and rows[1]["acceptance"] == "0.400"
 
 
-def test_a_trace_file_is_the_forms_default_and_no_other_file_is_read(tmp_path):
+@pytest.mark.e2e
+def test_a_trace_file_is_the_forms_default_and_no_other_file_is_read(tmp_path, world_fleet):
     trace = tmp_path / "t.parquet"
-    assert loadtest("trace", "build", "--scenario", "chat", "--requests", "6", "--out", str(trace)).returncode == 0
+    assert cli("trace", "build", "--scenario", "chat", "--requests", "6", "--out", str(trace)).returncode == 0
     port = free_port()
     web = f"http://127.0.0.1:{port}"
-    with sim_server(*SIM) as base, loadtest_process("ui", "--endpoints", f"baseline={base}", "--trace", str(trace),
-                                                    "--web-port", str(port), "--out", str(tmp_path)) as proc:
+    with loadtest_process("ui", "--endpoints", world_fleet.endpoints("baseline"), "--trace", str(trace),
+                          "--web-port", str(port), "--out", str(tmp_path)) as proc:
         _up(web, proc)
         args = json.loads(requests.get(web, timeout=5).text.split("window.templateArgs = ", 1)[1].split("\n", 1)[0])
         assert args["extra_options"]["scenario"]["default_value"] == str(trace)

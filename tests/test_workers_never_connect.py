@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from analysis.reader import read_requests
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
@@ -12,6 +14,7 @@ from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, write_trace
 
 
+@pytest.mark.e2e
 def test_master_without_workers_records_every_row_as_not_sent(tmp_path):
     (tmp_path / "logs").mkdir()
     scenario, _ = load_scenario("chat")

@@ -92,7 +92,7 @@ def choose_fleet(args: argparse.Namespace, modes_text: str | None, first_only: b
             raise FleetError("give --fleet (provision a fleet) or --endpoints (use a running one), not both")
         existing, from_file = load_endpoints(args.endpoints, args.api_key_env)
         modes = resolve_modes(existing.fleet, existing.modes, modes_text or (existing.modes[0] if first_only else None))
-        check_health([r for r in existing.replicas if r.mode in modes])
+        check_health([r for r in existing.replicas if r.mode in modes], args.api_key_env)
         return FleetChoice(existing.spec(), endpoints_fleet_info(existing, args.endpoints, from_file, modes), modes,
                            existing)
     spec, raw = load_fleet(args.fleet or DEFAULT_FLEET)

@@ -85,8 +85,8 @@ def add_load_commands(sub) -> None:
         "report.html hold the curves per mode: throughput (total and per GPU), TPOT and TTFT against it, the "
         "speedup over the baseline with its interval, acceptance, and the load at which each mode stops paying. "
         "A mode that saturates (its completions stop following the load) is not taken higher unless "
-        "--keep-going. On a simulator fleet the sweep is also predicted by the model (plan/) and the report "
-        "says by how much the two differ.")
+        "--keep-going. On a simulator fleet (provisioned, or held up and given as --endpoints STATE) the sweep "
+        "is also predicted by the model (plan/) and the report says by how much the two differ.")
     _fleet_options(sweep)
     _replay_options(sweep, "of a mode at a level", rate_scale=False, gate="errors")
     _levels(sweep)

@@ -150,7 +150,10 @@ def resumed_soak(args: argparse.Namespace) -> Soak:
         source = params.get("fleet_source")
         if not source or source == "--endpoints":
             raise FleetError("--resume: the soak ran against --endpoints given on the command line; give them again")
-        args = argparse.Namespace(**{**vars(args), "fleet": source})
+        # a fleet held up by `cluster up` (its state file, which the manifest's fleet names as its
+        # source beside the endpoints it had), or a fleet file to provision again
+        held = "endpoints" in manifest.fleet
+        args = argparse.Namespace(**{**vars(args), "endpoints" if held else "fleet": source})
     choice = choose_fleet(args, ",".join(manifest.modes))
     MetricsServer.from_args(args, None).check()
     soak = Soak(run_dir, manifest, stream, choice, params, lock=lock)

@@ -5,7 +5,8 @@ order: open loop at scaled arrivals, or closed loop at a fixed concurrency) into
 under levels/<level>/. After each level the mode's completions are checked against its load
 (analysis.sweep.saturation); a mode that saturated is taken no higher unless --keep-going, and
 the manifest says which levels it skipped. Then every level is analysed as a run, the curves go
-to sweep.parquet, report.md and report.html, and on a simulator fleet the same levels are
+to sweep.parquet, report.md and report.html, and on a simulator fleet (provisioned here, or held
+up by `cluster up` and given by its state file) the same levels are
 predicted by the model (plan/, as `loadtest plan` would) and set beside what was measured.
 """
 
@@ -68,8 +69,9 @@ class SweepRun(LevelsRun):
 
 def plan_beside(spec: FleetSpec | None, modes: list[str], base: pa.Table, levels: list[LevelDir], run_dir: Path,
                 top: Manifest, stop_s: float | None) -> pa.Table | None:
-    """On a simulator fleet this sweep provisioned: the model's prediction of the same levels
-    and requests, sent for as long (plan/, as `loadtest plan` writes it); None otherwise."""
+    """On a simulator fleet (provisioned by this sweep, or held up by `cluster up`, whose state
+    file names it): the model's prediction of the same levels and requests, sent for as long
+    (plan/, as `loadtest plan` writes it); None otherwise (servers given as MODE=URL pairs)."""
     from loadtest.commands.plan import plan_levels, simulator_of
 
     if spec is None or spec.engine != "sim":
@@ -164,8 +166,8 @@ def main(args: argparse.Namespace) -> int:
     title = (f"Sweep {manifest.run_id} ({manifest.status}): {trace.info['name']} on fleet {choice.info['name']}, "
              "measured")
     try:
-        spec = choice.spec if choice.existing is None else None     # a fleet it started: the model beside it
-        predicted = (plan_beside(spec, choice.modes, trace.table, dirs, run_dir, manifest, args.level_duration)
+        # a simulator fleet, started here or held up (its state file names it): the model beside it
+        predicted = (plan_beside(choice.spec, choice.modes, trace.table, dirs, run_dir, manifest, args.level_duration)
                      if code == exits.OK else None)
         checks = write_report(console, run_dir, title, dirs, manifest.status, gpus, predicted, args.max_errors)
     except Exception as exc:   # the replays are on disk: say what failed, and that `loadtest report` reads them
