@@ -146,7 +146,7 @@ def largest_difference(a: dict, b: dict) -> tuple[float, int]:
     return worst, len(common)
 
 
-def main() -> None:
+def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--rows", type=int, default=10_000_000, help="request rows in all (default 10,000,000)")
     p.add_argument("--data", type=Path, help="where the dataset is written and kept (default /tmp/…-ROWS)")
@@ -158,7 +158,7 @@ def main() -> None:
     if args.child:
         engine = duckdb_engine if args.child == "duckdb" else our_engine
         args.out.write_text(json.dumps(engine(args.data, args.part)))
-        return
+        return 0
     from bench.synthetic_records import write_dataset
 
     data = args.data or Path(f"/tmp/loadtest-bench-analysis-{args.rows}")
@@ -170,12 +170,14 @@ def main() -> None:
         marker.write_text(str(args.rows))
         print(f"  {size / 1e9:.2f} GB in {time.perf_counter() - t:.0f} s", flush=True)
     print(f"{args.rows:,} rows in {data}, {os.cpu_count()} cores; each engine in its own process")
+    failed = 0
     for part in args.parts.split(","):
         duck = run_child("duckdb", data, part)
         ours = run_child("ours", data, part)
         print(f"\n{part}:")
         for name, r in ((f"duckdb {duckdb_version()}", duck), ("loadtest", ours)):
             if "failed" in r:
+                failed += 1
                 print(f"  {name:13} failed: {r['failed']} (peak RSS {r['peak_rss_mb']:,.0f} MB)")
                 continue
             detail = ", ".join(f"{k} {v:.2f} s" for k, v in r["seconds"].items() if k != "total")
@@ -186,6 +188,7 @@ def main() -> None:
             print(f"  ratio loadtest / duckdb: {ours['seconds']['total'] / duck['seconds']['total']:.2f}; "
                   f"{compared} percentiles compared, largest relative difference {worst:.1e}")
     print(f"\n(this process: peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB)")
+    return 1 if failed else 0
 
 
 def duckdb_version() -> str:
@@ -195,4 +198,4 @@ def duckdb_version() -> str:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

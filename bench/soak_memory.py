@@ -3,7 +3,7 @@
 open file descriptors from /proc every --every seconds; then the growth of each after the first
 minute. Measured and printed, not a timed test.
 
-    python bench/soak_memory.py [--minutes 10] [--rate-scale 2] [--settle 60]
+    python bench/soak_memory.py [--minutes 10] [--rate-scale 2] [--settle 60] [-- SOAK-ARGS, e.g. --endpoints STATE]
     python bench/soak_memory.py --from-samples RUN/memory-samples.json --settle 240
 """
 
@@ -42,14 +42,19 @@ def main() -> int:
     ap.add_argument("--mode", default="eagle")
     ap.add_argument("--settle", type=float, default=60.0, help="seconds of replay before growth is counted "
                     "(default 60, the first minute)")
+    ap.add_argument("--window", default="1m", help="the soak's SLO window (default 1m)")
+    ap.add_argument("--out", type=Path, default=None, help="the results folder (default: a new temporary one)")
     ap.add_argument("--from-samples", type=Path, default=None, metavar="FILE",
                     help="report a finished run's memory-samples.json again (e.g. with another --settle)")
+    ap.add_argument("soak_args", nargs=argparse.REMAINDER,
+                    help="more arguments for `loadtest soak` (after --), e.g. --endpoints STATE for a held fleet")
     a = ap.parse_args()
     if a.from_samples:
         return report(json.loads(a.from_samples.read_text()), a.settle)
-    out = Path(tempfile.mkdtemp(prefix="soak-memory-"))
+    out = a.out or Path(tempfile.mkdtemp(prefix="soak-memory-"))
     argv = [sys.executable, "-m", "loadtest", "soak", "--modes", a.mode, "--duration", f"{a.minutes * 60:g}s",
-            "--window", "1m", "--rate-scale", str(a.rate_scale), "--workers", "2", "--out", str(out), "--run-id", "m"]
+            "--window", a.window, "--rate-scale", str(a.rate_scale), "--workers", "2", "--out", str(out),
+            "--run-id", "m", *(x for x in a.soak_args if x != "--")]
     print("$", " ".join(argv[2:]), flush=True)
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)

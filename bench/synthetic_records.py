@@ -87,9 +87,20 @@ def part(rng: np.random.Generator, mode: str, first: int, n: int, run_id: str = 
         "error_kind": pa.array(np.where(status == "error", "server_error", np.where(status == "timeout", "deadline",
                                                                                      None))),
         "error": pa.array([None] * n, type=pa.string()),
-        **{f.name: pa.nulls(n, f.type) for f in REQUEST_SCHEMA if f.name.startswith("spec_")},
+        "attempts": pa.array(np.ones(n, dtype=np.int32), mask=~sent),
     }
-    return pa.table(columns).cast(REQUEST_SCHEMA)
+    return as_contract(columns, n)
+
+
+def as_contract(columns: dict[str, pa.Array], n: int) -> pa.Table:
+    """`columns` as a table of the record contract: in its order and types, every column this
+    benchmark does not model (the per-request acceptance, a Retry-After, whatever the contract
+    gains next) null, as a record without them reads. A required column not modelled is an error."""
+    missing = [f.name for f in REQUEST_SCHEMA if f.name not in columns and not f.nullable]
+    if missing:
+        raise ValueError(f"the synthetic records do not model the required columns {missing}")
+    full = {f.name: columns.get(f.name, pa.nulls(n, f.type)) for f in REQUEST_SCHEMA}
+    return pa.table(full).cast(REQUEST_SCHEMA)
 
 
 def write_dataset(run_dir: Path, rows: int, seed: int = 2026) -> int:

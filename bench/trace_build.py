@@ -1,6 +1,6 @@
 """How fast traces build, and how much memory a million-request build takes.
 
-    python bench/trace_build.py
+    python bench/trace_build.py [--requests 50000] [--file-requests 1000000]
 
 Builds `saas-mix` at 50,000 requests in memory (`build_trace`), then 1,000,000 requests straight to
 Parquet (`build_trace_file`, one row group per 65,536 rows) in a fresh process, and prints wall
@@ -10,6 +10,7 @@ arrivals and lengths alone, so the ratio shows what prompt text costs.
 
 from __future__ import annotations
 
+import argparse
 import resource
 import subprocess
 import sys
@@ -33,19 +34,23 @@ def main() -> int:
     from scenarios.spec import load_scenario
     from scenarios.trace import _plan, build_trace
 
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=50_000, help="built in memory (default 50,000)")
+    ap.add_argument("--file-requests", type=int, default=1_000_000, help="built to Parquet (default 1,000,000)")
+    a = ap.parse_args()
     s, _ = load_scenario("saas-mix")
     t = time.perf_counter()
-    _plan(s, 50_000, None, None, None)
+    _plan(s, a.requests, None, None, None)
     plan_s = time.perf_counter() - t
     t = time.perf_counter()
-    table = build_trace(s, requests=50_000)
+    table = build_trace(s, requests=a.requests)
     build_s = time.perf_counter() - t
-    print(f"saas-mix 50,000 requests in memory: {build_s:.2f} s ({table.nbytes / 1e6:,.0f} MB of Arrow); "
+    print(f"saas-mix {a.requests:,} requests in memory: {build_s:.2f} s ({table.nbytes / 1e6:,.0f} MB of Arrow); "
           f"arrivals and lengths alone {plan_s:.3f} s ({build_s / plan_s:.0f}x)")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "trace.parquet"
-        res = subprocess.run([sys.executable, "-c", CHILD, str(out), "1000000"], capture_output=True, text=True,
-                             check=True)
+        res = subprocess.run([sys.executable, "-c", CHILD, str(out), str(a.file_requests)], capture_output=True,
+                             text=True, check=True)
         n, secs, rss_mb = res.stdout.split()
         print(f"saas-mix {int(n):,} requests to Parquet: {float(secs):.1f} s, peak RSS {float(rss_mb):,.0f} MB, "
               f"file {out.stat().st_size / 1e6:,.0f} MB")

@@ -10,9 +10,8 @@ import requests
 from cluster.sim.acceptance import Acceptance, expected_tokens_per_step
 from cluster.sim.fitting import FITTED_HARDWARE
 from cluster.sim.sim_profile import load_profile
-from tests.conftest import DATA, loadtest, sim_server
+from tests.conftest import DATA, cli, loadtest, sim_server
 
-pytestmark = pytest.mark.e2e
 PERTURBED = {"compute_efficiency": 0.55, "kv_read_efficiency": 0.7, "step_overhead_s": 0.003}
 EAGLE_CHAT = Acceptance((0.6, 0.55, 0.5), 0.3)
 FLEET = """name = "perturbed-sim"
@@ -43,14 +42,16 @@ def _perturbed_fleet(tmp_path):
     return fleet
 
 
+@pytest.mark.e2e
+@pytest.mark.serial   # the step times it fits are measured: nothing may share a core with them
 def test_calibrate_recovers_a_perturbed_profile_and_the_fit_loads_everywhere(tmp_path):
     fleet = _perturbed_fleet(tmp_path)
     sweep = loadtest("sweep", "--fleet", str(fleet), "--scenario", str(DATA / "calib-mix.toml"), "--requests", "400",
-                     "--concurrency", "1,8,32,64", "--level-duration", "8", "--keep-going", "--out", str(tmp_path),
-                     "--run-id", "s", timeout=600)
+                     "--concurrency", "1,8,32,64", "--level-duration", "8", "--keep-going", "--workers", "1",
+                     "--cooldown", "0", "--out", str(tmp_path), "--run-id", "s", timeout=600)
     assert sweep.returncode == 0, sweep.stdout + sweep.stderr
     profile = tmp_path / "my-fleet-profile.toml"
-    out = loadtest("calibrate", str(tmp_path / "s"), "--out", str(profile), timeout=120)
+    out = cli("calibrate", str(tmp_path / "s"), "--out", str(profile))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "RMS residual" in out.stdout and "Acceptance per method and domain" in out.stdout
     fitted = load_profile(profile)
@@ -64,26 +65,26 @@ def test_calibrate_recovers_a_perturbed_profile_and_the_fit_loads_everywhere(tmp
         info = requests.get(f"{url}/sim/info", timeout=5).json()
     assert info["performance_model"]["compute_efficiency"] == pytest.approx(fitted.hardware.compute_efficiency)
     # ... and the model plans on
-    plan = loadtest("plan", "--fleet", str(fleet), "--modes", "baseline", "--scenario", str(DATA / "calib-mix.toml"),
-                    "--requests", "40", "--concurrency", "4", "--hardware", str(profile), "--out", str(tmp_path),
-                    "--run-id", "p", timeout=120)
+    plan = cli("plan", "--fleet", str(fleet), "--modes", "baseline", "--scenario", str(DATA / "calib-mix.toml"),
+               "--requests", "40", "--concurrency", "4", "--hardware", str(profile), "--out", str(tmp_path),
+               "--run-id", "p")
     assert plan.returncode == 0, plan.stdout + plan.stderr
 
 
 def test_calibrate_and_profiles_refuse_bad_input_in_one_line(tmp_path):
-    missing = loadtest("calibrate", str(tmp_path / "nope"), "--out", str(tmp_path / "x.toml"))
+    missing = cli("calibrate", str(tmp_path / "nope"), "--out", str(tmp_path / "x.toml"))
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1, missing.stderr
     assert "not a folder" in missing.stderr and "Traceback" not in missing.stderr
-    empty = loadtest("calibrate", str(tmp_path), "--out", str(tmp_path / "x.toml"))
+    empty = cli("calibrate", str(tmp_path), "--out", str(tmp_path / "x.toml"))
     assert empty.returncode == 2 and "no run here" in empty.stderr, empty.stderr
     bad = tmp_path / "bad.toml"
     bad.write_text("[hardware]\nbase = \"h100-sxm\"\ncompute_efficiency = -1\n\n[acceptance.eagle.chat]\n"
                    "positions = [1.5]\n")
-    sim = loadtest("sim", "meta-llama/Llama-3.1-8B-Instruct", "--hardware", str(bad), "--port", "1")
+    sim = cli("sim", "meta-llama/Llama-3.1-8B-Instruct", "--hardware", str(bad), "--port", "1")
     assert sim.returncode == 2, sim.stdout + sim.stderr
     assert "hardware.compute_efficiency" in sim.stderr and "acceptance.eagle.chat.positions" in sim.stderr
     assert "Traceback" not in sim.stderr
     fleet = tmp_path / "fleet.toml"
     fleet.write_text(FLEET.replace("perturbed.toml", "absent.toml"))
-    plan = loadtest("plan", "--fleet", str(fleet), "--requests", "10", "--out", str(tmp_path))
+    plan = cli("plan", "--fleet", str(fleet), "--requests", "10", "--out", str(tmp_path))
     assert plan.returncode == 2 and "absent.toml" in plan.stderr and "does not exist" in plan.stderr, plan.stderr

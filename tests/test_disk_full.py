@@ -26,7 +26,7 @@ from loadtest.records import REQUEST_SCHEMA, STATUSES, RequestRecord
 from loadtest.replay import protocol
 from loadtest.request.client_stats import ClientStats
 from loadtest.request.sink import ParquetSink, RecordsNotWritten
-from tests.conftest import DATA, ROOT, cli, loadtest, pid_alive
+from tests.conftest import DATA, ROOT, cli, pid_alive
 from tests.test_coordinator import N, _coordinator
 
 REQUESTS = 300        # at --rate-scale 3, about 9 s of tiny-mix

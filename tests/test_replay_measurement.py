@@ -56,6 +56,8 @@ def _replay(tmp_path, *server_flags: str, n: int = 4, finished: str = "completed
     return read_requests(tmp_path)
 
 
+@pytest.mark.e2e
+@pytest.mark.serial   # each gap measured to 10 ms: nothing may share a core with it
 def test_five_tokens_per_chunk_are_measured_exactly(tmp_path):
     rows = _replay(tmp_path).to_pylist()
     assert len(rows) == 4
@@ -74,6 +76,7 @@ def test_five_tokens_per_chunk_are_measured_exactly(tmp_path):
         assert 0 <= r["lateness_ms"] < 20
 
 
+@pytest.mark.e2e
 def test_without_running_usage_chunk_tokens_stay_empty(tmp_path):
     rows = _replay(tmp_path, "--no-running-usage").to_pylist()
     for r in rows:
@@ -81,6 +84,7 @@ def test_without_running_usage_chunk_tokens_stay_empty(tmp_path):
         assert r["chunk_tokens"] is None and r["n_chunks"] == 8
 
 
+@pytest.mark.e2e
 def test_deadline_times_out_in_flight_and_keeps_unsent_rows(tmp_path):
     # 20 requests 0.2 s apart, each taking ~0.45 s; stop sending after 1.0 s.
     rows = _replay(tmp_path, n=20, finished="deadline", deadline_s=1.0).to_pylist()

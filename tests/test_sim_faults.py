@@ -77,6 +77,7 @@ def test_no_done_ends_the_stream_cleanly_without_done():
         assert b'"usage"' in lines[-1][1] and b"<connection broken>" not in lines[-1][1]   # closed, not reset
 
 
+@pytest.mark.e2e
 def test_slow_start_delays_health():
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "loadtest", "sim", MODEL, *FAST, "--port", str(port),
@@ -97,6 +98,7 @@ def test_slow_start_delays_health():
         proc.wait()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("fault", ["crash-after=2", "crash-at=1.5"])
 def test_crash_exits_the_process(fault):
     port = free_port()

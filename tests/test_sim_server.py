@@ -151,6 +151,7 @@ def test_no_per_request_acceptance_unless_asked(draft_sim):
 
 
 @pytest.mark.e2e
+@pytest.mark.serial   # the step time to 5%: nothing may share a core with it
 def test_streamed_timing_follows_the_model():
     with sim_server("-tp", "4") as url:  # real time
         model_step = requests.get(f"{url}/sim/info", timeout=5).json()["performance_model"]["single_stream_step_s"]

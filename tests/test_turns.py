@@ -218,6 +218,7 @@ def test_a_placeholder_checkpoint_is_refused_before_anything_starts(tmp_path):
     assert not (tmp_path / "results").exists() and not (tmp_path / "c.json").exists()
 
 
+@pytest.mark.e2e
 def test_skip_unavailable_runs_the_other_modes_and_the_table_says_so(tmp_path):
     fleet = fleet_file(tmp_path, medusa="your-org/Llama-3.3-70B-Instruct-medusa-5", device="cpu", cpus=0.1)
     run = loadtest("run", "--fleet", str(fleet), "--modes", "baseline,medusa,ngram", "--skip-unavailable",
@@ -234,6 +235,7 @@ def test_skip_unavailable_runs_the_other_modes_and_the_table_says_so(tmp_path):
     assert modes == {"baseline", "ngram"}
 
 
+@pytest.mark.e2e
 def test_a_local_fleet_larger_than_the_machine_runs_in_turns_of_cpus(tmp_path):
     cores = os.cpu_count() or 1
     fleet = tmp_path / "big-sim.toml"

@@ -68,6 +68,10 @@ class World:
     replicas: dict       # mode -> its replica's URL
     supervisor_pid: int
 
+    def replica_pids(self) -> list[int]:
+        """The replicas' servers, as the state file names them now."""
+        return [r["pid"] for r in json.loads(self.state.read_text())["replicas"]]
+
     def endpoints(self, *modes: str) -> str:
         """`MODE=URL,...` for `--endpoints`, of `modes` (default: all)."""
         return ",".join(f"{m}={self.replicas[m]}" for m in modes or self.replicas)
