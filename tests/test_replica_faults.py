@@ -22,7 +22,7 @@ from analysis.reader import read_requests
 from cluster import FleetError
 from cluster.fleet import load_fleet
 from loadtest.records import STATUSES
-from tests.conftest import DATA, ROOT, loadtest, pid_alive
+from tests.conftest import DATA, ROOT, cli, loadtest, pid_alive
 
 pytestmark = pytest.mark.e2e
 
@@ -245,12 +245,12 @@ def test_a_held_fleet_restarts_a_killed_replica_and_its_state_names_the_new_pid(
             time.sleep(0.5)
         new = json.loads(state.read_text())["replicas"][0]["pid"]
         deadline = time.monotonic() + 60
-        while "1/1 replicas healthy" not in (status := loadtest("cluster", "status", "--state", str(state))).stdout:
+        while "1/1 replicas healthy" not in (status := cli("cluster", "status", "--state", str(state))).stdout:
             assert time.monotonic() < deadline, status.stdout + status.stderr
             time.sleep(1)
         assert pid_alive(new) and not pid_alive(old)
     finally:
-        down = loadtest("cluster", "down", "--state", str(state), timeout=120)
+        down = cli("cluster", "down", "--state", str(state))
     assert down.returncode == 0, down.stdout + down.stderr
     assert "restarted as pid" in (tmp_path / "logs" / "supervisor.log").read_text()
     assert not pid_alive(held["supervisor_pid"])

@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from tests.conftest import DATA, ROOT, loadtest, pid_alive
+from tests.conftest import DATA, ROOT, cli, loadtest, pid_alive
 
 MODES = ["baseline", "draft", "medusa", "eagle", "ngram"]
 SPEC_MODES = """
@@ -132,6 +132,7 @@ def _intervals(manifest: dict) -> list[tuple[str, float, float, str, str]]:
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("two-gpu-nodes")   # one worker builds the module's cluster once
 def test_five_tp4_modes_on_8_gpus_run_in_three_turns_overlapping_loads_with_replays(two_gpu_nodes, tmp_path):
     run = loadtest("run", "--fleet", str(fleet_file(tmp_path)), "--address", two_gpu_nodes, "--scenario", "chat",
                    "--requests", "6", "--cooldown", "0", "--out", str(tmp_path / "results"), "--run-id", "t",
@@ -176,6 +177,7 @@ def test_five_tp4_modes_on_8_gpus_run_in_three_turns_overlapping_loads_with_repl
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("two-gpu-nodes")   # one worker builds the module's cluster once
 def test_tp8_on_4_gpu_nodes_fails_in_the_pre_flight(two_gpu_nodes, tmp_path):
     start = time.monotonic()
     run = loadtest("run", "--fleet", str(fleet_file(tmp_path, tp=8)), "--address", two_gpu_nodes, "--scenario",
@@ -195,6 +197,7 @@ def test_tp8_on_4_gpu_nodes_fails_in_the_pre_flight(two_gpu_nodes, tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("two-gpu-nodes")   # one worker builds the module's cluster once
 def test_cluster_up_refuses_a_fleet_that_needs_turns(two_gpu_nodes, tmp_path):
     state = tmp_path / "cluster.json"
     up = loadtest("cluster", "up", "--fleet", str(fleet_file(tmp_path)), "--address", two_gpu_nodes, "--state",
@@ -208,7 +211,7 @@ def test_cluster_up_refuses_a_fleet_that_needs_turns(two_gpu_nodes, tmp_path):
 def test_a_placeholder_checkpoint_is_refused_before_anything_starts(tmp_path):
     for argv in (["run", "--fleet", "h100-70b", "--out", str(tmp_path / "results")],
                  ["cluster", "up", "--fleet", "h100-70b", "--state", str(tmp_path / "c.json")]):
-        out = loadtest(*argv, timeout=60)
+        out = cli(*argv)
         assert out.returncode == 2, out.stdout + out.stderr
         assert out.stderr.splitlines() == [
             f"loadtest {argv[0] if argv[0] == 'run' else 'cluster up'}: error: modes.medusa.model "

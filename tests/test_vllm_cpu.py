@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pytest
 
 from analysis.reader import read_requests
-from tests.conftest import DATA, ROOT, loadtest, pid_alive
+from tests.conftest import DATA, ROOT, cli, loadtest, pid_alive
 from tests.test_replica_faults import (
     assert_servers_gone,
     assert_session_ends,
@@ -85,7 +85,7 @@ def test_a_small_sweep_on_real_vllm(tmp_path):
     report = (run / "report.md").read_text()
     assert "## ngram" in report and "The model against the measurement" not in report   # no model of real vLLM
     # the simulator fitted to what real vLLM measured: its residuals are reported, not asserted
-    fit = loadtest("calibrate", str(run), "--out", str(tmp_path / "cpu-profile.toml"), timeout=120)
+    fit = cli("calibrate", str(run), "--out", str(tmp_path / "cpu-profile.toml"))
     assert fit.returncode == 0, fit.stdout + fit.stderr
     assert "RMS residual" in fit.stdout and (tmp_path / "cpu-profile.toml").is_file()
     print(fit.stdout)
