@@ -266,14 +266,26 @@ def _serial_first(request) -> Iterator[None]:
             _renice(pid, 0)
 
 
-@pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the groups off the markers
+@pytest.hookimpl(trylast=True)   # after pytest-xdist's own
 def pytest_collection_modifyitems(config, items) -> None:
-    """The longest tests first (e2e before the rest), so that parallel workers end together; the
-    serial ones in one group (one worker, one at a time)."""
+    """The longest chain first (the serial tests: one group, so one worker, one at a time), then
+    the e2e tests before the rest, so that parallel workers end together. pytest-xdist 3.8 groups by writing
+    `item._nodeid`, which pytest 9 no longer reads (a node's id is `item._id`), so `--dist
+    loadgroup` would silently spread a group over every worker: here each grouped test gets the
+    `@group` suffix xdist means it to have."""
     for item in items:
         if item.get_closest_marker("serial") is not None:
             item.add_marker(pytest.mark.xdist_group("serial"))
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
+    items.sort(key=lambda item: (item.get_closest_marker("serial") is None, item.get_closest_marker("e2e") is None))
+    if not (hasattr(config, "workerinput") and config.getvalue("loadgroup")):
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                         for m in item.iter_markers("xdist_group")})
+        if groups and "@" not in item.nodeid.rsplit("]", 1)[-1]:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 # With LOADTEST_TEST_TIMELINE=FILE, each test's worker, start and end go to FILE (where the time goes).
