@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, packages_distributions, version
@@ -78,10 +79,11 @@ def serve_argv(fleet: FleetSpec, mode: str, port: int, python: str = sys.executa
 
 def server_api_key(argv: list[str], env: dict[str, str]) -> str | None:
     """The API key a server started with `argv` and `env` (on top of the node's own environment)
-    requires on /v1, as vLLM reads it (api_server.py: $VLLM_API_KEY first, then --api-key); None
-    when the fleet sets none (the node's own environment, which the driver cannot see, may still)."""
-    if env.get("VLLM_API_KEY"):
-        return env["VLLM_API_KEY"]
+    requires on /v1, as vLLM reads it (api_server.py: $VLLM_API_KEY first, then --api-key): the
+    fleet's env, else this process's (a local Ray's replicas inherit it), else the flag; None when
+    none is set (a remote node's own environment, which the driver cannot see, may still set one)."""
+    if env.get("VLLM_API_KEY") or os.environ.get("VLLM_API_KEY"):
+        return env.get("VLLM_API_KEY") or os.environ["VLLM_API_KEY"]
     for i, arg in enumerate(argv):
         if arg == "--api-key" and i + 1 < len(argv):
             return argv[i + 1]

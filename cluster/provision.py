@@ -398,6 +398,11 @@ class Fleet:
                             stage, last = "/v1/models", "no answer yet"
                     if stage == "/v1/models":
                         r = http.get(f"{rep.url}/v1/models", timeout=5)
+                        if r.status_code in (401, 403):
+                            raise FleetError(
+                                f"replica {rep.label} requires an API key{' other than the one' if key else ''} "
+                                f"the fleet gives it (GET /v1/models answered HTTP {r.status_code}): set it as "
+                                "VLLM_API_KEY in the fleet's env, or --api-key in its extra_args")
                         if r.status_code != 200:
                             last = f"last answer: HTTP {r.status_code}"
                             time.sleep(HEALTH_POLL_S)

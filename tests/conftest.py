@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
@@ -26,7 +27,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests import invariants, world
+from tests import invariants, priority, world
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).with_name("data")
@@ -89,18 +90,41 @@ def _directory(cwd: Path | str | None) -> Iterator[None]:
         os.chdir(before)
 
 
-def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | str | None = None) -> Ran:
+class CommandTimeout(BaseException):
+    """A command run by `cli` outlived its time (a BaseException: no `except Exception` keeps it)."""
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    def expired(signum, frame) -> None:
+        raise CommandTimeout(f"the command ran past {seconds:g} s")
+
+    before = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | str | None = None, timeout: float = 600) -> Ran:
     """`loadtest ARGS` in this process: `main(argv)` with stdout and stderr captured, `env` (if
-    given) as the whole environment and `cwd` as the folder, for the command's length. Never for a
-    command that starts Ray here (it would stay joined) or that a test signals."""
+    given) as the whole environment and `cwd` as the folder, for the command's length, stopped
+    (CommandTimeout) past `timeout` seconds. Never for a command that starts Ray here (it would
+    stay joined) or that a test signals."""
     from loadtest.commands.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    with _environment(env), _directory(cwd), redirect_stdout(out), redirect_stderr(err):
+    with _environment(env), _directory(cwd), redirect_stdout(out), redirect_stderr(err), _time_limit(timeout):
         try:
             code = main(list(args))
-        except SystemExit as exc:   # argparse's errors and --help
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except SystemExit as exc:   # argparse's errors and --help; a message is printed, as the interpreter would
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+                code = 1
     ran = Ran(code, out.getvalue(), err.getvalue())
     PRINTED.extend([ran.stdout, ran.stderr])
     return ran
@@ -112,6 +136,14 @@ def loadtest_process(*args: str, env: dict | None = None) -> Iterator[subprocess
     in `env` if given); killed with its group on the way out if the test did not end it."""
     proc = subprocess.Popen([sys.executable, "-m", "loadtest", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env)
+    communicate = proc.communicate
+
+    def read(*a, **kw):   # what it printed is held to the rules too (the key nowhere)
+        out = communicate(*a, **kw)
+        PRINTED.extend(text for text in out if text)
+        return out
+
+    proc.communicate = read
     try:
         yield proc
     finally:
@@ -181,6 +213,9 @@ def world_fleet(tmp_path_factory) -> Iterator[world.World]:
     finally:
         world.stop(held)
     assert not pid_alive(held.supervisor_pid), "the world's supervisor outlived `cluster down`"
+    # the last of the session: nothing it started may be left (its module fixtures ended before)
+    left = invariants.left_behind(lambda: _PROCESSES.tagged(SESSION_TAG))
+    assert not left, f"left running after the session: {left}"
 
 
 @pytest.fixture(scope="session")
@@ -204,18 +239,23 @@ _PROCESSES = invariants.Processes()
 @pytest.fixture(autouse=True)
 def _invariants(request) -> Iterator[None]:
     folder = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    boost = _boost(request)
     tag = f"{SESSION_TAG}-{secrets.token_hex(4)}"
     os.environ[invariants.TAG] = tag
     PRINTED.clear()
-    watch = invariants.Watch(_PROCESSES, tag)
+    watch = invariants.Watch(_PROCESSES, tag, boost.raise_process if boost else None)
     try:
         yield
     finally:
         os.environ[invariants.TAG] = SESSION_TAG
         left = watch.stop()
+        if boost is not None:
+            boost.restore()
     problems = [f"left running after the test: pid {pid}: {cmd[:200]}" for pid, cmd in left.items()]
-    if watch.kinds and request.node.get_closest_marker("e2e") is None:
+    if request.node.get_closest_marker("e2e") is None:
         problems += [f"started {kind} ({cmd[:120]}) but is not marked e2e" for kind, cmd in watch.kinds.items()]
+        problems += [f"uses {name} (Ray, servers, Locust) but is not marked e2e"
+                     for name in ("world_fleet", "session_run") if name in request.fixturenames]
     if folder is not None:
         problems += [f"the API key is in {path}" for path in invariants.leaked_key(folder, API_KEY)]
         if request.node.get_closest_marker("rows_may_be_lost") is None:
@@ -229,41 +269,19 @@ def _invariants(request) -> Iterator[None]:
 
 # ---- running in parallel (pytest-xdist, `make test`) ---------------------------------------------
 # The tests that compare timings (`serial`) all go to one worker (`--dist loadgroup`), one after
-# another, and while one runs, it and every process it uses (those it starts, and the shared
-# fleet's replicas) run at a higher CPU priority than the tests beside it: on a shared core the
-# scheduler gives it the CPU first, so the others cannot skew what it measures. Raising a priority
-# needs root (as CI and `make test`'s installs run); without it they run at the same priority.
-SERIAL_NICE = -15     # weight 29154 against nice 0's 1024 (sched_prio_to_weight): ~97% of a contended core
-
-
-def _renice(pid: int, nice: int) -> None:
-    """Every thread of `pid` to `nice` (a nice value is a thread's own)."""
-    try:
-        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return
-    for tid in tids:
-        try:
-            os.setpriority(os.PRIO_PROCESS, tid, nice)
-        except OSError:
-            pass
-
-
-@pytest.fixture(autouse=True)
-def _serial_first(request) -> Iterator[None]:
-    if (request.node.get_closest_marker("serial") is None or not hasattr(request.config, "workerinput")
-            or os.geteuid() != 0):
-        yield
-        return
-    held = request.getfixturevalue("world_fleet") if "world_fleet" in request.fixturenames else None
-    pids = [os.getpid(), *(held.replica_pids() if held else [])]
-    for pid in pids:
-        _renice(pid, SERIAL_NICE)
-    try:
-        yield
-    finally:
-        for pid in pids:
-            _renice(pid, 0)
+# another, and while one runs, it and every process it uses run at a higher CPU priority than the
+# tests beside it (tests/priority.py): the scheduler gives them a contended core first.
+def _boost(request) -> priority.Boost | None:
+    """For a serial test under xdist: its priority raised (this thread, whose children inherit it,
+    and the shared fleet's replicas; the sessions its processes start, as the watch finds them)."""
+    if request.node.get_closest_marker("serial") is None or not hasattr(request.config, "workerinput"):
+        return None
+    boost = priority.Boost()
+    boost.raise_thread(threading.get_native_id())
+    if "world_fleet" in request.fixturenames:
+        for pid in request.getfixturevalue("world_fleet").replica_pids():
+            boost.raise_process(pid)
+    return boost
 
 
 @pytest.hookimpl(trylast=True)   # after pytest-xdist's own
@@ -279,13 +297,20 @@ def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: (item.get_closest_marker("serial") is None, item.get_closest_marker("e2e") is None))
     if not (hasattr(config, "workerinput") and config.getvalue("loadgroup")):
         return
-    from _pytest.nodeid import NodeId
-
     for item in items:
         groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                          for m in item.iter_markers("xdist_group")})
         if groups and "@" not in item.nodeid.rsplit("]", 1)[-1]:
-            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
+            _set_nodeid(item, f"{item.nodeid}@{'_'.join(groups)}")
+
+
+def _set_nodeid(item: pytest.Item, nodeid: str) -> None:
+    try:
+        from _pytest.nodeid import NodeId  # pytest 9: a node's id is `_id`
+    except ImportError:                     # pytest 8 reads `_nodeid`
+        item._nodeid = nodeid
+        return
+    item._id = NodeId.parse(nodeid)
 
 
 # With LOADTEST_TEST_TIMELINE=FILE, each test's worker, start and end go to FILE (where the time goes).

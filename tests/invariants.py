@@ -22,6 +22,7 @@ import signal
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -65,9 +66,12 @@ class Processes:
                 if fields[0] == b"Z":
                     continue
                 key = (pid, fields[19].decode())
-                if key not in self._seen:
-                    self._seen[key] = _tag_of(pid)
-                if self._seen[key] != want:
+                found = self._seen[key] if key in self._seen else _tag_of(pid)
+                # A child of this process caught between fork and exec still shows this process's
+                # first environment, without the test's tag: read it again until it has exec'd.
+                if found is not None or int(fields[1]) != os.getpid():
+                    self._seen[key] = found
+                if found != want:
                     continue
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
                     out[pid] = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
@@ -86,21 +90,27 @@ def _tag_of(pid: int) -> bytes | None:
 
 
 class Watch:
-    """Samples the processes of one test while it runs: the kinds it started."""
+    """Samples the processes of one test while it runs: the kinds it started (and, to each process
+    first seen, `on_new`)."""
 
-    def __init__(self, procs: Processes, tag: str) -> None:
-        self.procs, self.tag = procs, tag
+    def __init__(self, procs: Processes, tag: str, on_new: Callable[[int], None] | None = None) -> None:
+        self.procs, self.tag, self.on_new = procs, tag, on_new
         self.kinds: dict[str, str] = {}   # kind -> one command line of it
+        self._known: set[int] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="test-process-watch")
         self._thread.start()
 
     def _look(self) -> dict[int, str]:
         found = self.procs.tagged(self.tag)
-        for cmd in found.values():
+        for pid, cmd in found.items():
             kind = kind_of(cmd)
             if kind is not None:
                 self.kinds.setdefault(kind, cmd)
+            if pid not in self._known:
+                self._known.add(pid)
+                if self.on_new is not None:
+                    self.on_new(pid)
         return found
 
     def _run(self) -> None:
@@ -111,15 +121,21 @@ class Watch:
         """Stop sampling; what is still running, once the stragglers had LEAVE_S to go."""
         self._stop.set()
         self._thread.join()
-        deadline = time.monotonic() + LEAVE_S
-        while (left := self._look()) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        for pid in left:   # so that the next tests do not pay for them
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        return left
+        return left_behind(self._look)
+
+
+def left_behind(look: Callable[[], dict[int, str]]) -> dict[int, str]:
+    """What `look` still finds once the stragglers had LEAVE_S to go; those are killed, so that
+    the next tests do not pay for them."""
+    deadline = time.monotonic() + LEAVE_S
+    while (left := look()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return left
 
 
 def leaked_key(folder: Path, key: str) -> list[str]:

@@ -3,7 +3,8 @@ key (LOADTEST_API_KEY), the shared fleet requires it (its replicas read VLLM_API
 does), and after every test the key is looked for in every file the test wrote (Parquet decoded,
 since its pages are compressed) and in everything the commands printed (tests/invariants.py):
 run, sweep, capacity, soak, report, compare and the web UI are each checked wherever a test runs
-them. Here: the finder itself, and a wrong key, which gives classified 401s and is written nowhere."""
+them. Here: the finder itself, and a wrong key, which is refused before anything is sent (exit 2,
+naming the 401) and written nowhere."""
 
 from __future__ import annotations
 
@@ -37,8 +38,11 @@ def test_the_shared_fleet_needs_the_key_and_a_wrong_one_is_refused_and_written_n
     ok = requests.get(f"{url}/v1/models", timeout=5, headers={"Authorization": f"Bearer {API_KEY}"})
     assert ok.status_code == 200
     wrong = f"sk-wrong-{secrets.token_hex(12)}"
-    r = cli("run", "--endpoints", str(world_fleet.state), "--modes", "baseline", "--scenario",
-            str(DATA / "tiny-mix.toml"), "--requests", "10", "--out", str(tmp_path), "--run-id", "bad",
-            env={**os.environ, "LOADTEST_API_KEY": wrong})
-    assert r.returncode == 2 and "401" in r.stderr and "API key" in r.stderr, r.stderr   # refused up front, said why
-    assert not leaked_key(tmp_path, wrong) and wrong not in r.stdout + r.stderr
+    # given as the held fleet's state file, and as MODE=URL pairs: refused before anything is sent
+    for endpoints in (str(world_fleet.state), world_fleet.endpoints("baseline")):
+        r = cli("run", "--endpoints", endpoints, "--modes", "baseline", "--scenario", str(DATA / "tiny-mix.toml"),
+                "--requests", "10", "--out", str(tmp_path), "--run-id", "bad",
+                env={**os.environ, "LOADTEST_API_KEY": wrong})
+        assert r.returncode == 2 and "401" in r.stderr and "API key" in r.stderr, r.stderr   # said why
+        assert wrong not in r.stdout + r.stderr
+    assert not leaked_key(tmp_path, wrong)

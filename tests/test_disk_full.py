@@ -86,8 +86,9 @@ def _left(ns: str, pgid: int, pids: list[int], wait_s: float = 20.0) -> list[int
 
 @pytest.mark.e2e
 @pytest.mark.rows_may_be_lost("the records that did not fit on the full disk; the test counts them itself")
-@pytest.mark.parametrize("workers", [1, 2], ids=["lone-locust", "master-and-workers"])
-def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path, workers, world_fleet):
+@pytest.mark.parametrize(("workers", "fleet"), [(1, "own"), (2, "held")],
+                         ids=["lone-locust-own-fleet", "master-and-workers-held-fleet"])
+def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path, workers, fleet, request):
     problem = _unshare_problem()
     if problem:
         pytest.skip(problem)
@@ -96,10 +97,13 @@ def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path, 
                 "--requests", str(REQUESTS), "--rate-scale", "3")
     assert built.returncode == 0, built.stdout + built.stderr
     size_kib = (TRACE_FACTOR * trace.stat().st_size + HEADROOM) // 1024
+    # a fleet of its own (started on a Ray inside the namespace, torn down with the run) or the shared one
+    where = (["--fleet", str(DATA / "fast-sim.toml")] if fleet == "own"
+             else ["--endpoints", str(request.getfixturevalue("world_fleet").state)])
     disk, copy = tmp_path / "disk", tmp_path / "copy"
     argv = [shutil.which("unshare"), "--user", "--map-root-user", "--mount", "--",
             sys.executable, str(ROOT / "tests" / "in_tmpfs.py"), f"{size_kib}k", str(disk), str(copy), "--",
-            sys.executable, "-m", "loadtest", "run", "--trace", str(trace), "--endpoints", str(world_fleet.state),
+            sys.executable, "-m", "loadtest", "run", "--trace", str(trace), *where,
             "--modes", "baseline", "--workers", str(workers), "--out", str(disk), "--run-id", "full", "--cooldown", "0"]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -145,7 +149,8 @@ def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path, 
 
     mr = manifest["mode_runs"]["baseline"]   # written once the replay started, before the records filled the disk
     assert len(mr["locust_pids"]) == (1 if workers == 1 else 1 + workers)   # a lone process, or a master and workers
-    assert _left(ns.group(1), proc.pid, mr["locust_pids"]) == []   # the replicas are the shared fleet's
+    own = [r["pid"] for r in mr["replicas"]] if fleet == "own" else []   # the shared fleet's stay up
+    assert _left(ns.group(1), proc.pid, mr["locust_pids"] + own) == []
 
 
 def _row(i: int) -> dict:

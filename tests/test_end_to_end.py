@@ -19,7 +19,7 @@ import pytest
 
 from analysis.reader import read_requests
 from loadtest.records import STATUSES
-from tests.conftest import DATA, ROOT, cli, loadtest, pid_alive
+from tests.conftest import DATA, ROOT, loadtest, pid_alive
 
 pytestmark = pytest.mark.e2e
 MODES = ["baseline", "draft", "ngram"]
@@ -144,12 +144,15 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
         assert not pid_alive(pid), f"server {pid} outlived the run"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c-held-fleet", "sigterm-own-fleet"])
-def test_a_signal_stops_gracefully_and_keeps_every_record(tmp_path, sig, request):
-    """Ctrl-C against a fleet held up (`--endpoints`, which it must leave running), SIGTERM against
-    a fleet of the run's own (which it must tear down)."""
-    held = request.getfixturevalue("world_fleet") if sig == signal.SIGINT else None
-    fleet = ["--endpoints", str(held.state)] if held else ["--fleet", str(DATA / "fast-sim.toml")]
+@pytest.mark.parametrize(("sig", "fleet"), [(signal.SIGINT, "own"), (signal.SIGTERM, "default"),
+                                           (signal.SIGINT, "held")],
+                         ids=["ctrl-c-own-fleet", "sigterm-default-fleet", "ctrl-c-held-fleet"])
+def test_a_signal_stops_gracefully_and_keeps_every_record(tmp_path, sig, fleet, request):
+    """A fleet of the run's own (fast-sim, or the built-in default, local-sim), which it must tear
+    down, and a fleet held up by `cluster up` (`--endpoints`), which it must leave running."""
+    held = request.getfixturevalue("world_fleet") if fleet == "held" else None
+    fleet = {"own": ["--fleet", str(DATA / "fast-sim.toml")], "default": [],
+             "held": ["--endpoints", str(held.state) if held else ""]}[fleet]
     argv = [sys.executable, "-m", "loadtest", "run", "--scenario", str(DATA / "tiny-mix.toml"), *fleet,
             "--modes", "baseline,draft", "--requests", "150", "--out", str(tmp_path), "--run-id", "stop"]
     run_dir = tmp_path / "stop"
@@ -202,10 +205,11 @@ def test_a_lost_worker_is_noticed_and_its_share_recorded(tmp_path, world_fleet):
         assert not pid_alive(pid)
 
 
-def test_parallel_modes_replay_every_mode_at_once(tmp_path, world_fleet):
-    out = cli("run", "--scenario", str(DATA / "tiny-mix.toml"), "--endpoints", str(world_fleet.state),
-              "--modes", "baseline,ngram", "--parallel-modes", "--workers", "1", "--out", str(tmp_path),
-              "--run-id", "par")
+def test_parallel_modes_replay_every_mode_at_once(tmp_path):
+    # a fleet of its own: --parallel-modes brings every mode up at once (the plan's one turn)
+    out = loadtest("run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "fast-sim.toml"),
+                   "--modes", "baseline,ngram", "--parallel-modes", "--workers", "1", "--out", str(tmp_path),
+                   "--run-id", "par", timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     manifest = json.loads((tmp_path / "par" / "manifest.json").read_text())
     assert manifest["mode_order"].startswith("parallel")

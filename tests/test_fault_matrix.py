@@ -28,7 +28,7 @@ N = 60   # tiny-mix at 12 requests/s: about 5 s of arrivals
 
 def _run(url: str, tmp_path, run_id: str, *extra: str):
     out = cli("run", "--endpoints", f"baseline={url}", "--scenario", str(DATA / "tiny-mix.toml"),
-              "--requests", str(N), "--workers", "1", "--out", str(tmp_path), "--run-id", run_id, *extra)
+              "--requests", str(N), "--out", str(tmp_path), "--run-id", run_id, *extra)
     run_dir = tmp_path / run_id
     assert (run_dir / "manifest.json").is_file(), out.stdout + out.stderr
     manifest = json.loads((run_dir / "manifest.json").read_text())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 from tests.conftest import ROOT, cli
 
@@ -38,6 +39,30 @@ def test_a_plan_predicts_curves_saturation_and_crossovers_in_seconds(tmp_path):
     again = cli("report", str(run / "levels" / "scale-1"))
     assert again.returncode == 0, again.stdout + again.stderr
     assert "predicted by the simulator's performance model in virtual time" in out.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.serial   # the model against the measurement: nothing may share a core with it
+def test_the_plan_predicts_what_the_simulator_serves_at_a_low_load(tmp_path, world_fleet):
+    """saas-mix's long prompts at a quarter of its rate: where the first token waits on prefill."""
+    args = ("--modes", "baseline,eagle", "--scenario", "saas-mix", "--requests", "40", "--out", str(tmp_path))
+    plan = cli("plan", "--fleet", str(world_fleet.fleet_file), *args, "--rate-scale", "0.25", "--run-id", "plan")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    live = cli("run", "--endpoints", str(world_fleet.state), *args, "--rate-scale", "0.25", "--run-id", "live",
+               "--cooldown", "0")
+    assert live.returncode == 0, live.stdout + live.stderr
+    predicted = pq.read_table(tmp_path / "plan" / "levels" / "scale-0.25" / "summary.parquet").to_pylist()
+    measured = pq.read_table(tmp_path / "live" / "summary.parquet").to_pylist()
+
+    def value(rows, mode, metric, stat):
+        return next(r["value"] for r in rows if (r["mode"], r["tenant"], r["metric"], r["statistic"])
+                    == (mode, "all", metric, stat))
+
+    for mode in ("baseline", "eagle"):
+        assert value(predicted, mode, "tpot_ms", "p50") == pytest.approx(value(measured, mode, "tpot_ms", "p50"),
+                                                                         rel=0.10), mode
+        assert value(predicted, mode, "ttft_ms", "p50") == pytest.approx(value(measured, mode, "ttft_ms", "p50"),
+                                                                         rel=0.15), mode
 
 
 def test_plan_refuses_bad_levels_and_unknown_hardware_in_one_line(tmp_path):

@@ -19,7 +19,7 @@ TP4 = ("--tensor-parallel-size", "4", "--served-model-name", "m")
 
 def _run(url: str, tmp_path, run_id: str, *extra: str):
     return cli("run", "--endpoints", f"baseline={url}", "--scenario", str(DATA / "tiny-mix.toml"),
-               "--requests", "40", "--workers", "1", "--out", str(tmp_path), "--run-id", run_id, *extra)
+               "--requests", "40", "--out", str(tmp_path), "--run-id", run_id, *extra)
 
 
 def test_a_run_whose_every_request_failed_exits_1_and_says_why(tmp_path):

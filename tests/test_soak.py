@@ -21,7 +21,7 @@ from loadtest.replay.shards import iter_shard, shard_size, trace_rows
 from scenarios.spec import load_scenario
 from scenarios.stream import TraceStream
 from scenarios.trace import build_trace, write_trace
-from tests.conftest import DATA, cli, loadtest_process, pid_alive
+from tests.conftest import DATA, cli, loadtest, loadtest_process, pid_alive
 
 SOAK = str(DATA / "tiny-soak.toml")
 
@@ -117,8 +117,14 @@ def test_bad_soak_input_is_one_line_and_exit_2(tmp_path):
 
 
 @pytest.mark.e2e
-def test_a_soak_killed_with_sigkill_and_resumed_records_every_request_once(tmp_path, world_fleet):
-    argv = ("soak", "--scenario", SOAK, "--endpoints", str(world_fleet.state), "--modes", "baseline,ngram",
+@pytest.mark.parametrize("fleet", ["own", "held"])
+def test_a_soak_killed_with_sigkill_and_resumed_records_every_request_once(tmp_path, fleet, request):
+    """On a fleet of its own (the resume provisions it again from the fleet file, and the kill
+    leaves no replica or Ray process behind: the session's rules) and on one held by `cluster up`
+    (the resume uses the state file again)."""
+    where = (["--fleet", str(DATA / "fast-sim.toml")] if fleet == "own"
+             else ["--endpoints", str(request.getfixturevalue("world_fleet").state)])
+    argv = ("soak", "--scenario", SOAK, *where, "--modes", "baseline,ngram",
             "--window", "10s", "--flush-every", "2s", "--out", str(tmp_path), "--run-id", "k1")
     run_dir = tmp_path / "k1"
     with loadtest_process(*argv) as proc:
@@ -139,7 +145,8 @@ def test_a_soak_killed_with_sigkill_and_resumed_records_every_request_once(tmp_p
                 time.sleep(0.1)
     before = _records(run_dir)
     assert 0 < len(before) < 2 * len(_trace_ids(run_dir))
-    out = cli("soak", "--resume", str(run_dir))
+    # a fleet of its own is provisioned again on Ray: in a process of its own
+    out = (loadtest if fleet == "own" else cli)("soak", "--resume", str(run_dir), timeout=240)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "resumed" in out.stdout
     records = _records(run_dir)

@@ -117,7 +117,7 @@ def new_manifest(run_dir: Path, trace: Trace, fleet: FleetChoice) -> Manifest:
 
 def endpoints_fleet_info(state: ClusterState, text: str, from_file: bool, modes: list[str]) -> dict:
     """The manifest's `fleet` for a run against a running fleet (`--endpoints`)."""
-    return {"name": state.fleet, "source": text if from_file else "--endpoints",
+    return {"name": state.fleet, "source": str(Path(text).resolve()) if from_file else "--endpoints",
             "endpoints": {m: [r.url for r in state.replicas if r.mode == m] for m in modes},
             "spec": state.fleet_spec}
 
