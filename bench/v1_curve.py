@@ -9,7 +9,7 @@ HTTP and printed beside the published curve.
 Only the batch-1 points were used to fit any constant (the acceptance on summaries); the rest are
 the model's predictions. The model itself is held to the curve in virtual time by
 tests/test_calibration.py, and the servers to the model under batch by
-tests/test_sweep.py::test_closed_loop_from_a_single_stream_to_a_full_batch_is_what_the_model_predicts;
+tests/test_sweep.py::test_closed_loop_from_a_few_streams_to_a_full_batch_is_what_the_model_predicts;
 this measures the two together, as a user of the simulator would see them.
 """
 
