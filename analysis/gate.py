@@ -4,7 +4,8 @@ A mode fails the gate when none of its requests succeeded, or when its errors an
 a share of the requests it sent (`--max-errors`, 10% by default). What the client did to itself
 does not count: requests never sent (a deadline, an interrupt), in flight when the run was
 stopped (`interrupted`) or its --deadline came (`timeout/deadline`), or on a worker that was lost
-(`worker_lost`, reported as the mode's end).
+(`worker_lost`, reported as the mode's end): the outcome `client` of `loadtest.records.outcomes`, the one
+definition the console, the reports, capacity probes and soak windows count by too.
 The gate turns into exit code 1 (DESIGN.md, "Exit codes").
 """
 
@@ -15,12 +16,10 @@ from dataclasses import asdict, dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from loadtest.records import ERROR, NOT_SENT, OK, TIMEOUT
+from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, outcomes
 
 # The default share of a mode's sent requests that may fail before the run fails (--max-errors).
 DEFAULT_MAX_ERROR_SHARE = 0.10
-# Error kinds the client caused (loadtest.records.ERROR_KINDS): outside the gate.
-CLIENT_KINDS = (f"{ERROR}/interrupted", f"{ERROR}/worker_lost", f"{TIMEOUT}/deadline")
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,8 @@ class ErrorCheck:
 def error_checks(records: pa.Table, modes: list[str], max_share: float = DEFAULT_MAX_ERROR_SHARE) -> list[ErrorCheck]:
     """One check per mode of `modes` over the run's request records."""
     with_kind = pc.binary_join_element_wise(records["status"], records["error_kind"], "/")  # null without a kind
-    kind = pc.coalesce(with_kind, records["status"])
+    outcome = outcomes(records)   # the one definition of a failed request
+    kind = pc.if_else(pc.equal(outcome, FAILED), pc.coalesce(with_kind, records["status"]), outcome)
     counts = pa.table({"mode": records["mode"], "kind": kind}).group_by(["mode", "kind"]).aggregate([([], "count_all")])
     by_mode: dict[str, dict[str, int]] = {}
     for row in counts.to_pylist():
@@ -77,7 +77,6 @@ def error_checks(records: pa.Table, modes: list[str], max_share: float = DEFAULT
     out = []
     for mode in modes:
         c = by_mode.get(mode, {})
-        failures = sorted(((k, n) for k, n in c.items() if k not in (OK, NOT_SENT, *CLIENT_KINDS)),
-                          key=lambda kv: -kv[1])
+        failures = sorted(((k, n) for k, n in c.items() if k not in (OK, CLIENT, NOT_SENT)), key=lambda kv: -kv[1])
         out.append(ErrorCheck(mode=mode, ok=c.get(OK, 0), kinds=dict(failures), max_share=max_share))
     return out

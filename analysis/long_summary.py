@@ -7,7 +7,8 @@ Metrics (latencies in ms, over requests that succeeded unless said):
   late send counts against the server's answer); `lateness_ms` (every sent request);
 - `itl_chunk_ms` (gaps between text chunks: what a user sees) and `itl_token_ms` (each gap over
   the tokens its chunk carried); statistics p50, p90, p95, p99, max;
-- `requests` by `status` and `error_kind` (statistic `count`);
+- `requests` by `status` and `status/error_kind`, and by outcome (`failed`, `client`: the one
+  definition of `loadtest.records.outcomes` that the gate counts by);
 - `req_per_s`, `out_tok_per_s`, `goodput_req_per_s` (statistic `rate`: completions inside the
   mode's steady window per second, NaN when the replay was too short for one; see
   analysis.steady), `req_per_s` and `out_tok_per_s` `makespan` (completions and their tokens
@@ -42,7 +43,7 @@ from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
 from analysis.stats import floats, paired_speedups_ci, percentiles
 from analysis.steady import in_window, steady_window
-from loadtest.records import OK, REQUEST_SCHEMA, STATUSES
+from loadtest.records import CLIENT, FAILED, OK, REQUEST_SCHEMA, STATUSES, outcomes
 
 LATENCIES = ("ttft_ms", "tpot_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms")
 SPEEDUPS = {"speedup_ttft": "ttft_ms", "speedup_tpot": "tpot_ms", "speedup_e2e": "e2e_ms"}
@@ -71,6 +72,9 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
     for cell, n in by_status.items():
         for name, count in zip(STATUSES, n, strict=True):
             _add(rows, cell, "requests", name, count)
+    for cell, n in cells.counts(codes(outcomes(table), [FAILED, CLIENT]), 2).items():   # what the gate counts
+        _add(rows, cell, "requests", FAILED, n[0])
+        _add(rows, cell, "requests", CLIENT, n[1])
     with_kind = np.flatnonzero(pc.is_valid(table["error_kind"]).to_numpy(zero_copy_only=False))   # a few rows
     kinds = pc.binary_join_element_wise(status.take(with_kind), table["error_kind"].take(with_kind), "/")
     names = sorted(k for k in pc.unique(kinds).to_pylist() if k is not None)

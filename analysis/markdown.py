@@ -71,7 +71,9 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
     rows = []
     for m in v.modes:
         ok = v.get(m, "requests", "ok")
-        failed = (v.get(m, "requests", "error") or 0) + (v.get(m, "requests", "timeout") or 0)
+        failed = v.get(m, "requests", "failed") or 0      # loadtest.records.outcomes, as the gate counts
+        client = v.get(m, "requests", "client") or 0
+        errors = f"{int(failed):,}" + (f" (+{int(client):,} client)" if client else "")
         good = v.get(m, "goodput_req_per_s", "rate")
         share = v.get(m, "goodput_share", "share")
         rows.append([m, _num(v.get(m, "req_per_s", "rate")), _num(v.get(m, "out_tok_per_s", "rate"), ",.0f"),
@@ -80,14 +82,16 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
                      f"{ms_text(v.get(m, 'tpot_ms', 'p50'))} / {ms_text(v.get(m, 'tpot_ms', 'p99'))}",
                      ms_text(v.get(m, "e2e_ms", "p99")), _ratio(v.ratio(m, "speedup_e2e")),
                      _num(v.get(m, "acceptance_rate", "server"), ".0%"), _num(v.get(m, "tokens_per_step", "mean")),
-                     f"{int(ok or 0):,}", f"{int(failed):,}", f"{int(v.get(m, 'requests', 'not_sent') or 0):,}"])
+                     f"{int(ok or 0):,}", errors, f"{int(v.get(m, 'requests', 'not_sent') or 0):,}"])
     out += ["## Modes", "", _table(["mode", "done req/s", "out tok/s", "goodput req/s (share)", "TTFT p50 / p99",
                                     "TPOT p50 / p99", "E2E p99", "speedup E2E (95% CI)", "acceptance (server)",
                                     "tokens/step (client)", "ok", "errors", "not sent"], rows), ""]
     out += ["Latencies in ms, from the send. Speedup: geometric mean over requests of the baseline's latency "
             "over the mode's, paired by request, with a paired bootstrap 95% interval; *n.s.*: the interval "
             "holds 1.0 (no significant difference). Tokens/step: completion tokens after the first chunk over "
-            "the chunks after the first (the client's view of the mean acceptance length).", ""]
+            "the chunks after the first (the client's view of the mean acceptance length). Errors: errors and "
+            "timeouts the server is answerable for, as `--max-errors` counts them; *+N client*: ends the client "
+            "caused (stopped in flight, cut by `--deadline`, a lost worker), which are not.", ""]
     spec_modes = [m for m in v.modes if any(v.ratio(m, "speedup_e2e", t) for t in v.tenants)]
     if spec_modes and v.tenants:
         for metric, title in (("speedup_e2e", "E2E"), ("speedup_ttft", "TTFT"), ("speedup_tpot", "TPOT")):

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.slo import METRIC_OF, SLO_COLUMNS
+from loadtest.records import CLIENT, FAILED, outcomes
 
 MIN_WINDOW_REQUESTS = 20   # a window's p99 from fewer successes says nothing; such windows are skipped
 MIN_TREND_WINDOWS = 6      # fewer windows than this: no trend is judged
@@ -162,7 +163,8 @@ def drift(check: str, mode: str, y: np.ndarray, starts: np.ndarray, load: np.nda
 
 
 def error_bursts(mode: str, errors: np.ndarray, sent: np.ndarray, starts: np.ndarray, window_s: float) -> list[Finding]:
-    """Windows whose errors and timeouts stand far above the run's own share."""
+    """Windows whose errors and timeouts stand far above the run's own share (`sent`: the requests
+    that ended ok or failed, the share the gate takes; loadtest.records.outcomes)."""
     share = errors.sum() / max(1, sent.sum())
     with np.errstate(divide="ignore", invalid="ignore"):
         w = np.where(sent > 0, errors / sent, 0.0)
@@ -172,19 +174,18 @@ def error_bursts(mode: str, errors: np.ndarray, sent: np.ndarray, starts: np.nda
         bad, of = int(errors[a:b + 1].sum()), int(sent[a:b + 1].sum())
         out.append(Finding("error_burst", mode, None, a, b, float(starts[a]), float(starts[b] + window_s),
                            f"{mode}: an error burst over {span(starts[a], starts[b] + window_s)}: {bad} errors and "
-                           f"timeouts in {of} requests sent ({bad / max(1, of):.0%}; the run's share is {share:.1%})"))
+                           f"timeouts in {of} requests ({bad / max(1, of):.0%}; the run's share is {share:.1%})"))
     return out
 
 
 WINDOW_SCHEMA = pa.schema([
     ("mode", pa.string()), ("window", pa.int32()), ("start_s", pa.float64()), ("end_s", pa.float64()),
     ("scheduled", pa.int64()), ("sent", pa.int64()), ("ok", pa.int64()), ("errors", pa.int64()),
-    ("unknown", pa.int64()), ("not_sent", pa.int64()), ("ttft_p50_ms", pa.float64()), ("ttft_p99_ms", pa.float64()),
+    ("client", pa.int64()), ("not_sent", pa.int64()), ("ttft_p50_ms", pa.float64()), ("ttft_p99_ms", pa.float64()),
     ("tpot_p50_ms", pa.float64()), ("tpot_p99_ms", pa.float64()), ("e2e_p99_ms", pa.float64()),
     ("kv_cache_usage", pa.float64()), ("waiting", pa.float64()),
 ])
 KV, WAITING = "vllm:kv_cache_usage_perc", "vllm:num_requests_waiting"
-LOST_KIND = "worker_lost"   # an outcome the client lost (a lost worker, a killed soak): not an error burst
 
 
 def _q(values: np.ndarray, q: float) -> float | None:
@@ -209,7 +210,7 @@ def windows(records: pa.Table, server: pa.Table | None, window_s: float, duratio
         r = records.filter(pc.equal(records["mode"], mode))
         w = np.minimum((r["offset_s"].to_numpy() // window_s).astype(int), n - 1)
         status = np.asarray(r["status"].to_pylist())
-        lost = np.asarray([k == LOST_KIND for k in r["error_kind"].to_pylist()])   # the client's loss, not the server's
+        outcome = np.asarray(outcomes(r).to_pylist())   # as the gate counts: the client's own ends apart
         cols = {c: r[c].to_numpy(zero_copy_only=False).astype(float) for c in ("ttft_ms", "tpot_ms", "e2e_ms")}
         kv, waiting = _server_series(server, r, mode, window_s, n)
         for k in range(n):
@@ -219,8 +220,8 @@ def windows(records: pa.Table, server: pa.Table | None, window_s: float, duratio
             rows.append({"mode": mode, "window": k, "start_s": k * window_s, "end_s": end,
                          "scheduled": int(mine.sum()), "sent": int((mine & (status != "not_sent")).sum()),
                          "ok": int(ok.sum()),
-                         "errors": int((mine & np.isin(status, ["error", "timeout"]) & ~lost).sum()),
-                         "unknown": int((mine & lost).sum()),
+                         "errors": int((mine & (outcome == FAILED)).sum()),
+                         "client": int((mine & (outcome == CLIENT)).sum()),
                          "not_sent": int((mine & (status == "not_sent")).sum()),
                          "ttft_p50_ms": _q(cols["ttft_ms"][ok], 50), "ttft_p99_ms": _q(cols["ttft_ms"][ok], 99),
                          "tpot_p50_ms": _q(cols["tpot_ms"][ok], 50), "tpot_p99_ms": _q(cols["tpot_ms"][ok], 99),
@@ -275,5 +276,6 @@ def findings(table: pa.Table, window_s: float) -> list[Finding]:
                                              " requests")):
             f = drift(check, mode, col[c], starts, load, window_s, limit, False, what, unit)
             out += [f] if f else []
-        out += error_bursts(mode, m["errors"].to_numpy(), m["sent"].to_numpy(), starts, window_s)
+        errors = m["errors"].to_numpy()
+        out += error_bursts(mode, errors, m["ok"].to_numpy() + errors, starts, window_s)
     return out

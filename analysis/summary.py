@@ -15,7 +15,7 @@ from analysis.slo import has_slos, request_meets
 from analysis.stats import Ratio, floats, paired_speedup_ci
 from analysis.steady import in_window, steady_window
 from common import files
-from loadtest.records import ERROR, NOT_SENT, OK, TIMEOUT
+from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, outcome_counts
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,8 @@ class ModeSummary:
     mode: str
     requests: int
     ok: int
-    errors: int            # status error or timeout
+    errors: int            # errors and timeouts the server is answerable for (loadtest.records.outcomes: failed)
+    client: int            # ends the client caused: stopped in flight, cut by --deadline, on a lost worker
     not_sent: int
     duration_s: float      # first scheduled send to last token
     req_per_s: float       # completed requests per second over the steady window (nan: none)
@@ -101,7 +102,7 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
     for mode in modes:
         t = table.filter(pc.equal(table["mode"], mode))
         ok = t.filter(pc.equal(t["status"], OK))
-        counts = dict(zip(*(c.to_pylist() for c in pc.value_counts(t["status"]).flatten()), strict=True))
+        counts = outcome_counts(t)
         if ok.num_rows:
             start = pc.min(t["scheduled_ns"]).as_py()
             end = pc.max(ok["last_token_ns"]).as_py()
@@ -125,9 +126,10 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
         out.append(ModeSummary(
             mode=mode,
             requests=t.num_rows,
-            ok=counts.get(OK, 0),
-            errors=counts.get(ERROR, 0) + counts.get(TIMEOUT, 0),
-            not_sent=counts.get(NOT_SENT, 0),
+            ok=counts[OK],
+            errors=counts[FAILED],
+            client=counts[CLIENT],
+            not_sent=counts[NOT_SENT],
             duration_s=duration,
             req_per_s=done.sum() / steady_s if window else math.nan,
             out_tok_per_s=steady_tokens / steady_s if window else math.nan,

@@ -67,6 +67,11 @@ def _count(n: int) -> str:
     return f"{n:,}" if not n else f"[red]{n:,}[/red]"
 
 
+def _errors(s: ModeSummary) -> str:
+    """The server's errors and timeouts, and beside them the ends the client caused (not errors)."""
+    return _count(s.errors) + (f" [dim]+{s.client:,} client[/dim]" if s.client else "")
+
+
 def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str, str] | None = None) -> Table:
     """One row per mode replayed, and one per mode skipped (`skipped`: mode -> why; said in full
     under the table)."""
@@ -83,7 +88,7 @@ def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str,
                   _rate(s.out_tok_per_s), f"{ms_text(s.ttft_p50_ms)} / {ms_text(s.ttft_p99_ms)}",
                   f"{ms_text(s.tpot_p50_ms)} / {ms_text(s.tpot_p99_ms)}", ms_text(s.e2e_p99_ms),
                   "-" if math.isnan(s.tokens_per_chunk) else f"{s.tokens_per_chunk:.2f}", _accept(s), speed, good,
-                  f"{ms_text(s.lateness_p50_ms)} / {ms_text(s.lateness_p99_ms)}", _count(s.errors), _count(s.not_sent))
+                  f"{ms_text(s.lateness_p50_ms)} / {ms_text(s.lateness_p99_ms)}", _errors(s), _count(s.not_sent))
     for mode in skipped or {}:
         t.add_row(f"[yellow]{mode}[/yellow]", "[yellow]skipped[/yellow]", *["-"] * (len(t.columns) - 2))
     t.caption = ("latencies in ms; req/s offered = the trace's arrival rate, done = completed requests per second "
@@ -95,7 +100,9 @@ def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str,
                  "with its paired bootstrap 95% interval (n.s.: the interval holds 1.0); goodput = requests "
                  "within every SLO of their tenant, per second (share of all scheduled; - when no SLOs or no "
                  "steady window); "
-                 "late = send lateness; errors = error or timeout; not sent = never sent (deadline, interrupt)")
+                 "late = send lateness; errors = errors and timeouts the server is answerable for (what --max-errors "
+                 "counts), +N client = ends the client caused (stopped in flight, cut by --deadline, a lost worker); "
+                 "not sent = never sent (deadline, interrupt)")
     return t
 
 

@@ -14,15 +14,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import ray
 
 from cluster import StartupCancelled
 from common.times import utc_now
-
-if TYPE_CHECKING:
-    from cluster.provision import Fleet, Replica
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +46,40 @@ class Restart:
         return f"{head}; restarted ({self.n} of {limit}) as pid {self.pid}, ready again in {self.ready_s:.1f} s"
 
 
+class Replica(Protocol):
+    """What the supervisor reads of a replica (cluster.provision.Replica)."""
+
+    pid: int
+    actor: Any               # its Ray actor, asked whether the server still runs (`poll`)
+    stopping: bool           # its mode released or the fleet torn down: never restarted
+    restarts: list[Restart]
+
+    @property
+    def label(self) -> str: ...
+
+
+class Limits(Protocol):
+    max_restarts: int
+    startup_timeout_s: float
+
+
+class Restartable(Protocol):
+    """What the supervisor asks of the fleet it watches (cluster.provision.Fleet)."""
+
+    spec: Limits
+
+    def restart(self, rep: Any) -> int | None: ...
+
+    def wait_ready(self, rep: Any, deadline: float,
+                   cancelled: Callable[[], bool] | None = None) -> tuple[float, float]: ...
+
+    def stop_server(self, rep: Any) -> None: ...
+
+
 class Supervisor:
     """Watches the fleet's ready replicas and restarts those whose server exits."""
 
-    def __init__(self, fleet: Fleet, on_restart: Callable[[Replica, Restart], None] | None = None) -> None:
+    def __init__(self, fleet: Restartable, on_restart: Callable[[Any, Restart], None] | None = None) -> None:
         self.fleet = fleet
         self.on_restart = on_restart
         self._watched: list[Replica] = []

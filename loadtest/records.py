@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 STATUSES = ("ok", "error", "timeout", "not_sent")
 OK, ERROR, TIMEOUT, NOT_SENT = STATUSES
@@ -31,6 +32,33 @@ ERROR_KINDS = ("http", "connection", "not_sse", "malformed_stream", "server_erro
 # Kinds for status "timeout": where the request was when its --timeout ran out (no response
 # headers yet; headers but no token; tokens but no end), or "deadline" when the run's --deadline cut it.
 TIMEOUT_KINDS = ("headers", "first_token", "stream", "deadline")
+
+# A record's outcome, one definition for the gate, the console table, the reports, a capacity
+# probe and a soak's windows: ok; failed, an error or timeout the server is answerable for;
+# client, an end the client caused (stopped in flight, cut by the run's --deadline, on a worker
+# that was lost), which says nothing of the server; not_sent. A request was sent to the server
+# when it is ok or failed: the failed share is failed / (ok + failed).
+OUTCOMES = ("ok", "failed", "client", "not_sent")
+FAILED, CLIENT = OUTCOMES[1:3]
+CLIENT_CAUSED = (f"{ERROR}/interrupted", f"{ERROR}/worker_lost", f"{TIMEOUT}/deadline")   # status/error_kind
+
+
+def outcomes(records: pa.Table) -> pa.ChunkedArray:
+    """Each record's outcome (OUTCOMES), from its status and error kind."""
+    status = records["status"]
+    kind = pc.binary_join_element_wise(status, records["error_kind"].cast(pa.string()), "/")   # null without a kind
+    client = pc.fill_null(pc.is_in(kind, value_set=pa.array(CLIENT_CAUSED)), False)
+    failed = pc.is_in(status, value_set=pa.array([ERROR, TIMEOUT]))
+    return pc.if_else(client, CLIENT, pc.if_else(failed, FAILED, status))
+
+
+def outcome_counts(records: pa.Table) -> dict[str, int]:
+    """Records by outcome, every outcome present (0 where none)."""
+    counts = dict.fromkeys(OUTCOMES, 0)
+    if records.num_rows:
+        vc = pc.value_counts(outcomes(records))
+        counts.update(zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True))
+    return counts
 
 REQUEST_SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),

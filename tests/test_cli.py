@@ -62,8 +62,8 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
 def test_the_cli_defaults_are_the_analysis_defaults():
     from analysis.gate import DEFAULT_MAX_ERROR_SHARE
     from cluster.state import DEFAULT_STATE
-    from loadtest.commands.arguments import DEFAULT_MAX_ERRORS
     from loadtest.commands.arguments import DEFAULT_STATE as CLI_STATE
+    from loadtest.commands.option_groups import DEFAULT_MAX_ERRORS
 
     assert DEFAULT_MAX_ERRORS == DEFAULT_MAX_ERROR_SHARE and CLI_STATE == str(DEFAULT_STATE)
 

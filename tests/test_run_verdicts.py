@@ -73,9 +73,12 @@ def test_errors_and_not_sent_are_counted_apart(tmp_path):
     records = read_requests(tmp_path / "deadline")
     not_sent = records.filter(pc.equal(records["status"], "not_sent")).num_rows
     assert not_sent > 0 and summary["not_sent"] == not_sent
+    # the requests its --deadline cut are the client's ends, not the server's errors (as the gate counts)
+    cut = records.filter(pc.equal(records["error_kind"], "deadline")).num_rows
+    assert cut > 0 and (summary["errors"], summary["client"]) == (0, cut), summary
     row = next(line for line in out.stdout.splitlines() if line.startswith("│ baseline"))
     cells = [c.strip() for c in row.strip("│").split("│")]
-    assert cells[-2:] == [str(summary["errors"]), str(not_sent)], row  # errors, then not sent
+    assert cells[-2:] == [f"0 +{cut} client", str(not_sent)], row  # errors, then not sent
 
 
 def test_slo_attainment_is_shown_and_gated_with_slo_gate(tmp_path):

@@ -9,17 +9,16 @@ from pathlib import Path
 from common.exits import BAD_INPUT
 from loadtest.commands.argtypes import (
     non_negative_float,
-    non_negative_int,
     percent,
-    plain_name,
     positive_float,
     positive_int,
     window,
 )
-from loadtest.request.retry import MAX_RETRIES, POLICIES
+from loadtest.commands.load_arguments import add_load_commands
+from loadtest.commands.ops_arguments import add_soak, add_ui
+from loadtest.commands.option_groups import client_options, fleet_options, replay_options
 
 DEFAULT_STATE = ".loadtest/cluster.json"  # cluster.state.DEFAULT_STATE, without importing requests here
-DEFAULT_MAX_ERRORS = 0.10  # analysis.gate.DEFAULT_MAX_ERROR_SHARE, without importing pyarrow here
 
 
 class Parser(argparse.ArgumentParser):
@@ -36,7 +35,6 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from cluster.sim.cli import add_arguments as add_sim_arguments
-    from loadtest.commands.load_arguments import add_load_commands
 
     top = Parser(
         prog="loadtest",
@@ -61,16 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
         "stopping when its replay ends so the next mode's start on what they freed; a mode that fits nowhere "
         "fails at once (exit 2). The fleet is torn down on every exit path.",
     )
-    _fleet_options(run)
-    _replay_options(run, "per mode")
+    fleet_options(run)
+    replay_options(run, "per mode")
     run.add_argument("--cooldown", type=non_negative_float, default=2.0, metavar="S",
                      help="pause between modes after the previous one drains, in seconds (default 2)")
     run.add_argument("--deadline", type=positive_float, default=None, metavar="S",
                      help="per mode, stop sending S seconds after the start: in-flight requests time out at "
                      "the deadline and unsent ones are recorded as not_sent (default: none)")
-    _client_options(run)
+    client_options(run)
 
-    from loadtest.commands.ops_arguments import add_ui
 
     add_ui(sub)
 
@@ -101,7 +98,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how much worse a metric may get before it fails, in percent (default 5)")
 
     add_load_commands(sub)
-    from loadtest.commands.ops_arguments import add_soak
 
     add_soak(sub)
 
@@ -187,95 +183,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_sim_arguments(sim)
     return top
-
-
-def _fleet_options(p: argparse.ArgumentParser) -> None:
-    """The fleet to provision (or one already running) and its modes: run, sweep, capacity."""
-    p.add_argument("--fleet", default=None, metavar="NAME|PATH",
-                   help="built-in fleet name or a fleet TOML file (default: local-sim, the simulator on a local Ray)")
-    p.add_argument("--endpoints", default=None, metavar="STATE|MODE=URL,...",
-                   help="replay against a fleet that is already running instead of provisioning one: the state "
-                   "file of `loadtest cluster up` (e.g. .loadtest/cluster.json), or MODE=URL pairs of servers "
-                   "started elsewhere (replicas of one mode joined by |)")
-    p.add_argument("--address", default=None, metavar="RAY_ADDRESS",
-                   help="join this Ray cluster (e.g. auto, or ray://head:10001) instead of starting a local Ray; "
-                   "default: $RAY_ADDRESS if set (as under `ray job submit`)")
-    p.add_argument("--modes", default=None, metavar="A,B,...",
-                   help="comma-separated modes of the fleet to test (default: all the fleet's modes; "
-                   "local-sim has baseline,draft,medusa,eagle,ngram)")
-    p.add_argument("--skip-unavailable", action="store_true",
-                   help="run the other modes when a mode cannot start (a placeholder checkpoint such as "
-                   "h100-70b's your-org/... Medusa heads, or a model path that does not exist); without it such "
-                   "a mode is refused before anything starts (exit 2)")
-
-
-def _client_options(p: argparse.ArgumentParser) -> None:
-    """How the modes are replayed: in turn or at once, and by how many Locust processes; /metrics."""
-    from loadtest.commands.ops_arguments import metrics_options
-
-    metrics_options(p)
-    p.add_argument("--parallel-modes", action="store_true",
-                   help="replay all modes at once, each with its own Locust process(es), instead of one after "
-                   "the other (faster; the modes share the client machine, and the manifest says so); refused "
-                   "(exit 2) when the cluster cannot hold every mode at once")
-    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                   help="Locust worker processes: 1 runs one process; more run a master and N workers, each "
-                   "replaying its shard of the trace (default: one per core, minus what local simulator "
-                   "replicas reserve)")
-    p.add_argument("--ray-workers", action="store_true",
-                   help="start the --workers Locust workers as Ray actors spread over the Ray cluster's nodes "
-                   "(the master stays here); --out must then be on storage every node mounts")
-
-
-def _replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = True, requests: bool = True,
-                    gate: str = "errors,slo", trace: bool = True, scenario: str = "saas-mix") -> None:
-    """What the replaying commands share: the trace, the results folder, the client's limits and
-    the gate (`rate_scale`: its one --rate-scale, where a sweep has levels; `requests`: its
-    --requests, where a capacity search sizes its probes by duration; `gate`: which of the error
-    and SLO gates it offers; `trace`: --trace, where the trace is not generated as it goes)."""
-    p.add_argument("--scenario", default=scenario, metavar="NAME|PATH",
-                   help=f"built-in scenario name or a scenario TOML file (default: {scenario})")
-    if trace:
-        p.add_argument("--trace", default=None, metavar="FILE", help="replay this trace.parquet (from `loadtest "
-                       "trace build` or `trace import`) instead of building one from --scenario; --requests keeps "
-                       "its first N rows, --rate-scale speeds it up")
-    if requests:
-        p.add_argument("--requests", type=positive_int, default=None, metavar="N",
-                       help="requests in the trace (default: the scenario's demo size; --requests 50000 "
-                       "runs saas-mix in full)")
-    p.add_argument("--seed", type=int, default=None, metavar="N",
-                   help="trace seed (default: the scenario's; a --trace file keeps the seed it was built with)")
-    if rate_scale:
-        p.add_argument("--rate-scale", type=positive_float, default=None, metavar="X",
-                       help="multiply the arrival rates by X: the scenario's (default: its rate_scale), or a "
-                       "--trace file's (its times divided by X; not for a closed-loop trace)")
-    p.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
-    p.add_argument("--run-id", type=plain_name, default=None, metavar="ID",
-                   help="name of this run's folder under --out (default: UTC time and scenario)")
-    p.add_argument("--max-inflight", type=positive_int, default=1024, metavar="N",
-                   help=f"most requests in flight {scope}; past it a request waits and its lateness is "
-                   "recorded (default 1024)")
-    p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S",
-                   help="per-request timeout in seconds (default 600)")
-    p.add_argument("--retry-after", choices=POLICIES, default="record",
-                   help="a 429 or 503 with Retry-After: record it as an error (default), or honour it: wait and "
-                   "resend, within --timeout, at most --max-retries times (the record counts its attempts)")
-    p.add_argument("--max-retries", type=non_negative_int, default=MAX_RETRIES, metavar="N",
-                   help=f"with --retry-after honour, resends per request at most (default {MAX_RETRIES})")
-    p.add_argument("--api-key-env", default="LOADTEST_API_KEY", metavar="NAME",
-                   help="environment variable holding the servers' API key, sent as a Bearer token; the key "
-                   "is never taken on the command line nor written anywhere (default LOADTEST_API_KEY)")
-    p.add_argument("--lateness-limit", type=positive_float, default=10.0, metavar="MS",
-                   help="mark a replay client_limited when its send lateness p99 exceeds MS (default 10) or a "
-                   "Locust process ran above 90%% of a core")
-    if "errors" in gate:
-        p.add_argument("--max-errors", type=percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
-                       help=f"fail (exit 1) when the errors and timeouts {scope} pass PCT percent of the requests "
-                       "sent, or when none succeeded (default 10; not-sent requests do not count)")
-    if "slo" in gate:
-        p.add_argument("--slo-gate", action="store_true",
-                       help="also fail (exit 1) when any tenant's p99 TTFT, TPOT or E2E misses the target its "
-                       "scenario sets (the SLO table says which); refused for a trace without targets")
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from analysis.capacity import Capacity, choose, search_capacity
+from analysis.gate import error_checks
 from analysis.slo import SLO_COLUMNS, attainment, has_targets, join_targets
 from cluster import FleetError
 from common import exits, files
@@ -28,7 +28,6 @@ from loadtest.commands.levels import Level, native_rate
 from loadtest.commands.levels_run import LevelsRun, new_level, summarise
 from loadtest.commands.metrics_server import MetricsError, MetricsServer
 from loadtest.commands.run import Stage, served
-from loadtest.records import OK
 from scenarios import ScenarioError
 
 PROBE_SCHEMA = pa.schema([
@@ -77,9 +76,9 @@ class CapacityRun(LevelsRun):
             self.replay_level(stage, mode, lv, pause=bool(result.probes))
             records = lv.records(mode)
             verdicts = attainment(join_targets(records, lv.trace), [mode])
-            sent = pc.sum(pc.not_equal(records["status"], "not_sent").cast(pa.int64())).as_py() or 0
-            failed = sent - (pc.sum(pc.equal(records["status"], OK).cast(pa.int64())).as_py() or 0)
-            errors = failed / sent if sent else math.nan
+            check = error_checks(records, [mode], a.max_errors)[0]    # the run's gate, on the probe's records
+            sent = check.sent
+            errors = check.error_share if sent else math.nan
             met = sum(v.met for v in verdicts)
             passed = bool(verdicts) and all(v.passed for v in verdicts) and sent > 0 and errors <= a.max_errors
             binding = [f"{v.tenant} ({'; '.join(v.missed())})" for v in verdicts if not v.passed]

@@ -14,9 +14,8 @@ from loadtest.commands.argtypes import (
     positive_floats,
     positive_int,
     positive_ints,
-    slo_targets,
 )
-from loadtest.commands.arguments import _client_options, _fleet_options, _replay_options
+from loadtest.commands.option_groups import client_options, fleet_options, replay_options, slo_choice
 
 
 def _levels(p: argparse.ArgumentParser) -> None:
@@ -29,15 +28,6 @@ def _levels(p: argparse.ArgumentParser) -> None:
     levels.add_argument("--concurrency", type=positive_ints, default=None, metavar="N,M,...",
                         help="closed-loop levels: N requests kept in flight (each sent the moment one ends), "
                         "e.g. 1,4,16,64 from a single stream up")
-
-
-def _slo_choice(p: argparse.ArgumentParser) -> None:
-    slo = p.add_mutually_exclusive_group()
-    slo.add_argument("--slo-from-scenario", action="store_true",
-                     help="hold every tenant to the SLO targets its scenario sets (the default)")
-    slo.add_argument("--slo", type=slo_targets, default=None, metavar="KEY=MS,...",
-                     help="hold every tenant to these p99 targets instead, e.g. ttft_p99_ms=2000,tpot_p99_ms=40 "
-                     "(keys: ttft_p99_ms, tpot_p99_ms, e2e_p99_ms)")
 
 
 def _level_options(p: argparse.ArgumentParser) -> None:
@@ -87,13 +77,13 @@ def add_load_commands(sub) -> None:
         "A mode that saturates (its completions stop following the load) is not taken higher unless "
         "--keep-going. On a simulator fleet (provisioned, or held up and given as --endpoints STATE) the sweep "
         "is also predicted by the model (plan/) and the report says by how much the two differ.")
-    _fleet_options(sweep)
-    _replay_options(sweep, "of a mode at a level", rate_scale=False, gate="errors")
+    fleet_options(sweep)
+    replay_options(sweep, "of a mode at a level", rate_scale=False, gate="errors")
     _levels(sweep)
     _level_options(sweep)
     sweep.add_argument("--keep-going", action="store_true",
                        help="replay every level of every mode, also above a level where the mode saturated")
-    _client_options(sweep)
+    client_options(sweep)
 
     cap = sub.add_parser(
         "capacity", help="find each mode's highest request rate within the tenants' SLOs, by measurement",
@@ -104,12 +94,12 @@ def add_load_commands(sub) -> None:
         "majority. Prints, per mode, the highest rate, per GPU, the goodput there and the tenant whose SLO "
         "binds, and the mode to choose; capacity.parquet holds every probe, each probe a run folder under "
         "probes/. Exit 2 when no SLO target is given.")
-    _fleet_options(cap)
-    _replay_options(cap, "per probe", rate_scale=False, requests=False, gate="")
+    fleet_options(cap)
+    replay_options(cap, "per probe", rate_scale=False, requests=False, gate="")
     cap.add_argument("--max-errors", type=percent, default=0.10, metavar="PCT",
                      help="a probe fails when its errors and timeouts pass PCT percent of the requests it sent, "
                      "whatever its latencies (default 10)")
-    _slo_choice(cap)
+    slo_choice(cap)
     cap.add_argument("--probe-duration", type=positive_float, default=30.0, metavar="S",
                      help="each probe offers S seconds of the scenario's arrivals at its rate (the first rows of one "
                      "trace, so probes share their requests), then lets them finish (default 30)")
@@ -125,7 +115,7 @@ def add_load_commands(sub) -> None:
                      help="the first rate probed, in req/s (default: the scenario's own)")
     cap.add_argument("--max-rate", type=positive_float, default=None, metavar="R",
                      help="the highest rate probed, in req/s (default: 8 times the scenario's)")
-    _client_options(cap)
+    client_options(cap)
 
     cal = sub.add_parser(
         "calibrate", help="fit the simulator to a measured run or sweep: a profile for sim, fleets and plan",

@@ -5,31 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from loadtest.commands.argtypes import duration, non_negative_float, port, port_or_zero
-
-
-def metrics_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("client metrics (Prometheus)")
-    g.add_argument("--metrics-port", type=port_or_zero, default=0, metavar="PORT",
-                   help="serve the client's view on http://HOST:PORT/metrics while the command runs: requests by "
-                   "status and error kind, TTFT, TPOT, ITL, E2E and send lateness as histograms, in-flight "
-                   "requests, output tokens and chunks, labelled by run, mode and tenant (default 0: a free "
-                   "port, printed, written to the manifest and to OUT/prometheus-targets/RUN_ID.json, a "
-                   "Prometheus file_sd file that also names every replica by mode, removed at the end)")
-    g.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
-                   help="address /metrics listens on (default 127.0.0.1, this machine only); any other needs "
-                   "LOADTEST_WEB_USER and LOADTEST_WEB_PASSWORD in the environment and is then behind HTTP basic "
-                   "auth")
-    g.add_argument("--metrics-linger", type=non_negative_float, default=0.0, metavar="S",
-                   help="keep /metrics up S seconds after the end, so a scraper's last scrape sees the final "
-                   "counts (default 0; set it to your scrape interval or more)")
-    g.add_argument("--no-metrics", action="store_true", help="serve no /metrics")
+from loadtest.commands.argtypes import duration, port
+from loadtest.commands.option_groups import client_options, fleet_options, replay_options, slo_choice
 
 
 def add_soak(sub) -> None:
-    from loadtest.commands.arguments import _client_options, _fleet_options, _replay_options
-    from loadtest.commands.load_arguments import _slo_choice
-
     soak = sub.add_parser(
         "soak", help="hours of day-shaped or bursty load, for leaks and drift; exit codes for schedulers",
         description="Replay a scenario's arrivals for --duration (hours), generating the trace a window ahead "
@@ -40,8 +20,8 @@ def add_soak(sub) -> None:
         "findings.json, windows.parquet). Exit 0 passed, 1 an SLO window or a drift check failed, 2 bad input, "
         "3 the run could not complete, 130 interrupted. --resume RUN continues a killed or interrupted soak "
         "into the same folder: every scheduled request ends up recorded once.")
-    _fleet_options(soak)
-    _replay_options(soak, "in a mode", requests=False, gate="errors", trace=False, scenario="soak")
+    fleet_options(soak)
+    replay_options(soak, "in a mode", requests=False, gate="errors", trace=False, scenario="soak")
     soak.set_defaults(trace=None, requests=None, cooldown=0.0, deadline=None)
     soak.add_argument("--duration", type=duration, default=None, metavar="T",
                       help="how long to send, e.g. 8h, 30m, 90s (default: the scenario's duration)")
@@ -57,14 +37,12 @@ def add_soak(sub) -> None:
                       help="continue the soak in this run folder (killed, interrupted, or its machine rebooted): "
                       "its scenario, duration, modes and targets come from its manifest; rows already due are "
                       "not sent again, the rest go on where it stopped")
-    _slo_choice(soak)
-    _client_options(soak)
+    slo_choice(soak)
+    client_options(soak)
     _always_parallel(soak)   # a soak's modes share its clock
 
 
 def add_ui(sub) -> None:
-    from loadtest.commands.arguments import _client_options, _fleet_options, _replay_options
-
     ui = sub.add_parser(
         "ui", help="Locust's web UI: start a run of several modes from the form, compare them live",
         description="Open Locust's web UI once; its start form chooses the scenario, the modes and the rate "
@@ -76,13 +54,13 @@ def add_ui(sub) -> None:
         "every second. The form's scenario is a built-in name, or the --scenario or --trace file given here. "
         "The UI stays up after the run; Ctrl-C quits. Any --web-host but loopback needs LOADTEST_WEB_USER and "
         "LOADTEST_WEB_PASSWORD in the environment, and every route is then behind HTTP basic auth.")
-    _fleet_options(ui)
+    fleet_options(ui)
     ui.add_argument("--web-host", default="127.0.0.1", metavar="HOST",
                     help="address the web UI listens on (default 127.0.0.1, this machine only; any other needs "
                     "the login above)")
     ui.add_argument("--web-port", type=port, default=8089, metavar="PORT", help="web UI port (default 8089)")
-    _replay_options(ui, "per mode")
-    _client_options(ui)
+    replay_options(ui, "per mode")
+    client_options(ui)
     ui.set_defaults(parallel_modes=True, cooldown=0.0, deadline=None)
     _always_parallel(ui)
     for action in ui._actions:

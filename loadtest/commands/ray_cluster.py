@@ -19,7 +19,6 @@ import signal
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import ray
 
@@ -31,25 +30,24 @@ from common import exits
 from common.exits import print_error
 from common.process import signal_group
 from common.times import utc_now
+from loadtest.commands.inputs import FleetChoice
 from loadtest.commands.manifest import Manifest
 from loadtest.commands.signals import Signals
 
-if TYPE_CHECKING:
-    from loadtest.commands.run import Run
 
-
-def join_fleet(run: Run, stack: ExitStack) -> Fleet | ExistingFleet:
-    """The fleet `run` replays on, entered on `stack` and watched from then on: a fleet of its own
+def join_fleet(choice: FleetChoice, address_flag: str | None, ray_workers: bool, signals: Signals,
+               manifest: Manifest, run_dir: Path, prog: str, stack: ExitStack) -> Fleet | ExistingFleet:
+    """The fleet a run replays on, entered on `stack` and watched from then on: a fleet of its own
     on Ray (a local instance, or the cluster at --address), or the one `cluster up` left (Ray then
     only for --ray-workers). The watch is entered first, so it outlasts the fleet's teardown."""
-    args, choice, signals, logs = run.args, run.choice, run.signals, run.run_dir / "logs"
-    address = ray_address(args.address)
-    cluster = stack.enter_context(RayCluster(address, signals, run.manifest, run.run_dir, f"loadtest {args.command}"))
+    logs = run_dir / "logs"
+    address = ray_address(address_flag)
+    cluster = stack.enter_context(RayCluster(address, signals, manifest, run_dir, prog))
     if choice.existing is None:
         fleet = stack.enter_context(Fleet(choice.spec, choice.modes, logs, address=address,
                                           cancelled=lambda: signals.stop, on_ray_ready=signals.rearm))
     else:
-        if args.ray_workers and init_ray(address or choice.existing.ray_address, log_file=logs / "ray.log"):
+        if ray_workers and init_ray(address or choice.existing.ray_address, log_file=logs / "ray.log"):
             signals.rearm()  # ray.init installs its own SIGTERM handler
             stack.callback(ray.shutdown)
         fleet = stack.enter_context(ExistingFleet(choice.existing, choice.modes))

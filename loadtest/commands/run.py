@@ -165,7 +165,9 @@ class Run:
 
     def replay_all(self) -> None:
         with ExitStack() as stack:
-            fleet = join_fleet(self, stack)  # a Ray cluster that goes away ends the run (exit 3, one line)
+            # a Ray cluster that goes away ends the run (exit 3, one line)
+            fleet = join_fleet(self.choice, self.args.address, bool(self.args.ray_workers), self.signals,
+                               self.manifest, self.run_dir, f"loadtest {self.args.command}", stack)
             bringup = BringUp(fleet, self.choice.modes, self.manifest, self.run_dir, self.console,
                               self.args.parallel_modes)
             progress = stack.enter_context(mode_progress(self.console))

@@ -151,7 +151,7 @@ def soak_md(run_id: str, status: str, p: dict, table: pa.Table, found: list[Find
              f"tumbling windows of {p['window_s']:g} s with the offered load held apart.", ""]
     lines += ["## Findings", ""] + ([f"- **{f.check}** ({span(f.start_s, f.end_s)}): {f.message}" for f in found]
                                     or ["- none: every SLO window met its targets and nothing drifted"])
-    cols = ["window", "start", "scheduled", "ok", "errors", "unknown", "not_sent", "ttft_p99_ms", "tpot_p50_ms",
+    cols = ["window", "start", "scheduled", "ok", "errors", "client", "not_sent", "ttft_p99_ms", "tpot_p50_ms",
             "tpot_p99_ms", "e2e_p99_ms", "kv_cache_usage", "waiting"]
     for mode in sorted(set(table["mode"].to_pylist())):
         rows = table.filter(pc.equal(table["mode"], mode)).to_pylist()
