@@ -157,7 +157,7 @@ def parse_endpoint_list(text: str) -> dict[str, list[str]]:
     return out
 
 
-def load_endpoints(text: str, api_key_env: str = "LOADTEST_API_KEY") -> tuple[ClusterState, bool]:
+def load_endpoints(text: str, api_key_env: str) -> tuple[ClusterState, bool]:
     """The fleet behind `--endpoints`: a state file from `cluster up` (its supervisor must be up),
     or MODE=URL pairs of servers started elsewhere (each must list a model on /v1/models). Returns
     the state and whether it came from a file; check_health() the replicas of the modes you use."""
@@ -189,7 +189,7 @@ def load_endpoints(text: str, api_key_env: str = "LOADTEST_API_KEY") -> tuple[Cl
     return state, from_file
 
 
-def check_health(replicas: list[ReplicaState], api_key_env: str = "LOADTEST_API_KEY") -> None:
+def check_health(replicas: list[ReplicaState], api_key_env: str) -> None:
     """Raise FleetError naming the first of `replicas` that does not answer /health, or does not
     list its model on /v1/models to the key in $`api_key_env` (a wrong or missing key is said
     before anything is sent, as for MODE=URL pairs)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadtest.commands.arguments import build_parser, subparsers
-from tests.conftest import DATA, cli, loadtest
+from tests.conftest import DATA, ROOT, cli, loadtest
 
 
 def test_top_level_help_lists_commands():
@@ -66,6 +66,44 @@ def test_the_cli_defaults_are_the_analysis_defaults():
     from loadtest.commands.option_groups import DEFAULT_MAX_ERRORS
 
     assert DEFAULT_MAX_ERRORS == DEFAULT_MAX_ERROR_SHARE and CLI_STATE == str(DEFAULT_STATE)
+
+
+# The client's options -> the ReplayConfig field that owns their default (loadtest.replay.options)
+REPLAY_OPTIONS = {"--max-inflight": "max_inflight", "--timeout": "timeout_s", "--retry-after": "retry_after",
+                  "--max-retries": "max_retries", "--api-key-env": "api_key_env",
+                  "--lateness-limit": "lateness_limit_ms"}
+
+
+@pytest.mark.parametrize("command", ["run", "sweep", "capacity", "soak", "ui"])
+def test_the_client_options_take_their_defaults_from_the_replay_config(command):
+    from loadtest.replay.options import ReplayConfig
+
+    parser = subparsers(build_parser())[command]
+    by_flag = {o: a for a in parser._actions for o in a.option_strings}
+    for flag, name in REPLAY_OPTIONS.items():
+        assert by_flag[flag].default == getattr(ReplayConfig, name), (command, flag)
+
+
+def test_no_default_of_the_replays_options_is_written_twice():
+    """Each is written once, in ReplayConfig: no add_argument for one of its flags, and no field of
+    the same name in another dataclass, takes a literal default anywhere in the packages."""
+    import ast
+
+    from tests.test_layout import ROOMS
+    names = set(REPLAY_OPTIONS.values())
+    seen = []
+    for path in (p for room in ROOMS for p in (ROOT / room).rglob("*.py")):
+        if path.name == "options.py" and path.parent.name == "replay":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and any(
+                    isinstance(a, ast.Constant) and a.value in REPLAY_OPTIONS for a in node.args):
+                seen += [f"{path.relative_to(ROOT)}:{node.lineno}" for k in node.keywords
+                         if k.arg == "default" and isinstance(k.value, ast.Constant)]
+            elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in names
+                  and isinstance(node.value, ast.Constant) and node.value.value is not None):
+                seen.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not seen, seen
 
 
 def test_a_busy_port_is_the_simulators_only_word(tmp_path):

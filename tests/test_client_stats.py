@@ -38,7 +38,7 @@ def test_verdict_flags_lateness_and_hot_workers():
     calm = ClientStats()
     for _ in range(100):
         calm.observe(_row(0.5))
-    assert calm.verdict()["client_limited"] is False
+    assert calm.verdict(lateness_limit_ms=10)["client_limited"] is False
     worker = ClientStats()
     for i in range(100):
         worker.observe(_row(30.0 if i >= 95 else 0.5))

@@ -63,7 +63,8 @@ def _trace(path) -> str:
 
 def _coordinator(tmp_path, clients=("a", "b"), recorded=None):
     loop, master, sink, said = FakeLoop(100.0), FakeMaster(list(clients)), ListSink(), []
-    c = Coordinator(master, CoordinatorOptions(_trace(tmp_path / "trace.parquet"), N, "r", "m", start_delay_s=0.5),
+    c = Coordinator(master, CoordinatorOptions(_trace(tmp_path / "trace.parquet"), N, "r", "m", start_delay_s=0.5,
+                                                     lateness_limit_ms=10.0),
                     loop, lambda: 1_000.0 + loop.now(), said.append, lambda: sink,
                     lambda worker: (recorded or {}).get(worker, set()))
     return c, loop, master, sink, said

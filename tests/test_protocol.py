@@ -3,9 +3,13 @@ other line is Locust's own output, and a broken message is named, not guessed at
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 import pytest
 
 from loadtest.replay import protocol
+from loadtest.replay.options import ReplayConfig, replay_config
 from loadtest.request.client_stats import ClientStats
 from loadtest.request.tally import Tally
 
@@ -51,3 +55,25 @@ def test_other_lines_are_not_messages_and_broken_ones_are_named():
     with pytest.raises(ValueError, match="malformed replay message"):
         protocol.parse_line('@@progress {"total": 3')
     assert protocol.Progress(10, 7, 4).in_flight == 3
+
+
+@pytest.mark.parametrize("config", [
+    ReplayConfig(Path("/runs/r/trace.parquet"), "eagle", ("http://127.0.0.1:8001", "http://127.0.0.1:8002"), "m",
+                 "r", Path("/runs/r")),
+    ReplayConfig(Path("/runs/r/trace.parquet"), "draft", ("http://127.0.0.1:8001",), "m", "r", Path("/runs/r"),
+                 max_inflight=7, timeout_s=2.5, retry_after="honour", max_retries=0, deadline_s=90.0, drain=True,
+                 api_key_env="MY_KEY", lateness_limit_ms=3.0, workers=4, ray_workers=True, flush_s=10.0,
+                 first_row=13, resume_at_s=4.25),
+])
+def test_a_replay_config_crosses_to_its_locust_processes_whole(config):
+    # what the command writes on a Locust process's command line, read back there
+    argv = config.main_argv()
+    parsed = argparse.Namespace(replay_config=argv[argv.index("--replay-config") + 1])
+    assert replay_config(parsed) == config
+    worker = config.worker_argv(1, "10.0.0.2", 5557)
+    assert worker[worker.index("--replay-config") + 1] == parsed.replay_config
+
+
+def test_a_replay_config_that_does_not_parse_is_named():
+    with pytest.raises(ValueError, match="malformed ReplayConfig"):
+        protocol.parse_config(ReplayConfig, '{"trace": ')

@@ -1,5 +1,6 @@
-"""The command line's grammar: every command's options, their types and their help. Only argparse
-and the simulator's own option list are imported here, so `loadtest --help` starts fast."""
+"""The command line's grammar: every command's options, their types and their help. Besides
+argparse only the simulator's own option list and the replay's configuration record (whose
+defaults the client's options take) are imported here, so `loadtest --help` starts fast."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ The commands' grammars (arguments.py, load_arguments.py, ops_arguments.py) compo
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 
 from loadtest.commands.argtypes import (
     non_negative_float,
@@ -16,9 +17,12 @@ from loadtest.commands.argtypes import (
     positive_int,
     slo_targets,
 )
-from loadtest.request.retry import MAX_RETRIES, POLICIES
+from loadtest.replay.options import ReplayConfig
+from loadtest.request.retry import POLICIES
 
 DEFAULT_MAX_ERRORS = 0.10  # analysis.gate.DEFAULT_MAX_ERROR_SHARE, without importing pyarrow here
+# The client's limits' defaults, written once: in the replay's own configuration record.
+REPLAY = {f.name: f.default for f in fields(ReplayConfig)}
 
 
 def fleet_options(p: argparse.ArgumentParser) -> None:
@@ -82,22 +86,22 @@ def replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = Tr
     p.add_argument("--out", default="results", metavar="DIR", help="results directory (default: results/)")
     p.add_argument("--run-id", type=plain_name, default=None, metavar="ID",
                    help="name of this run's folder under --out (default: UTC time and scenario)")
-    p.add_argument("--max-inflight", type=positive_int, default=1024, metavar="N",
+    p.add_argument("--max-inflight", type=positive_int, default=REPLAY["max_inflight"], metavar="N",
                    help=f"most requests in flight {scope}; past it a request waits and its lateness is "
-                   "recorded (default 1024)")
-    p.add_argument("--timeout", type=positive_float, default=600.0, metavar="S",
-                   help="per-request timeout in seconds (default 600)")
-    p.add_argument("--retry-after", choices=POLICIES, default="record",
+                   f"recorded (default {REPLAY['max_inflight']})")
+    p.add_argument("--timeout", type=positive_float, default=REPLAY["timeout_s"], metavar="S",
+                   help=f"per-request timeout in seconds (default {REPLAY['timeout_s']:g})")
+    p.add_argument("--retry-after", choices=POLICIES, default=REPLAY["retry_after"],
                    help="a 429 or 503 with Retry-After: record it as an error (default), or honour it: wait and "
                    "resend, within --timeout, at most --max-retries times (the record counts its attempts)")
-    p.add_argument("--max-retries", type=non_negative_int, default=MAX_RETRIES, metavar="N",
-                   help=f"with --retry-after honour, resends per request at most (default {MAX_RETRIES})")
-    p.add_argument("--api-key-env", default="LOADTEST_API_KEY", metavar="NAME",
+    p.add_argument("--max-retries", type=non_negative_int, default=REPLAY["max_retries"], metavar="N",
+                   help=f"with --retry-after honour, resends per request at most (default {REPLAY['max_retries']})")
+    p.add_argument("--api-key-env", default=REPLAY["api_key_env"], metavar="NAME",
                    help="environment variable holding the servers' API key, sent as a Bearer token; the key "
-                   "is never taken on the command line nor written anywhere (default LOADTEST_API_KEY)")
-    p.add_argument("--lateness-limit", type=positive_float, default=10.0, metavar="MS",
-                   help="mark a replay client_limited when its send lateness p99 exceeds MS (default 10) or a "
-                   "Locust process ran above 90%% of a core")
+                   f"is never taken on the command line nor written anywhere (default {REPLAY['api_key_env']})")
+    p.add_argument("--lateness-limit", type=positive_float, default=REPLAY["lateness_limit_ms"], metavar="MS",
+                   help="mark a replay client_limited when its send lateness p99 exceeds MS (default "
+                   f"{REPLAY['lateness_limit_ms']:g}) or a Locust process ran above 90%% of a core")
     if "errors" in gate:
         p.add_argument("--max-errors", type=percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
                        help=f"fail (exit 1) when the errors and timeouts {scope} pass PCT percent of the requests "

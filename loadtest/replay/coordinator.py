@@ -56,8 +56,8 @@ class CoordinatorOptions:
     total_rows: int
     run_id: str
     mode: str
-    start_delay_s: float = 0.5
-    lateness_limit_ms: float = 10.0
+    start_delay_s: float       # ReplayConfig's
+    lateness_limit_ms: float
     first_row: int = 0         # a resumed soak: the rows before this one are recorded already ...
     resume_at_s: float = 0.0   # ... and the workers' offset 0 is this long before their start
 

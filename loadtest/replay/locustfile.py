@@ -26,7 +26,7 @@ from common.process import PARENT_GONE, PARENT_PID_ENV
 from loadtest.replay import protocol
 from loadtest.replay.coordinator import Coordinator
 from loadtest.replay.master import NEVER_STARTED, start_coordinator
-from loadtest.replay.options import add_replay_arguments, replay_config
+from loadtest.replay.options import ReplayConfig, add_replay_arguments, replay_config
 from loadtest.replay.process import STOP_NOW
 from loadtest.replay.worker import ShardReplay, request_event, tell_command, tell_master
 
@@ -74,7 +74,7 @@ def _on_init(environment, **_kw) -> None:
     runner = environment.runner
     s = environment.loadtest_session = Session()
     if isinstance(runner, MasterRunner):
-        s.coordinator = start_coordinator(environment, opts, parsed.connect_wait, say)
+        s.coordinator = start_coordinator(environment, opts, say)
     elif isinstance(runner, WorkerRunner):
         # A worker whose master died (its heartbeats stop) quits this soon, recording its shard as
         # an interrupt would; Locust's own wait is 60 s. The command stops local workers at once.
@@ -201,10 +201,10 @@ class TraceReplayUser(FastHttpUser):
     """Runs the replay: the first user of a process replays its shard; any other (Locust
     rebalancing users after a worker is lost) idles."""
 
-    concurrency = 1024
+    concurrency = ReplayConfig.max_inflight      # the defaults; _on_init sets the replay's own
     max_retries = 0
     connection_timeout = 10.0
-    network_timeout = 600.0
+    network_timeout = ReplayConfig.timeout_s
 
     @task
     def replay(self) -> None:

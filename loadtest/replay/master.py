@@ -48,8 +48,7 @@ class LocustMaster:
 
 
 
-def start_coordinator(environment, opts: ReplayConfig, connect_wait_s: float,
-                      say: Callable[[protocol.Line], None]) -> Coordinator:
+def start_coordinator(environment, opts: ReplayConfig, say: Callable[[protocol.Line], None]) -> Coordinator:
     """The coordinator of this master, its messages registered and its greenlets running."""
     c = Coordinator(
         LocustMaster(environment),
@@ -68,9 +67,9 @@ def start_coordinator(environment, opts: ReplayConfig, connect_wait_s: float,
             c.tick()
 
     def watchdog() -> None:
-        gevent.sleep(connect_wait_s)
+        gevent.sleep(opts.connect_wait_s)
         if c.t0 is None:
-            log.error("gave up after %g s: %d of %d workers connected", connect_wait_s,
+            log.error("gave up after %g s: %d of %d workers connected", opts.connect_wait_s,
                       len(environment.runner.clients.ready), environment.parsed_options.expect_workers)
             # Locust's main greenlet is stuck in its own wait for workers (no quit or signal handler
             # reaches it yet): record every row as not_sent, close the files, and leave.

@@ -1,6 +1,9 @@
 """Every message that crosses a process in a replay, as a frozen dataclass.
 
-Two channels, one `encode` and one `parse` each:
+Three channels, one `encode` and one `parse` each:
+- the command to each Locust process it starts: the replay's configuration (`ReplayConfig`, a
+  frozen dataclass of plain values, paths and tuples) as one JSON argument (`encode_config` /
+  `parse_config`), so no option of a replay is listed twice;
 - the replay process to the command that started it (`run`, `ui`, ...): a line `@@<kind> <JSON>`
   on the process's stdout (`encode_line` / `parse_line`); any other line is Locust's own output;
 - the Locust master and its workers: Locust's custom messages, a name and a JSON-able dict
@@ -10,7 +13,10 @@ Fields are named, never split by position, so adding one breaks no reader.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
@@ -200,6 +206,36 @@ def to_locust(msg: Wire) -> tuple[str, dict]:
 def from_locust(kind: str, data: dict | None) -> Wire:
     """The message a Locust custom message carries."""
     return _build(_WIRE, kind, data or {})
+
+
+# ---- the command -> a Locust process: its configuration ---------------------------------------
+Config = TypeVar("Config")
+
+
+def encode_config(config: object) -> str:
+    """One JSON argument holding every field of a configuration dataclass."""
+    return orjson.dumps(asdict(config), default=str).decode()
+
+
+def parse_config(cls: type[Config], text: str) -> Config:
+    """The `cls` that `encode_config` wrote: paths and tuples made again from their JSON; a field
+    it does not carry keeps its default; text that is not one is a bug, and raises ValueError."""
+    try:
+        data = orjson.loads(text)
+        hints = typing.get_type_hints(cls)
+        out = {}
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            v, hint = data[f.name], hints[f.name]
+            if v is not None and Path in (hint, *typing.get_args(hint)):
+                v = Path(v)
+            elif isinstance(v, list) and typing.get_origin(hint) is tuple:
+                v = tuple(v)
+            out[f.name] = v
+        return cls(**out)
+    except (orjson.JSONDecodeError, TypeError) as exc:
+        raise ValueError(f"malformed {cls.__name__} {text[:120]!r}: {exc}") from None
 
 
 # ---- shared ----------------------------------------------------------------------------------

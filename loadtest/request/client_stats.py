@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from loadtest.request.histogram import LogHistogram
 
 METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "lateness_ms")
-# A run whose send lateness p99 exceeds this is marked client_limited (the default).
-LATENESS_LIMIT_MS = 10.0
 # A worker busier than this fraction of a core over a reporting interval ran hot. Measured here:
 # one Locust process kept TTFT error under ~5 ms p99 up to ~25,000 SSE events/s, about half a
 # core, and degraded past it; 0.9 flags a worker that had no headroom left.
@@ -95,7 +93,7 @@ class ClientStats:
         wall = time.monotonic() - wall0
         return round((time.process_time() - cpu0) / wall, 3) if wall > 0 else None
 
-    def verdict(self, lateness_limit_ms: float = LATENESS_LIMIT_MS) -> dict:
+    def verdict(self, lateness_limit_ms: float) -> dict:
         late = self.hists["lateness_ms"]
         p99 = late.quantile(0.99)
         reasons = []
