@@ -20,7 +20,7 @@ from rich.table import Table
 
 from cluster import FleetError, StartupCancelled
 from cluster.fleet import available_modes, load_fleet, redacted, resolve_modes
-from cluster.plan import PlanError
+from cluster.placement import PlanError
 from cluster.provision import STOP_GRACE_S, Fleet, ray_address
 from cluster.state import ClusterState, ReplicaState, pid_is_supervisor, probe
 from common.exits import BAD_INPUT as EXIT_USAGE

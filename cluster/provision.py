@@ -29,7 +29,7 @@ from cluster import FleetError, StartupCancelled, memory
 from cluster.argv import installed_vllm_version, serve_argv, server_api_key
 from cluster.fleet import FleetSpec
 from cluster.memory import ReplicaMemory
-from cluster.plan import Plan, PlanError, make_plan, nodes_from_ray, replica_bundles
+from cluster.placement import Plan, PlanError, make_plan, nodes_from_ray, replica_bundles
 from cluster.supervise import Restart, Supervisor
 from common.process import die_with_parent, stop_group
 from common.times import utc_now

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Protocol
 
-from cluster.plan import Plan
+from cluster.placement import Plan
 
 
 class Provisioner(Protocol):

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.reader import read_requests
-from loadtest.commands.manifest import Manifest
+from loadtest.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, STATUSES, RequestRecord
 from loadtest.replay import protocol
 from loadtest.request.client_stats import ClientStats

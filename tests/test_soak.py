@@ -168,8 +168,8 @@ def test_resume_records_lost_outcomes_once_and_drops_the_stops_not_sent(tmp_path
     from concurrent.futures import ThreadPoolExecutor
 
     from analysis.reader import read_requests
-    from loadtest.commands.manifest import Manifest
     from loadtest.commands.soak_inputs import Soak, _go_on, _recorded
+    from loadtest.manifest import Manifest
     from loadtest.records import REQUEST_SCHEMA, RequestRecord
     from loadtest.request.sink import ParquetSink
 

@@ -22,8 +22,8 @@ from analysis.sweep import plan_vs_measured
 from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console, say_summaries_not_written
-from loadtest.commands.manifest import Manifest
 from loadtest.commands.report import print_summary
+from loadtest.manifest import Manifest
 
 
 def is_plan(sweep_dir: Path) -> bool:

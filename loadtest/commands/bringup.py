@@ -17,14 +17,14 @@ from pathlib import Path
 
 from rich.console import Console
 
-from cluster.plan import PlanError
+from cluster.placement import PlanError
 from cluster.provision import Fleet, Replica
 from cluster.rollout import Rollout
 from cluster.state import ExistingFleet
 from cluster.supervise import Restart
 from common.times import utc_now
 from loadtest.commands.inputs import replica_entry
-from loadtest.commands.manifest import Manifest, ModeRun
+from loadtest.manifest import Manifest, ModeRun
 
 log = logging.getLogger("loadtest")
 

@@ -21,7 +21,7 @@ from cluster.fleet import FleetSpec, available_modes, load_fleet, redacted, reso
 from cluster.provision import Replica, ray_address
 from cluster.state import ClusterState, ReplicaState, check_health, load_endpoints
 from common.names import slug
-from loadtest.commands.manifest import Manifest
+from loadtest.manifest import Manifest
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, load_trace_file, scale_rate, scenario_hash

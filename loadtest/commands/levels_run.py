@@ -21,9 +21,9 @@ from analysis.reader import read_requests
 from cluster.scrape import Scraper
 from common.times import utc_now
 from loadtest.commands.levels import Level, offered_rate
-from loadtest.commands.manifest import Manifest, ModeRun
 from loadtest.commands.report import print_summary
 from loadtest.commands.run import Interrupted, Run, Stage
+from loadtest.manifest import Manifest, ModeRun
 from scenarios.trace import write_trace
 
 

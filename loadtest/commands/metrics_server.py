@@ -29,7 +29,7 @@ from rich.console import Console
 
 from common import files
 from common.login import CHALLENGE, authorized, bind_error, credentials, is_loopback, login_problem
-from loadtest.commands.manifest import Manifest
+from loadtest.manifest import Manifest
 from loadtest.request.exporter import ClientMetrics
 
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]

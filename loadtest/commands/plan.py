@@ -34,7 +34,7 @@ from common.exits import print_error
 from loadtest.commands.console import new_console
 from loadtest.commands.inputs import DEFAULT_FLEET, new_run_dir
 from loadtest.commands.levels import Level, levels_of, native_rate, offered_rate
-from loadtest.commands.manifest import Manifest
+from loadtest.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.replay.dispatcher import UNSENT_BECAUSE
 from loadtest.request.body import request_body

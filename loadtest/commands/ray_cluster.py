@@ -31,8 +31,8 @@ from common.exits import print_error
 from common.process import signal_group
 from common.times import utc_now
 from loadtest.commands.inputs import FleetChoice
-from loadtest.commands.manifest import Manifest
 from loadtest.commands.signals import Signals
+from loadtest.manifest import Manifest
 
 
 def join_fleet(choice: FleetChoice, address_flag: str | None, ray_workers: bool, signals: Signals,

@@ -20,7 +20,7 @@ from analysis.slo import attainment, has_slos, with_slos
 from analysis.summary import summarize, tenant_speedups, write_summary, write_tenant_speedups
 from analysis.table import mode_table, slo_table, steady_state_note, tenant_table
 from common import files
-from loadtest.commands.manifest import Manifest
+from loadtest.manifest import Manifest
 from loadtest.replay import protocol
 
 

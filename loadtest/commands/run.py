@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import Progress, TaskID
 
 from cluster import FleetError, StartupCancelled
-from cluster.plan import PlanError
+from cluster.placement import PlanError
 from cluster.provision import ACTOR_GONE, Fleet
 from cluster.scrape import Scraper
 from cluster.state import ExistingFleet
@@ -41,11 +41,11 @@ from loadtest.commands.inputs import (
     new_run_dir,
     prepare_trace,
 )
-from loadtest.commands.manifest import Manifest, ModeRun
 from loadtest.commands.metrics_server import MetricsError, MetricsServer, serving
 from loadtest.commands.ray_cluster import join_fleet
 from loadtest.commands.report import live_text, mode_progress, print_summary, progress_counts, record_gate
 from loadtest.commands.signals import Signals
+from loadtest.manifest import Manifest, ModeRun
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig, ReplayError
 from loadtest.replay.process import LocustProcess, ReplayEnd

@@ -22,8 +22,8 @@ from cluster import FleetError
 from common import files
 from common.times import utc_now
 from loadtest.commands.inputs import FleetChoice, choose_fleet, new_run_dir
-from loadtest.commands.manifest import Manifest
 from loadtest.commands.metrics_server import MetricsServer
+from loadtest.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.sink import ParquetSink
 from scenarios import ScenarioError

@@ -33,9 +33,9 @@ from loadtest.commands.console import new_console
 from loadtest.commands.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.commands.levels import Level, levels_of
 from loadtest.commands.levels_run import LevelDir, LevelsRun, new_level, summarise
-from loadtest.commands.manifest import Manifest
 from loadtest.commands.metrics_server import MetricsError, MetricsServer
 from loadtest.commands.run import Stage, served
+from loadtest.manifest import Manifest
 from scenarios import ScenarioError
 from scenarios.trace import write_trace
 

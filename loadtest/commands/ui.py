@@ -29,11 +29,11 @@ from common.login import bind_error, is_loopback, login_problem
 from loadtest.commands.board import Board, BoardServer
 from loadtest.commands.console import new_console, say_summaries_not_written
 from loadtest.commands.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
-from loadtest.commands.manifest import Manifest
 from loadtest.commands.metrics_server import MetricsError, MetricsServer, hostport
 from loadtest.commands.report import print_summary, record_gate
 from loadtest.commands.run import Run, served
 from loadtest.commands.signals import Signals
+from loadtest.manifest import Manifest
 from loadtest.replay import protocol
 from loadtest.replay.front_process import ALREADY_REPLAYED, LOG, STDOUT, FrontProcess
 from scenarios import ScenarioError

@@ -8,7 +8,7 @@ from concurrent.futures import Future
 import pytest
 
 from cluster.fleet import FleetSpec
-from cluster.plan import Node, PlanError, fits, make_plan, nodes_from_ray, replica_bundles
+from cluster.placement import Node, PlanError, fits, make_plan, nodes_from_ray, replica_bundles
 from cluster.rollout import Rollout
 
 FIVE = ["baseline", "draft", "medusa", "eagle", "ngram"]
