@@ -15,7 +15,10 @@ Metrics (latencies in ms, over requests that succeeded unless said):
   over the seconds from the first send to the last completion: the offered rate, less the
   warm-up, while the fleet keeps up; its capacity when it cannot),
   `steady_window_s` (`length`), `goodput_share` (of all scheduled); `in_flight` (`mid`, `end`:
-  requests arrived and not done halfway through the arrivals and at the last one);
+  requests arrived and not done halfway through the arrivals and at the last one; `peak`: the
+  most successful requests between send and last token at once), `arrival_span_s` (`length`:
+  first to last scheduled time) and `offered_req_per_s` (`trace`: scheduled requests over that
+  span), tenant `all`;
 - `tokens_per_step` (client: completion tokens after the first chunk over chunks after the
   first), `tokens_per_chunk`; the server's `acceptance_rate`, `mean_acceptance_length`,
   `acceptance_at_position` (statistic `pos1`, `pos2`, ...) from /metrics counter increases
@@ -102,6 +105,9 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
     sent = pc.is_valid(table["sent_ns"]).to_numpy(zero_copy_only=False)[cells.order]   # a never-sent row is no arrival
     done_ordered = np.where(ok, last_ns, -1)[cells.order]
     ok_ordered = ok[cells.order]
+    sent_ns = pc.fill_null(table["sent_ns"], 0).to_numpy()[cells.order]
+    last_ordered = last_ns[cells.order]
+    offsets = table["offset_s"].to_numpy()[cells.order]
     in_steady = np.zeros(len(ok), dtype=bool)
     windows, makespan = {}, {}
     for mode, tenant, s in cells.cells():
@@ -115,6 +121,11 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
             # requests that succeeded only: a refused or failed one is no backlog
             for stat, count in in_flight(arrivals[s][sent[s] & ok_ordered[s]], done_at).items():
                 _add(rows, (mode, ALL), "in_flight", stat, count)
+            done = ok_ordered[s]
+            _add(rows, (mode, ALL), "in_flight", "peak", peak_in_flight(sent_ns[s][done], last_ordered[s][done]))
+            span = float(offsets[s].max() - offsets[s].min()) if len(offsets[s]) else 0.0
+            _add(rows, (mode, ALL), "arrival_span_s", "length", span)
+            _add(rows, (mode, ALL), "offered_req_per_s", "trace", len(offsets[s]) / span if span > 0 else math.nan)
             e2e_p99 = next((v for metric, stat, v, _, _ in rows[(mode, ALL)] if (metric, stat) == ("e2e_ms", "p99")),
                            math.nan)
             sent_at = arrivals[s][sent[s]]
@@ -139,6 +150,17 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
         if met is not None:
             _add(rows, cell, "goodput_req_per_s", "rate", steady_met[cell] / length)
             _add(rows, cell, "goodput_share", "share", met[cell] / scheduled[cell] if scheduled[cell] else math.nan)
+
+
+def peak_in_flight(sent_ns: np.ndarray, end_ns: np.ndarray) -> int:
+    """The most intervals [sent, end) open at once (an end and a send at the same instant: the
+    end first)."""
+    if len(sent_ns) == 0:
+        return 0
+    times = np.concatenate([sent_ns, end_ns])
+    steps = np.concatenate([np.ones(len(sent_ns), dtype=np.int64), -np.ones(len(end_ns), dtype=np.int64)])
+    order = np.lexsort((steps, times))
+    return int(np.cumsum(steps[order]).max())
 
 
 def in_flight(arrivals_ns: np.ndarray, done_ns: np.ndarray) -> dict[str, float]:

@@ -1,4 +1,6 @@
-"""Per-mode summaries of a run's request records, computed with pyarrow.compute."""
+"""The console's per-mode rows (`ModeSummary`, `modes.parquet`) and the per-tenant speedups:
+projections of the long summary (analysis.long_summary), which is the only computation of a
+statistic; nothing here computes one again."""
 
 from __future__ import annotations
 
@@ -6,16 +8,14 @@ import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from analysis.cells import ALL
+from analysis.long_summary import long_summary
 from analysis.server import spec_decode_stats
-from analysis.slo import has_slos, request_meets
-from analysis.stats import Ratio, floats, paired_speedup_ci
-from analysis.steady import in_window, steady_window
+from analysis.stats import Ratio
 from common import files
-from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, outcome_counts
+from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, STATUSES
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,6 @@ class ModeSummary:
     errors: int            # errors and timeouts the server is answerable for (loadtest.records.outcomes: failed)
     client: int            # ends the client caused: stopped in flight, cut by --deadline, on a lost worker
     not_sent: int
-    duration_s: float      # first scheduled send to last token
     req_per_s: float       # completed requests per second over the steady window (nan: none)
     out_tok_per_s: float   # completion tokens (from usage) per second, the same
     offered_req_per_s: float   # scheduled requests / the span of their scheduled times (nan: closed loop)
@@ -58,120 +57,83 @@ class ModeSummary:
         return Ratio(self.speedup, self.speedup_low, self.speedup_high, 0)
 
 
-def _q(col: pa.ChunkedArray, q: float) -> float:
-    col = pc.drop_null(col)
-    if len(col) == 0:
-        return math.nan
-    return float(pc.quantile(col, q=q, interpolation="linear")[0].as_py())
+def _cells(long: pa.Table, tenant: str = ALL) -> dict[tuple[str, str, str], tuple[float, float | None, float | None]]:
+    """(mode, metric, statistic) -> (value, ci_low, ci_high) of one tenant's rows."""
+    cols = [long[c].to_pylist() for c in ("mode", "tenant", "metric", "statistic", "value", "ci_low", "ci_high")]
+    return {(m, metric, stat): (v, lo, hi) for m, t, metric, stat, v, lo, hi in zip(*cols, strict=True) if t == tenant}
 
 
-def peak_in_flight(sent_ns: np.ndarray, end_ns: np.ndarray) -> int:
-    """The most intervals [sent, end) open at once (an end and a send at the same instant: the
-    end first)."""
-    if len(sent_ns) == 0:
-        return 0
-    times = np.concatenate([sent_ns, end_ns])
-    steps = np.concatenate([np.ones(len(sent_ns), dtype=np.int64), -np.ones(len(end_ns), dtype=np.int64)])
-    order = np.lexsort((steps, times))
-    return int(np.cumsum(steps[order]).max())
-
-
-def paired(mode_ok: pa.Table, base_ok: pa.Table, column: str = "e2e_ms") -> tuple[np.ndarray, np.ndarray]:
-    """`column` of the requests that succeeded in both, paired by request_id: (baseline, mode), in
-    the mode's row order (as the long summary pairs them, so the same seeded bootstrap draws the
-    same pairs and both tables print the same interval; a hash join's order changes run to run)."""
-    where = pc.index_in(mode_ok["request_id"], value_set=base_ok["request_id"])
-    found = pc.is_valid(where)
-    return (floats(base_ok[column])[pc.drop_null(where).to_numpy().astype(np.int64)],
-            floats(mode_ok[column])[found.to_numpy(zero_copy_only=False)])
-
-
-def paired_speedup(mode_ok: pa.Table, base_ok: pa.Table, column: str = "e2e_ms") -> Ratio | None:
-    """Geometric mean of baseline / mode `column` over requests that succeeded in both, with
-    its paired bootstrap interval."""
-    return paired_speedup_ci(*paired(mode_ok, base_ok, column))
-
-
-def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "baseline",
-              server_metrics: pa.Table | None = None) -> list[ModeSummary]:
-    modes = modes or sorted(set(table["mode"].to_pylist()))
-    slos = has_slos(table)   # joined by analysis.slo.with_slos
-    status_ok = pc.equal(table["status"], OK)
-    base_ok = table.filter(pc.and_(status_ok, pc.equal(table["mode"], baseline)))
+def mode_summaries(long: pa.Table, modes: list[str]) -> list[ModeSummary]:
+    """One row per mode of `modes` the long summary holds, read off its tenant-`all` rows."""
+    cells = _cells(long)
     out = []
     for mode in modes:
-        t = table.filter(pc.equal(table["mode"], mode))
-        ok = t.filter(pc.equal(t["status"], OK))
-        counts = outcome_counts(t)
-        if ok.num_rows:
-            start = pc.min(t["scheduled_ns"]).as_py()
-            end = pc.max(ok["last_token_ns"]).as_py()
-            duration = max((end - start) / 1e9, 1e-9)
-        else:
-            duration = math.nan
-        tokens = pc.sum(ok["completion_tokens"]).as_py() or 0
-        chunks = pc.sum(ok["n_chunks"]).as_py() or 0
-        spec = spec_decode_stats(server_metrics, mode) if server_metrics is not None else None
-        span = (pc.max(t["offset_s"]).as_py() - pc.min(t["offset_s"]).as_py()) if t.num_rows else 0.0
-        e2e_p99 = _q(ok["e2e_ms"], 0.99)
-        ratio = None if mode == baseline or base_ok.num_rows == 0 else paired_speedup(ok, base_ok)
-        meets = request_meets(t) if slos else None
-        met = int(meets.sum()) if slos else 0
-        sent_at = t["scheduled_ns"].filter(pc.is_valid(t["sent_ns"]))     # arrivals that were sent
-        window = steady_window(pc.min(sent_at).as_py(), pc.max(sent_at).as_py(), e2e_p99) if len(sent_at) else None
-        steady_s = (window[1] - window[0]) / 1e9 if window else math.nan
-        done = in_window(pc.fill_null(t["last_token_ns"], 0).to_numpy(),
-                         pc.equal(t["status"], OK).to_numpy(zero_copy_only=False), window)
-        steady_tokens = float(np.nansum(floats(t["completion_tokens"])[done]))   # a reply without usage: 0
+        def get(metric: str, stat: str, default: float = math.nan, mode: str = mode) -> float:
+            v = cells.get((mode, metric, stat))
+            return default if v is None or v[0] is None else float(v[0])
+
+        def optional(metric: str, stat: str) -> float | None:
+            v = get(metric, stat)
+            return None if math.isnan(v) else v
+
+        if (mode, "requests", OK) not in cells:
+            continue
+        speedup = cells.get((mode, "speedup_e2e", "geomean"))
+        steady_s = get("steady_window_s", "length")
         out.append(ModeSummary(
             mode=mode,
-            requests=t.num_rows,
-            ok=counts[OK],
-            errors=counts[FAILED],
-            client=counts[CLIENT],
-            not_sent=counts[NOT_SENT],
-            duration_s=duration,
-            req_per_s=done.sum() / steady_s if window else math.nan,
-            out_tok_per_s=steady_tokens / steady_s if window else math.nan,
-            offered_req_per_s=t.num_rows / span if span > 0 else math.nan,
-            arrival_span_s=span,
-            peak_in_flight=peak_in_flight(ok["sent_ns"].to_numpy(), ok["last_token_ns"].to_numpy()),
-            steady=window is not None,
-            ttft_p50_ms=_q(ok["ttft_ms"], 0.5),
-            ttft_p99_ms=_q(ok["ttft_ms"], 0.99),
-            tpot_p50_ms=_q(ok["tpot_ms"], 0.5),
-            tpot_p99_ms=_q(ok["tpot_ms"], 0.99),
-            e2e_p50_ms=_q(ok["e2e_ms"], 0.5),
-            e2e_p99_ms=_q(ok["e2e_ms"], 0.99),
-            lateness_p50_ms=_q(t["lateness_ms"], 0.5),
-            lateness_p99_ms=_q(t["lateness_ms"], 0.99),
-            tokens_per_chunk=tokens / chunks if chunks else math.nan,
-            speedup=ratio.value if ratio else None,
-            acceptance_rate=spec.acceptance_rate if spec else None,
-            mean_acceptance_length=spec.mean_acceptance_length if spec else None,
-            speedup_low=ratio.low if ratio else None,
-            speedup_high=ratio.high if ratio else None,
-            goodput_req_per_s=float((meets & done).sum()) / steady_s if slos and window else math.nan,
-            goodput_share=met / t.num_rows if slos and t.num_rows else math.nan,
+            requests=int(sum(get("requests", s, 0.0) for s in STATUSES)),
+            ok=int(get("requests", OK, 0.0)),
+            errors=int(get("requests", FAILED, 0.0)),
+            client=int(get("requests", CLIENT, 0.0)),
+            not_sent=int(get("requests", NOT_SENT, 0.0)),
+            req_per_s=get("req_per_s", "rate"),
+            out_tok_per_s=get("out_tok_per_s", "rate"),
+            offered_req_per_s=get("offered_req_per_s", "trace"),
+            arrival_span_s=get("arrival_span_s", "length", 0.0),
+            peak_in_flight=int(get("in_flight", "peak", 0.0)),
+            steady=not math.isnan(steady_s),
+            ttft_p50_ms=get("ttft_ms", "p50"),
+            ttft_p99_ms=get("ttft_ms", "p99"),
+            tpot_p50_ms=get("tpot_ms", "p50"),
+            tpot_p99_ms=get("tpot_ms", "p99"),
+            e2e_p50_ms=get("e2e_ms", "p50"),
+            e2e_p99_ms=get("e2e_ms", "p99"),
+            lateness_p50_ms=get("lateness_ms", "p50"),
+            lateness_p99_ms=get("lateness_ms", "p99"),
+            tokens_per_chunk=get("tokens_per_chunk", "mean"),
+            speedup=speedup[0] if speedup else None,
+            acceptance_rate=optional("acceptance_rate", "server"),
+            mean_acceptance_length=optional("mean_acceptance_length", "server"),
+            speedup_low=speedup[1] if speedup else None,
+            speedup_high=speedup[2] if speedup else None,
+            goodput_req_per_s=get("goodput_req_per_s", "rate"),
+            goodput_share=get("goodput_share", "share"),
             steady_s=steady_s,
         ))
     return out
 
 
-def tenant_speedups(table: pa.Table, modes: list[str], baseline: str = "baseline") -> dict[str, dict[str, Ratio]]:
-    """Paired E2E speedup over the baseline, with its interval, per tenant and mode."""
-    ok = table.filter(pc.equal(table["status"], OK))
-    out: dict[str, dict[str, float]] = {}
-    for tenant in sorted(set(ok["tenant"].to_pylist())):
-        mine = ok.filter(pc.equal(ok["tenant"], tenant))
-        base = mine.filter(pc.equal(mine["mode"], baseline))
-        if base.num_rows == 0:
-            continue
+def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "baseline",
+              server_metrics: pa.Table | None = None) -> list[ModeSummary]:
+    """`mode_summaries` of the long summary of `table` (for a caller that has no long summary yet)."""
+    modes = modes or sorted(set(table["mode"].to_pylist()))
+    server = {m: spec_decode_stats(server_metrics, m) for m in modes} if server_metrics is not None else None
+    return mode_summaries(long_summary(table, "", modes, baseline, server=server), modes)
+
+
+def tenant_speedups(long: pa.Table, modes: list[str]) -> dict[str, dict[str, Ratio]]:
+    """Paired E2E speedup over the baseline, with its interval, per tenant and mode: the long
+    summary's `speedup_e2e` rows of each tenant."""
+    out: dict[str, dict[str, Ratio]] = {}
+    tenants = sorted(t for t in set(long["tenant"].to_pylist()) if t != ALL)
+    for tenant in tenants:
+        cells = _cells(long, tenant)
         for mode in modes:
-            if mode != baseline:
-                value = paired_speedup(mine.filter(pc.equal(mine["mode"], mode)), base)
-                if value is not None:
-                    out.setdefault(tenant, {})[mode] = value
+            v = cells.get((mode, "speedup_e2e", "geomean"))
+            pairs = cells.get((mode, "speedup_e2e", "pairs"))
+            if v is not None and pairs is not None:
+                out.setdefault(tenant, {})[mode] = Ratio(v[0], v[1], v[2], int(pairs[0]))
     return out
 
 

@@ -13,8 +13,9 @@ import pytest
 from gevent import GreenletExit
 
 from analysis.gate import error_checks
+from analysis.long_summary import long_summary, peak_in_flight
 from analysis.reader import ContractError, read_requests
-from analysis.summary import paired_speedup, peak_in_flight, summarize, tenant_speedups
+from analysis.summary import summarize, tenant_speedups
 from analysis.table import steady_state_note
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.sink import ParquetSink
@@ -89,7 +90,6 @@ def test_summary_counts_statuses_and_pairs_speedup():
     assert (draft.ok, draft.errors) == (9, 1)
     assert draft.speedup == pytest.approx(2.0)
     assert draft.tokens_per_chunk == pytest.approx(5.0)
-    assert paired_speedup(table.slice(0, 0), table.slice(0, 10)) is None
 
 
 def test_a_failed_write_is_not_silently_dropped(tmp_path):
@@ -112,7 +112,7 @@ def test_speedup_by_tenant_pairs_requests_within_each_tenant():
             r["tenant"] = tenant
             rows.append(r)
     table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
-    by_tenant = tenant_speedups(table, ["baseline", "draft"])
+    by_tenant = tenant_speedups(long_summary(table, "r", ["baseline", "draft"]), ["baseline", "draft"])
     assert {t: {m: r.value for m, r in row.items()} for t, row in by_tenant.items()} == {
         "chat": {"draft": pytest.approx(2.0)}, "code": {"draft": pytest.approx(0.8)}}
     assert by_tenant["chat"]["draft"].pairs == 3

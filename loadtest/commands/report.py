@@ -17,7 +17,7 @@ from analysis.markdown import report_markdown
 from analysis.reader import read_requests
 from analysis.server import load_server_metrics, spec_decode_stats
 from analysis.slo import attainment, has_slos, with_slos
-from analysis.summary import summarize, tenant_speedups, write_summary, write_tenant_speedups
+from analysis.summary import mode_summaries, tenant_speedups, write_summary, write_tenant_speedups
 from analysis.table import mode_table, slo_table, steady_state_note, tenant_table
 from common import files
 from loadtest.manifest import Manifest
@@ -56,8 +56,6 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     table = with_slos(table, run_dir) or table
     present = [m for m in modes if m in set(table["mode"].to_pylist())]
     metrics = load_server_metrics(run_dir)
-    summaries = summarize(table, present, server_metrics=metrics)
-    write_summary(summaries, run_dir / "modes.parquet")
     server = {m: spec_decode_stats(metrics, m) for m in present} if metrics is not None else {}
     memory = {m: next((r.get("memory") for r in manifest.mode_runs[m].replicas if r.get("memory")), None)
               for m in present if m in manifest.mode_runs}
@@ -69,11 +67,13 @@ def print_summary(console: Console, run_dir: Path, modes: list[str], manifest: M
     long = long_summary(table, manifest.run_id, present, server=server, memory=memory, client_limited=limited,
                         chunks_of=chunks_of)
     files.write_table(long, run_dir / "summary.parquet")
+    summaries = mode_summaries(long, present)          # the console table: a view of the long summary
+    write_summary(summaries, run_dir / "modes.parquet")
     notes: list[str] = []
     console.print(mode_table(summaries, title=f"{manifest.run_id} ({manifest.status})", skipped=manifest.skipped))
     for mode, why in manifest.skipped.items():
         console.print(f"[yellow]{mode}: skipped (--skip-unavailable): {why}[/yellow]", soft_wrap=True)
-    by_tenant = tenant_speedups(table, modes)
+    by_tenant = tenant_speedups(long, modes)
     if by_tenant:
         write_tenant_speedups(by_tenant, run_dir / "tenant_speedups.parquet")
         if len(by_tenant) > 1:

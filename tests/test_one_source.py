@@ -1,0 +1,92 @@
+"""Every figure of a run computed once: the console table, modes.parquet, report.md and
+report.html's tables show the long summary's value (summary.parquet, tenant `all`) to their
+printed precision, read off the session's one `loadtest run`."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.stats import ms_text
+
+pytestmark = pytest.mark.e2e
+
+
+def _long(run_dir) -> dict[tuple[str, str, str], tuple[float, float | None, float | None]]:
+    return {(r["mode"], r["metric"], r["statistic"]): (r["value"], r["ci_low"], r["ci_high"])
+            for r in pq.read_table(run_dir / "summary.parquet").to_pylist() if r["tenant"] == "all"}
+
+
+def _row(text: str, sep: str, mode: str) -> list[str]:
+    """The cells of the first table row whose first cell is `mode`."""
+    rows = ([c.strip() for c in line.strip().strip(sep).split(sep)] for line in text.splitlines()
+            if line.strip().startswith(sep))
+    return next(cells for cells in rows if cells[0] == mode)
+
+
+def _html_row(page: str, mode: str) -> list[str]:
+    """The text of each cell of the first HTML table row whose first cell is `mode`."""
+    for tr in re.findall(r"<tr>(.*?)</tr>", page, flags=re.S):
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+        if cells and cells[0] == mode:
+            return cells
+    raise AssertionError(f"no row for {mode} in report.html")
+
+
+def _rate(v: float) -> str:       # the console's
+    return "-" if math.isnan(v) else f"{v:,.2f}" if v < 100 else f"{v:,.0f}"
+
+
+def _nan(v: float | None) -> float:
+    return math.nan if v is None else v
+
+
+def test_the_console_modes_parquet_report_md_and_html_show_the_long_summary(session_run):
+    run_dir, ran = session_run
+    long = _long(run_dir)
+    modes = {r["mode"]: r for r in pq.read_table(run_dir / "modes.parquet").to_pylist()}
+    report = (run_dir / "report.md").read_text()
+    page = (run_dir / "report.html").read_text()
+    assert set(modes) == {"baseline", "eagle"}
+    for mode, row in modes.items():
+        def v(metric: str, stat: str, mode: str = mode) -> float:
+            return _nan(long[mode, metric, stat][0]) if (mode, metric, stat) in long else math.nan
+
+        failed, client = int(v("requests", "failed")), int(v("requests", "client"))
+        # modes.parquet: the same numbers, not numbers computed again
+        for field, (metric, stat) in {"ok": ("requests", "ok"), "errors": ("requests", "failed"),
+                                      "not_sent": ("requests", "not_sent"), "req_per_s": ("req_per_s", "rate"),
+                                      "out_tok_per_s": ("out_tok_per_s", "rate"),
+                                      "offered_req_per_s": ("offered_req_per_s", "trace"),
+                                      "peak_in_flight": ("in_flight", "peak"), "ttft_p50_ms": ("ttft_ms", "p50"),
+                                      "ttft_p99_ms": ("ttft_ms", "p99"), "tpot_p99_ms": ("tpot_ms", "p99"),
+                                      "e2e_p99_ms": ("e2e_ms", "p99"), "lateness_p99_ms": ("lateness_ms", "p99"),
+                                      "tokens_per_chunk": ("tokens_per_chunk", "mean"),
+                                      "goodput_share": ("goodput_share", "share")}.items():
+            assert row[field] == pytest.approx(v(metric, stat), nan_ok=True), (mode, field)
+        # the console table, as printed
+        cells = _row(ran.stdout, "│", mode)
+        assert cells[1] == f"{_rate(v('offered_req_per_s', 'trace'))} / {_rate(v('req_per_s', 'rate'))}", cells
+        assert cells[2] == f"{int(v('in_flight', 'peak')):,}"
+        assert cells[4] == f"{ms_text(v('ttft_ms', 'p50'))} / {ms_text(v('ttft_ms', 'p99'))}"
+        assert cells[5] == f"{ms_text(v('tpot_ms', 'p50'))} / {ms_text(v('tpot_ms', 'p99'))}"
+        assert cells[6] == ms_text(v("e2e_ms", "p99"))
+        assert cells[3] == _rate(v("out_tok_per_s", "rate")) and cells[7] == f"{v('tokens_per_chunk', 'mean'):.2f}"
+        assert cells[10].startswith(_rate(v("goodput_req_per_s", "rate")))
+        assert cells[-2].split()[0] == f"{failed:,}" and cells[-1] == f"{int(v('requests', 'not_sent')):,}"
+        # report.md's modes table, and the same cells in report.html
+        md = _row(report, "|", mode)
+        assert md[1] == f"{v('req_per_s', 'rate'):.2f}" and md[2] == f"{v('out_tok_per_s', 'rate'):,.0f}"
+        assert md[4] == f"{ms_text(v('ttft_ms', 'p50'))} / {ms_text(v('ttft_ms', 'p99'))}"
+        assert md[6] == ms_text(v("e2e_ms", "p99"))
+        errors = f"{failed:,}" + (f" (+{client:,} client)" if client else "")
+        assert md[-3:] == [f"{int(v('requests', 'ok')):,}", errors, f"{int(v('requests', 'not_sent')):,}"]
+        assert _html_row(page, mode) == [c.replace("**", "") for c in md], mode
+    eagle = long["eagle", "speedup_e2e", "geomean"]
+    printed = _row(ran.stdout, "│", "eagle")[9]
+    assert f"{eagle[0]:.2f}x" in printed        # the speedup and, when significant, its interval
+    assert ("n.s." in printed) or f"[{eagle[1]:.2f}-{eagle[2]:.2f}]" in printed
