@@ -109,3 +109,41 @@ def choose(answers: dict[str, tuple[float, bool]], raise_with: str | None = None
     if len(answers) == 1:
         return f"{best[0]} is the only mode searched{top}: give --modes to choose between modes."
     return f"For this traffic choose **{best[0]}**{top}."
+
+
+@dataclass(frozen=True)
+class CapacityRow:
+    """One mode's line of a capacity table: its search (None: not searched or stopped before an
+    answer, `why` says which), the goodput at the rate found (None where not measured) and
+    what failed just above it."""
+
+    mode: str
+    found: Capacity | None
+    binding: str = "-"
+    goodput_req_per_s: float | None = None
+    why: str = "not searched"
+
+
+def capacity_table(rows: list[CapacityRow], gpus: int, with_goodput: bool,
+                   raise_with: str | None = None) -> tuple[list[str], str]:
+    """The capacity table's lines (header first) and the choice between the modes in words: one
+    rendering for the measured search (`loadtest capacity`) and the model's (`plan --capacity`).
+    A rate found at the top of the search is shown as `>= rate`; per GPU is over the fleet's
+    `gpus` a mode."""
+    header = ["mode", "max req/s", "per GPU", *(["goodput req/s"] if with_goodput else []), "binding SLOs", "search"]
+    lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|" + ("---:|" if with_goodput else "") + "---|---|"]
+    answers: dict[str, tuple[float, bool]] = {}
+    for r in rows:
+        f = r.found
+        if f is None:
+            lines.append("| " + " | ".join([r.mode, "-", "-", *(["-"] if with_goodput else []), "-", r.why]) + " |")
+            continue
+        top = f.rate is not None and f.failed_at is None     # the search's top passed
+        above = ">= " if top else ""
+        rate = "-" if f.rate is None else f"{above}{f.rate:,.2f}"
+        per_gpu = "-" if f.rate is None else f"{above}{f.rate / gpus:,.3f}"
+        goodput = ["-" if r.goodput_req_per_s is None else f"{r.goodput_req_per_s:,.2f}"] if with_goodput else []
+        answers[r.mode] = (f.rate or 0.0, top)
+        lines.append("| " + " | ".join([r.mode, rate, per_gpu, *goodput, r.binding or "-",
+                                         f"{f.reason} ({len(f.probes)} probes)"]) + " |")
+    return lines, choose(answers, raise_with)

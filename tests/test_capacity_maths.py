@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis.capacity import search_capacity
+from analysis.capacity import Capacity, CapacityRow, Probe, capacity_table, search_capacity
 from analysis.crossover import BEYOND, CROSSES, NEVER_PAYS, crossover
 from analysis.stats import Ratio
 
@@ -109,3 +109,20 @@ def test_the_mode_to_choose_is_said_plainly_with_ties_and_the_top_of_the_search(
     assert top.startswith("For this traffic choose **eagle**") and "raise --max-rate" in top
     assert "no choice between them" in choose({"medusa": (9.0, False), "eagle": (9.0, False)})
     assert choose({"baseline": (0.0, False)}) == "No mode met the SLOs at any rate probed."
+
+
+def test_one_table_renders_the_measured_search_and_the_models():
+    found = Capacity(rate=4.0, failed_at=5.0, probes=[Probe(4.0, True, 0, "bisect")] * 3, reason="bisected to 5%")
+    top = Capacity(rate=8.0, failed_at=None, probes=[Probe(8.0, True, 0, "bracket")], reason="passed at max_rate")
+    rows = [CapacityRow("eagle", found, "chat (ttft p99 210 > 200 ms)", 3.9), CapacityRow("ngram", top),
+            CapacityRow("draft", None, why="stopped after 2 probes (interrupted?)")]
+    lines, choice = capacity_table(rows, gpus=4, with_goodput=True, raise_with="--max-rate")
+    assert lines[0] == "| mode | max req/s | per GPU | goodput req/s | binding SLOs | search |"
+    assert lines[2] == "| eagle | 4.00 | 1.000 | 3.90 | chat (ttft p99 210 > 200 ms) | bisected to 5% (3 probes) |"
+    assert lines[3] == "| ngram | >= 8.00 | >= 2.000 | - | - | passed at max_rate (1 probes) |"
+    assert lines[4] == "| draft | - | - | - | - | stopped after 2 probes (interrupted?) |"
+    assert "choose **ngram**" in choice and "raise --max-rate" in choice
+    model, _ = capacity_table(rows[:2], gpus=4, with_goodput=False)       # the plan's: no goodput column
+    assert model[0] == "| mode | max req/s | per GPU | binding SLOs | search |"
+    assert model[1] == "|---|---:|---:|---|---|"
+    assert model[2] == "| eagle | 4.00 | 1.000 | chat (ttft p99 210 > 200 ms) | bisected to 5% (3 probes) |"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from analysis.capacity import Capacity, choose, search_capacity
+from analysis.capacity import Capacity, CapacityRow, capacity_table, search_capacity
 from analysis.gate import error_checks
 from analysis.slo import SLO_COLUMNS, attainment, has_targets, join_targets
 from cluster import FleetError
@@ -108,32 +108,24 @@ def search_range(args: argparse.Namespace, native: float) -> tuple[float, float]
 
 
 def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeats: int) -> str:
-    rows, answers = [], {}
+    rows = []
     for mode, r in results.items():
         f = r.found
         if f is None:
             why = f"stopped after {len(r.probes)} probes (interrupted?)" if r.probes else "not searched"
-            rows.append(f"| {mode} | - | - | - | - | {why} |")
+            rows.append(CapacityRow(mode, None, why=why))
             continue
-        top = f.rate is not None and f.failed_at is None
-        above = ">= " if top else ""
         at = [p for p in r.probes if f.rate is not None and p["rate"] == f.rate and p["passed"]]
         above_it = [p for p in r.probes if f.failed_at is not None and p["rate"] == f.failed_at and not p["passed"]]
-        goodput = f"{sum(p['goodput_req_per_s'] for p in at) / len(at):,.2f}" if at else "-"
-        rate = "-" if f.rate is None else f"{above}{f.rate:,.2f}"
-        per_gpu = "-" if f.rate is None else f"{above}{f.rate / gpus:,.3f}"
-        binding = above_it[0]["binding"] if above_it else "-"
-        answers[mode] = (f.rate or 0.0, top)
-        rows.append(f"| {mode} | {rate} | {per_gpu} | {goodput} | {binding} | {f.reason} ({len(f.probes)} probes) |")
-    choice = choose(answers, "--max-rate")
+        rows.append(CapacityRow(mode, f, above_it[0]["binding"] if above_it else "-",
+                                sum(p["goodput_req_per_s"] for p in at) / len(at) if at else None))
+    table, choice = capacity_table(rows, gpus, with_goodput=True, raise_with="--max-rate")
     return "\n".join([
         "# Capacity: the highest offered rate within every tenant's SLOs (measured)", "",
         f"Bracketed by doubling, then bisected to {precision:.0%}; each rate near the boundary decided by the "
         f"majority of {repeats} probe(s). Per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the "
         "target's). Goodput: requests within every target per second, at the rate found. Binding: what failed "
-        "just above it.", "",
-        "| mode | max req/s | per GPU | goodput req/s | binding SLOs | search |", "|---|---:|---:|---:|---|---|",
-        *rows, "", choice, ""])
+        "just above it.", "", *table, "", choice, ""])
 
 
 def main(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis.capacity import Capacity, choose, search_capacity
+from analysis.capacity import Capacity, CapacityRow, capacity_table, search_capacity
 from analysis.long_summary import long_summary
 from analysis.slo import attainment, has_targets, join_targets, with_slos
 from analysis.sweep import LEVEL_SCHEMA, sweep_markdown, with_level
@@ -169,26 +169,20 @@ def _capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list
     """Each mode's highest rate within every tenant's SLOs (capacity.parquet holds every probe)."""
     native = native_rate(base)
     gpus = fleet.gpus_per_mode
-    rows, probes, answers = [], [], {}
+    rows, probes = [], []
     for mode in modes:
         found, binding = capacity_of(base, servers[mode], mode, native / 16, native * 16, CAPACITY_PRECISION,
                                      fleet.replicas)
         probes += [{"mode": mode, "rate": p.rate, "passed": p.passed, "phase": p.phase} for p in found.probes]
-        above = ">= " if found.rate is not None and found.failed_at is None else ""   # the search's top passed
-        rate = "-" if found.rate is None else f"{above}{found.rate:,.2f}"
-        per_gpu = "-" if found.rate is None else f"{above}{found.rate / gpus:,.3f}"
-        answers[mode] = (found.rate or 0.0, bool(above))
-        rows.append(f"| {mode} | {rate} | {per_gpu} | {'; '.join(binding) or '-'} | {found.reason} "
-                    f"({len(found.probes)} probes) |")
+        rows.append(CapacityRow(mode, found, "; ".join(binding) or "-"))
     files.write_table(pa.Table.from_pylist(probes, schema=CAPACITY_SCHEMA), run_dir / "capacity.parquet")
-    choice = choose(answers)
+    table, choice = capacity_table(rows, gpus, with_goodput=False)
     return "\n".join([
         "## Capacity: the highest offered rate within every tenant's SLOs", "",
         f"Bracketed by doubling from 1/16 of the scenario's rate, then bisected to {CAPACITY_PRECISION:.0%}; "
         f"per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the target's). Binding: the tenants "
         "that missed just above it.", "",
-        "| mode | max req/s | per GPU | binding SLOs | search |", "|---|---:|---:|---|---|",
-        *rows, "", choice, ""])
+        *table, "", choice, ""])
 
 
 def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServer], fleet: FleetSpec,
