@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from analysis.cells import ALL
 from analysis.slo import SLO_COLUMNS
 from analysis.stats import itl_per_chunk, meets_slos
+from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, outcomes
 from loadtest.request.histogram import LogHistogram
 
 WINDOW_S = 10.0           # the charts' trailing window: each point is 10 s of ended requests ...
@@ -30,7 +31,7 @@ LAG_S = 2.0
 QUANTILES = (0.5, 0.9, 0.99)
 LATENCIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 # what a record must carry for the board (the rest of the record contract stays on disk)
-COLUMNS = ["mode", "tenant", "request_id", "status", "sent_ns", "e2e_ms", "ttft_ms", "tpot_ms", "itl_ms",
+COLUMNS = ["mode", "tenant", "request_id", "status", "error_kind", "sent_ns", "e2e_ms", "ttft_ms", "tpot_ms", "itl_ms",
            "chunk_tokens", "completion_tokens"]
 
 
@@ -81,16 +82,16 @@ class Totals:
     """One mode's (or one tenant's) records since the start."""
 
     hists: dict[str, LogHistogram] = field(default_factory=lambda: {m: LogHistogram() for m in LATENCIES})
-    statuses: dict[str, int] = field(default_factory=dict)
+    outcomes: dict[str, int] = field(default_factory=dict)   # loadtest.records.outcomes, as the report counts
     good: int = 0
     output_tokens: int = 0
     decode_tokens: int = 0
     decode_chunks: int = 0
 
     def add(self, records: pa.Table, good_mask: np.ndarray) -> None:
-        for status, n in zip(*np.unique(records["status"].to_numpy(zero_copy_only=False), return_counts=True),
-                             strict=True):
-            self.statuses[str(status)] = self.statuses.get(str(status), 0) + int(n)
+        for outcome, n in zip(*np.unique(outcomes(records).to_numpy(zero_copy_only=False), return_counts=True),
+                              strict=True):
+            self.outcomes[str(outcome)] = self.outcomes.get(str(outcome), 0) + int(n)
         self.good += int(good_mask.sum())
         ok = succeeded(records)
         self.output_tokens += int(pc.sum(ok["completion_tokens"]).as_py() or 0)
@@ -104,10 +105,10 @@ class Totals:
     def row(self, elapsed_s: float) -> dict:
         """The table's figures: counts, percentiles (ms), and rates over `elapsed_s`."""
         per_s = (lambda n: n / elapsed_s) if elapsed_s > 0 else (lambda n: None)
-        done = sum(n for s, n in self.statuses.items() if s != "not_sent")
-        recorded = sum(self.statuses.values())
-        row: dict = {"ok": self.statuses.get("ok", 0), "errors": self.statuses.get("error", 0),
-                     "timeouts": self.statuses.get("timeout", 0), "not_sent": self.statuses.get("not_sent", 0),
+        done = sum(n for s, n in self.outcomes.items() if s != NOT_SENT)
+        recorded = sum(self.outcomes.values())
+        row: dict = {"ok": self.outcomes.get(OK, 0), "errors": self.outcomes.get(FAILED, 0),
+                     "client": self.outcomes.get(CLIENT, 0), "not_sent": self.outcomes.get(NOT_SENT, 0),
                      "done": done, "good": self.good, "goodput": _f(per_s(self.good)),
                      # as the report's goodput share: of every request recorded, not_sent included
                      "good_share": _f(self.good / recorded) if recorded else None,
@@ -124,11 +125,10 @@ def window_row(records: pa.Table, good_mask: np.ndarray, window_s: float = WINDO
     selected): per second, requests, errors, goodput and output tokens; the successful ones'
     p50 and p99 (ms) and tokens per step."""
     done = pc.not_equal(records["status"], "not_sent").to_numpy(zero_copy_only=False)
-    statuses = records["status"].to_numpy(zero_copy_only=False)
     ok = succeeded(records)
     tokens, chunks = _decode(ok["chunk_tokens"])
     row: dict = {"req_s": _f(done.sum() / window_s),
-                 "errors_s": _f(np.isin(statuses, ["error", "timeout"]).sum() / window_s),
+                 "errors_s": _f(int(np.count_nonzero(pc.equal(outcomes(records), FAILED))) / window_s),
                  "goodput": _f(good_mask.sum() / window_s),
                  "output_tok_s": _f((pc.sum(ok["completion_tokens"]).as_py() or 0) / window_s),
                  "tokens_per_step": _f(tokens / chunks) if chunks else None}

@@ -24,10 +24,13 @@ def records(n: int, seed: int, mode: str = "ngram", start: int = 0) -> pa.Table:
     sent = np.where(status == "not_sent", None, time.time_ns() - rng.integers(0, 5_000_000_000, n))
     chunks = [rng.integers(1, 5, rng.integers(1, 8)).tolist() for _ in range(n)]
     ok = status == "ok"
+    # real errors and timeouts, and the ends the client caused (interrupted, cut by --deadline)
+    kind = np.where(status == "error", rng.choice(["http", "interrupted"], n),
+                    np.where(status == "timeout", rng.choice(["stream", "deadline"], n), None))
     return pa.table({
         "mode": [mode] * n, "tenant": rng.choice(["chat", "code"], n).tolist(),
         "request_id": [f"r{start + i}" for i in range(n)], "status": status.tolist(),
-        "sent_ns": pa.array(sent.tolist(), pa.int64()),
+        "error_kind": pa.array(kind.tolist(), pa.string()), "sent_ns": pa.array(sent.tolist(), pa.int64()),
         "e2e_ms": pa.array(np.where(ok, rng.uniform(100, 900, n), np.nan)),
         # an error may carry a TTFT (it failed after its first token): not counted in the latencies
         "ttft_ms": pa.array(np.where(status != "not_sent", rng.uniform(10, 90, n), np.nan)),
@@ -39,6 +42,12 @@ def records(n: int, seed: int, mode: str = "ngram", start: int = 0) -> pa.Table:
         "slo_e2e_p99_ms": pa.array(np.full(n, np.nan))})
 
 
+def _failed(t: pa.Table) -> np.ndarray:
+    """The server's errors and timeouts, as the gate counts them (the client's own ends apart)."""
+    status, kind = np.array(t["status"].to_pylist()), np.array(t["error_kind"].to_pylist(), dtype=object)
+    return np.isin(status, ["error", "timeout"]) & ~np.isin(kind, ["interrupted", "deadline"])
+
+
 def test_totals_added_in_pieces_are_numpy_on_all_the_rows():
     t = records(400, 1)
     totals = Totals()
@@ -48,6 +57,8 @@ def test_totals_added_in_pieces_are_numpy_on_all_the_rows():
     status = np.array(t["status"].to_pylist())
     assert row["ok"] == (status == "ok").sum() and row["not_sent"] == (status == "not_sent").sum()
     assert row["done"] == (status != "not_sent").sum()
+    assert row["errors"] == _failed(t).sum()
+    assert row["client"] == (status != "not_sent").sum() - row["ok"] - row["errors"] > 0
     ttft = t["ttft_ms"].to_numpy(zero_copy_only=False)
     expected_good = ((status == "ok") & (ttft <= 60.0)).sum()   # ok and within the 60 ms TTFT target
     assert row["good"] == expected_good and row["goodput"] == pytest.approx(expected_good / 20.0, abs=1e-3)
@@ -66,7 +77,7 @@ def test_a_window_is_numpy_on_its_rows_per_second():
     row = window_row(t, good(t), window_s=WINDOW_S)
     status = np.array(t["status"].to_pylist())
     assert row["req_s"] == pytest.approx((status != "not_sent").sum() / WINDOW_S, abs=1e-3)
-    assert row["errors_s"] == pytest.approx(np.isin(status, ["error", "timeout"]).sum() / WINDOW_S, abs=1e-3)
+    assert row["errors_s"] == pytest.approx(_failed(t).sum() / WINDOW_S, abs=1e-3)
     ok = t.filter(pa.array(status == "ok"))
     assert row["e2e_p99"] == pytest.approx(np.quantile(ok["e2e_ms"].to_numpy(), 0.99), abs=1e-3)
     assert row["itl_p50"] == pytest.approx(np.quantile(itl_per_chunk(ok["itl_ms"]), 0.5), abs=1e-3)
@@ -98,7 +109,7 @@ def test_the_board_reads_each_part_once_and_the_server_counters_as_deltas(tmp_pa
     board.tick()   # and no new part: nothing counted twice
     view = board.view()
     row = view["table"]["ngram"]["all"]
-    assert row["ok"] + row["errors"] + row["timeouts"] + row["not_sent"] == 150
+    assert row["ok"] + row["errors"] + row["client"] + row["not_sent"] == 150
     assert row["total"] == 300 and row["sent"] == 90
     assert row["acceptance"] == pytest.approx((300 + 30) / (1000 + 100))   # increases, the reset's included
     assert view["tenants"] == ["chat", "code"] and set(view["table"]["ngram"]) == {"all", "chat", "code"}

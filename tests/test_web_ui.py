@@ -237,13 +237,13 @@ def test_ui_errors_are_one_line(tmp_path):
 
 
 def test_the_tab_rows_read_the_board_table():
-    table = {"ngram": {"all": {"done": 7, "total": 9, "errors": 1, "timeouts": 1, "ttft_p50": 10.0, "ttft_p99": 30.5,
+    table = {"ngram": {"all": {"done": 7, "total": 9, "errors": 2, "client": 1, "ttft_p50": 10.0, "ttft_p99": 30.5,
                                "tpot_p50": 5.0, "tpot_p99": 6.0, "itl_p50": 4.0, "itl_p99": 9.0, "e2e_p50": 100.0,
                                "e2e_p99": 1234.5, "output_tok_s": 50.0, "goodput": 1.5, "tokens_per_step": 1.75,
                                "acceptance": 0.4}}}
     rows = tab_rows(table, ["baseline", "ngram"])
     assert rows[0] == {"mode": "baseline", "progress": "waiting"}
-    assert rows[1]["progress"] == "7 / 9" and rows[1]["errors"] == "2" and rows[1]["e2e"] == "100.0 / 1,234.5"
+    assert rows[1]["progress"] == "7 / 9" and rows[1]["errors"] == "2 +1 client" and rows[1]["e2e"] == "100.0 / 1,234.5"
     assert rows[1]["tps"] == "1.75" and rows[1]["acceptance"] == "0.400"
 
 

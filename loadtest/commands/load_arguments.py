@@ -15,7 +15,13 @@ from loadtest.commands.argtypes import (
     positive_int,
     positive_ints,
 )
-from loadtest.commands.option_groups import client_options, fleet_options, replay_options, slo_choice
+from loadtest.commands.option_groups import (
+    DEFAULT_MAX_ERRORS,
+    client_options,
+    fleet_options,
+    replay_options,
+    slo_choice,
+)
 
 
 def _levels(p: argparse.ArgumentParser) -> None:
@@ -96,9 +102,10 @@ def add_load_commands(sub) -> None:
         "probes/. Exit 2 when no SLO target is given.")
     fleet_options(cap)
     replay_options(cap, "per probe", rate_scale=False, requests=False, gate="")
-    cap.add_argument("--max-errors", type=percent, default=0.10, metavar="PCT",
+    cap.add_argument("--max-errors", type=percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
                      help="a probe fails when its errors and timeouts pass PCT percent of the requests it sent, "
-                     "whatever its latencies (default 10)")
+                     "whatever its latencies, counted as the run's gate counts them "
+                     f"(default {DEFAULT_MAX_ERRORS * 100:g})")
     slo_choice(cap)
     cap.add_argument("--probe-duration", type=positive_float, default=30.0, metavar="S",
                      help="each probe offers S seconds of the scenario's arrivals at its rate (the first rows of one "

@@ -105,7 +105,9 @@ def replay_options(p: argparse.ArgumentParser, scope: str, rate_scale: bool = Tr
     if "errors" in gate:
         p.add_argument("--max-errors", type=percent, default=DEFAULT_MAX_ERRORS, metavar="PCT",
                        help=f"fail (exit 1) when the errors and timeouts {scope} pass PCT percent of the requests "
-                       "sent, or when none succeeded (default 10; not-sent requests do not count)")
+                       f"sent, or when none succeeded (default {DEFAULT_MAX_ERRORS * 100:g}; requests not sent, and "
+                       "the ends the client caused: stopped in flight, cut by --deadline, on a lost worker, do not "
+                       "count)")
     if "slo" in gate:
         p.add_argument("--slo-gate", action="store_true",
                        help="also fail (exit 1) when any tenant's p99 TTFT, TPOT or E2E misses the target its "

@@ -33,7 +33,7 @@ def tab_rows(table: dict, modes: list[str]) -> list[dict[str, str]]:
             rows.append({"mode": mode, "progress": "waiting"})
             continue
         rows.append({"mode": mode, "progress": f"{r.get('done', 0):,} / {r.get('total', 0):,}",
-                     "errors": f"{r['errors'] + r['timeouts']:,}",
+                     "errors": f"{r['errors']:,}" + (f" +{r['client']:,} client" if r.get("client") else ""),
                      **{m: f"{_n(r[f'{m}_p50'])} / {_n(r[f'{m}_p99'])}" for m in ("ttft", "tpot", "itl", "e2e")},
                      "tok_s": _n(r["output_tok_s"]), "goodput": _n(r["goodput"], 2),
                      "tps": _n(r["tokens_per_step"], 2), "acceptance": _n(r.get("acceptance"), 3)})
@@ -103,7 +103,8 @@ function table(v, tenant) {
   for (const mode of v.modes) {
     const r = (v.table[mode] || {})[tenant], all = (v.table[mode] || {}).all || {}, tr = document.createElement("tr");
     tr.dataset.mode = mode;
-    const cells = r ? [mode, `${n(all.done, 0)} / ${n(all.total, 0)}`, n(r.ok, 0), n(r.errors + r.timeouts, 0),
+    const errors = n(r ? r.errors : 0, 0) + (r && r.client ? ` +${n(r.client, 0)} client` : "");
+    const cells = r ? [mode, `${n(all.done, 0)} / ${n(all.total, 0)}`, n(r.ok, 0), errors,
       n(r.ttft_p50), n(r.ttft_p90), n(r.ttft_p99), n(r.tpot_p50), n(r.tpot_p99), n(r.itl_p50), n(r.itl_p99),
       n(r.e2e_p50), n(r.e2e_p99), n(r.output_tok_s), n(r.goodput, 2),
       r.good_share === null ? "-" : n(100 * r.good_share) + "%", n(r.tokens_per_step, 2), n(all.acceptance, 3)]
