@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, outcomes
+from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, kinds, outcomes
 
 # The default share of a mode's sent requests that may fail before the run fails (--max-errors).
 DEFAULT_MAX_ERROR_SHARE = 0.10
@@ -67,9 +67,9 @@ class ErrorCheck:
 
 def error_checks(records: pa.Table, modes: list[str], max_share: float = DEFAULT_MAX_ERROR_SHARE) -> list[ErrorCheck]:
     """One check per mode of `modes` over the run's request records."""
-    with_kind = pc.binary_join_element_wise(records["status"], records["error_kind"], "/")  # null without a kind
-    outcome = outcomes(records)   # the one definition of a failed request
-    kind = pc.if_else(pc.equal(outcome, FAILED), pc.coalesce(with_kind, records["status"]), outcome)
+    kind = kinds(records)
+    outcome = outcomes(records, kind)   # the one definition of a failed request
+    kind = pc.if_else(pc.equal(outcome, FAILED), kind, outcome)
     counts = pa.table({"mode": records["mode"], "kind": kind}).group_by(["mode", "kind"]).aggregate([([], "count_all")])
     by_mode: dict[str, dict[str, int]] = {}
     for row in counts.to_pylist():

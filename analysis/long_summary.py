@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 from analysis.cells import ALL, WORKERS, Cells, cell_stats, cells_of, codes
 from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
-from analysis.stats import floats, paired_speedups_ci, percentiles
+from analysis.stats import Ratio, floats, paired_speedups_ci, percentiles
 from analysis.steady import in_window, steady_window
 from loadtest.records import CLIENT, FAILED, OK, REQUEST_SCHEMA, STATUSES, outcomes
 
@@ -359,3 +359,24 @@ def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str =
             for name, v in zip(out, (run_id, mode, tenant, metric, statistic, value, low, high), strict=True):
                 out[name].append(v)
     return pa.table(out, schema=LONG_SCHEMA)
+
+
+class SummaryView:
+    """Look-ups into a long summary: the one way its views (the console table, report.md) read it."""
+
+    def __init__(self, summary: pa.Table) -> None:
+        self.cells: dict[tuple[str, str, str, str], tuple[float, float | None, float | None]] = {}
+        for r in summary.to_pylist():
+            self.cells[(r["mode"], r["tenant"], r["metric"], r["statistic"])] = (r["value"], r["ci_low"], r["ci_high"])
+        self.modes = list(dict.fromkeys(summary["mode"].to_pylist()))
+        self.tenants = sorted(set(pc.unique(summary["tenant"]).to_pylist()) - {ALL})
+
+    def get(self, mode: str, metric: str, stat: str, tenant: str = ALL) -> float | None:
+        cell = self.cells.get((mode, tenant, metric, stat))
+        return None if cell is None or cell[0] is None or math.isnan(cell[0]) else cell[0]
+
+    def ratio(self, mode: str, metric: str, tenant: str = ALL) -> Ratio | None:
+        cell = self.cells.get((mode, tenant, metric, "geomean"))
+        if cell is None or cell[1] is None:
+            return None
+        return Ratio(cell[0], cell[1], cell[2], int(self.get(mode, metric, "pairs", tenant) or 0))

@@ -3,35 +3,12 @@ long summary (analysis.long_summary) and the SLO attainment; nothing here comput
 
 from __future__ import annotations
 
-import math
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.long_summary import ALL, LATENCIES
+from analysis.long_summary import ALL, LATENCIES, SummaryView
 from analysis.slo import Attainment
 from analysis.stats import PERCENTILES, Ratio, ms_text
-
-
-class _View:
-    """Look-ups into a long summary."""
-
-    def __init__(self, summary: pa.Table) -> None:
-        self.cells: dict[tuple[str, str, str, str], tuple[float, float | None, float | None]] = {}
-        for r in summary.to_pylist():
-            self.cells[(r["mode"], r["tenant"], r["metric"], r["statistic"])] = (r["value"], r["ci_low"], r["ci_high"])
-        self.modes = list(dict.fromkeys(summary["mode"].to_pylist()))
-        self.tenants = sorted(set(pc.unique(summary["tenant"]).to_pylist()) - {ALL})
-
-    def get(self, mode: str, metric: str, stat: str, tenant: str = ALL) -> float | None:
-        cell = self.cells.get((mode, tenant, metric, stat))
-        return None if cell is None or cell[0] is None or math.isnan(cell[0]) else cell[0]
-
-    def ratio(self, mode: str, metric: str, tenant: str = ALL) -> Ratio | None:
-        cell = self.cells.get((mode, tenant, metric, "geomean"))
-        if cell is None or cell[1] is None:
-            return None
-        return Ratio(cell[0], cell[1], cell[2], int(self.get(mode, metric, "pairs", tenant) or 0))
 
 
 def _num(v: float | None, fmt: str = ".2f") -> str:
@@ -53,7 +30,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _acceptance(v: _View, by_position: str, source: str, title: str) -> list[str]:
+def _acceptance(v: SummaryView, by_position: str, source: str, title: str) -> list[str]:
     """One source's acceptance per mode: rate, mean length and per draft position (none: nothing)."""
     positions = sorted({k[3] for k in v.cells if k[2] == by_position}, key=lambda s: int(s[3:]))
     if not positions:
@@ -66,7 +43,7 @@ def _acceptance(v: _View, by_position: str, source: str, title: str) -> list[str
 
 def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attainment] | None,
                     notes: list[str]) -> str:
-    v = _View(summary)
+    v = SummaryView(summary)
     out = [f"# {run_id}", "", about, ""]
     rows = []
     for m in v.modes:
@@ -164,7 +141,7 @@ def runs_markdown(summary: pa.Table) -> str:
     """Several runs' long summaries (concatenated) as one table: every run and mode side by side."""
     rows = []
     for run_id in dict.fromkeys(summary["run_id"].to_pylist()):
-        v = _View(summary.filter(pc.equal(summary["run_id"], run_id)))
+        v = SummaryView(summary.filter(pc.equal(summary["run_id"], run_id)))
         for m in v.modes:
             good = v.get(m, "goodput_req_per_s", "rate")
             rows.append([run_id, m, _num(v.get(m, "req_per_s", "rate")), ms_text(v.get(m, "ttft_ms", "p99")),

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis.cells import ALL
-from analysis.long_summary import long_summary
+from analysis.long_summary import SummaryView, long_summary
 from analysis.server import spec_decode_stats
 from analysis.stats import Ratio
 from common import files
@@ -57,28 +56,21 @@ class ModeSummary:
         return Ratio(self.speedup, self.speedup_low, self.speedup_high, 0)
 
 
-def _cells(long: pa.Table, tenant: str = ALL) -> dict[tuple[str, str, str], tuple[float, float | None, float | None]]:
-    """(mode, metric, statistic) -> (value, ci_low, ci_high) of one tenant's rows."""
-    cols = [long[c].to_pylist() for c in ("mode", "tenant", "metric", "statistic", "value", "ci_low", "ci_high")]
-    return {(m, metric, stat): (v, lo, hi) for m, t, metric, stat, v, lo, hi in zip(*cols, strict=True) if t == tenant}
-
-
 def mode_summaries(long: pa.Table, modes: list[str]) -> list[ModeSummary]:
     """One row per mode of `modes` the long summary holds, read off its tenant-`all` rows."""
-    cells = _cells(long)
+    view = SummaryView(long)
     out = []
     for mode in modes:
         def get(metric: str, stat: str, default: float = math.nan, mode: str = mode) -> float:
-            v = cells.get((mode, metric, stat))
-            return default if v is None or v[0] is None else float(v[0])
+            v = view.get(mode, metric, stat)
+            return default if v is None else v
 
-        def optional(metric: str, stat: str) -> float | None:
-            v = get(metric, stat)
-            return None if math.isnan(v) else v
+        def optional(metric: str, stat: str, mode: str = mode) -> float | None:
+            return view.get(mode, metric, stat)
 
-        if (mode, "requests", OK) not in cells:
+        if view.get(mode, "requests", OK) is None:
             continue
-        speedup = cells.get((mode, "speedup_e2e", "geomean"))
+        speedup = view.ratio(mode, "speedup_e2e")
         steady_s = get("steady_window_s", "length")
         out.append(ModeSummary(
             mode=mode,
@@ -102,11 +94,11 @@ def mode_summaries(long: pa.Table, modes: list[str]) -> list[ModeSummary]:
             lateness_p50_ms=get("lateness_ms", "p50"),
             lateness_p99_ms=get("lateness_ms", "p99"),
             tokens_per_chunk=get("tokens_per_chunk", "mean"),
-            speedup=speedup[0] if speedup else None,
+            speedup=speedup.value if speedup else None,
             acceptance_rate=optional("acceptance_rate", "server"),
             mean_acceptance_length=optional("mean_acceptance_length", "server"),
-            speedup_low=speedup[1] if speedup else None,
-            speedup_high=speedup[2] if speedup else None,
+            speedup_low=speedup.low if speedup else None,
+            speedup_high=speedup.high if speedup else None,
             goodput_req_per_s=get("goodput_req_per_s", "rate"),
             goodput_share=get("goodput_share", "share"),
             steady_s=steady_s,
@@ -125,15 +117,13 @@ def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "
 def tenant_speedups(long: pa.Table, modes: list[str]) -> dict[str, dict[str, Ratio]]:
     """Paired E2E speedup over the baseline, with its interval, per tenant and mode: the long
     summary's `speedup_e2e` rows of each tenant."""
+    view = SummaryView(long)
     out: dict[str, dict[str, Ratio]] = {}
-    tenants = sorted(t for t in set(long["tenant"].to_pylist()) if t != ALL)
-    for tenant in tenants:
-        cells = _cells(long, tenant)
+    for tenant in view.tenants:
         for mode in modes:
-            v = cells.get((mode, "speedup_e2e", "geomean"))
-            pairs = cells.get((mode, "speedup_e2e", "pairs"))
-            if v is not None and pairs is not None:
-                out.setdefault(tenant, {})[mode] = Ratio(v[0], v[1], v[2], int(pairs[0]))
+            r = view.ratio(mode, "speedup_e2e", tenant)
+            if r is not None:
+                out.setdefault(tenant, {})[mode] = r
     return out
 
 

@@ -43,22 +43,20 @@ FAILED, CLIENT = OUTCOMES[1:3]
 CLIENT_CAUSED = (f"{ERROR}/interrupted", f"{ERROR}/worker_lost", f"{TIMEOUT}/deadline")   # status/error_kind
 
 
-def outcomes(records: pa.Table) -> pa.ChunkedArray:
-    """Each record's outcome (OUTCOMES), from its status and error kind."""
+def kinds(records: pa.Table) -> pa.ChunkedArray:
+    """Each record's `status/error_kind` ("error/http", "timeout/deadline"), or its status alone."""
     status = records["status"]
-    kind = pc.binary_join_element_wise(status, records["error_kind"].cast(pa.string()), "/")   # null without a kind
-    client = pc.fill_null(pc.is_in(kind, value_set=pa.array(CLIENT_CAUSED)), False)
-    failed = pc.is_in(status, value_set=pa.array([ERROR, TIMEOUT]))
-    return pc.if_else(client, CLIENT, pc.if_else(failed, FAILED, status))
+    return pc.coalesce(pc.binary_join_element_wise(status, records["error_kind"].cast(pa.string()), "/"), status)
 
 
-def outcome_counts(records: pa.Table) -> dict[str, int]:
-    """Records by outcome, every outcome present (0 where none)."""
-    counts = dict.fromkeys(OUTCOMES, 0)
-    if records.num_rows:
-        vc = pc.value_counts(outcomes(records))
-        counts.update(zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True))
-    return counts
+def outcomes(records: pa.Table, kind: pa.ChunkedArray | None = None) -> pa.ChunkedArray:
+    """Each record's outcome (OUTCOMES), from its status and error kind (`kind`: its `kinds`,
+    where the caller has them already)."""
+    kind = kinds(records) if kind is None else kind
+    client = pc.is_in(kind, value_set=pa.array(CLIENT_CAUSED))
+    failed = pc.is_in(records["status"], value_set=pa.array([ERROR, TIMEOUT]))
+    return pc.if_else(client, CLIENT, pc.if_else(failed, FAILED, records["status"]))
+
 
 REQUEST_SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),

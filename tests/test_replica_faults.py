@@ -22,6 +22,7 @@ from analysis.reader import read_requests
 from cluster import FleetError
 from cluster.fleet import load_fleet
 from loadtest.records import STATUSES
+from tests import invariants
 from tests.conftest import DATA, ROOT, cli, loadtest, pid_alive
 
 pytestmark = pytest.mark.e2e
@@ -46,15 +47,8 @@ def members(field: str, value: int) -> list[int]:
 def assert_gone(field: str, value: int) -> None:
     """Every process of that group or session is gone (Ray's head processes stop with
     ray.shutdown: allow a generous while on a loaded machine), else kill them and fail."""
-    deadline = time.monotonic() + 30
-    while (left := members(field, value)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    for pid in left:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    assert not left, f"processes of the run's {field} {value} outlived it: {left}"
+    left = invariants.left_behind(lambda: {pid: "" for pid in members(field, value)})
+    assert not left, f"processes of the run's {field} {value} outlived it: {sorted(left)}"
 
 
 def assert_session_ends(sid: int) -> None:
