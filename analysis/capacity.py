@@ -48,7 +48,7 @@ def _decide(probe: Callable[[float], bool], rate: float, repeats: int, phase: st
 
 
 def search_capacity(probe: Callable[[float], bool], start: float, max_rate: float, precision: float = 0.05,
-                    repeats: int = 3, max_probes: int = 200, min_rate: float | None = None) -> Capacity:
+                    repeats: int = 1, max_probes: int = 200, min_rate: float | None = None) -> Capacity:
     """Bracket by doubling from `start` up to `max_rate` (or, when `start` fails, by halving
     down to `min_rate`, default `start`), then bisect until the bracket is within `precision`
     (relative to its low end). `repeats` (odd) probes decide each rate near the boundary; the

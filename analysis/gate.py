@@ -18,9 +18,6 @@ import pyarrow.compute as pc
 
 from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, kinds, outcomes
 
-# The default share of a mode's sent requests that may fail before the run fails (--max-errors).
-DEFAULT_MAX_ERROR_SHARE = 0.10
-
 
 @dataclass(frozen=True)
 class ErrorCheck:
@@ -65,8 +62,9 @@ class ErrorCheck:
                 "passed": self.passed, "reason": self.reason()}
 
 
-def error_checks(records: pa.Table, modes: list[str], max_share: float = DEFAULT_MAX_ERROR_SHARE) -> list[ErrorCheck]:
-    """One check per mode of `modes` over the run's request records."""
+def error_checks(records: pa.Table, modes: list[str], max_share: float) -> list[ErrorCheck]:
+    """One check per mode of `modes` over the run's request records: it fails past `max_share`
+    (--max-errors; its default: loadtest.session.options.MAX_ERROR_SHARE)."""
     kind = kinds(records)
     outcome = outcomes(records, kind)   # the one definition of a failed request
     kind = pc.if_else(pc.equal(outcome, FAILED), kind, outcome)

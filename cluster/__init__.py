@@ -1,5 +1,9 @@
 """The serving side: fleet specs, the Ray provisioner and the vLLM-compatible simulator."""
 
+# A held fleet's state file (`loadtest cluster up`), here so the command line names it without
+# importing the cluster's modules.
+DEFAULT_STATE = ".loadtest/cluster.json"
+
 
 class FleetError(ValueError):
     """A fleet file or speculative config that cannot be used; the message is one line for the user."""

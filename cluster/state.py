@@ -17,12 +17,13 @@ from pathlib import Path
 import requests
 from pydantic import ValidationError
 
+from cluster import DEFAULT_STATE as _STATE_FILE
 from cluster import FleetError
 from cluster.fleet import FleetSpec
 from common import files
 from common.names import name_problem
 
-DEFAULT_STATE = Path(".loadtest") / "cluster.json"
+DEFAULT_STATE = Path(_STATE_FILE)
 PROBE_TIMEOUT_S = 3.0
 
 

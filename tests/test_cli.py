@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadtest.commands.arguments import build_parser, subparsers
+from loadtest.session.options import COMMANDS as OPTIONS
 from tests.conftest import DATA, ROOT, cli, loadtest
 
 
@@ -59,51 +60,111 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
     assert "Traceback" not in out.stderr
 
 
-def test_the_cli_defaults_are_the_analysis_defaults():
-    from analysis.gate import DEFAULT_MAX_ERROR_SHARE
-    from cluster.state import DEFAULT_STATE
-    from loadtest.commands.arguments import DEFAULT_STATE as CLI_STATE
-    from loadtest.commands.option_groups import DEFAULT_MAX_ERRORS
+@pytest.mark.parametrize("command", sorted(OPTIONS))
+def test_each_commands_grammar_is_its_options_record(command):
+    """Every option of the command's record is on its parser with the record's default and help,
+    and what the parser reads back is the record (the defaults, then every flag given)."""
+    from loadtest.commands.grammar import read_options
+    from loadtest.session.options import option_fields
 
-    assert DEFAULT_MAX_ERRORS == DEFAULT_MAX_ERROR_SHARE and CLI_STATE == str(DEFAULT_STATE)
-
-
-# The client's options -> the ReplayConfig field that owns their default (loadtest.replay.options)
-REPLAY_OPTIONS = {"--max-inflight": "max_inflight", "--timeout": "timeout_s", "--retry-after": "retry_after",
-                  "--max-retries": "max_retries", "--api-key-env": "api_key_env",
-                  "--lateness-limit": "lateness_limit_ms"}
-
-
-@pytest.mark.parametrize("command", ["run", "sweep", "capacity", "soak", "ui"])
-def test_the_client_options_take_their_defaults_from_the_replay_config(command):
-    from loadtest.replay.options import ReplayConfig
-
+    record = OPTIONS[command]
     parser = subparsers(build_parser())[command]
-    by_flag = {o: a for a in parser._actions for o in a.option_strings}
-    for flag, name in REPLAY_OPTIONS.items():
-        assert by_flag[flag].default == getattr(ReplayConfig, name), (command, flag)
+    by_dest = {a.dest: a for a in parser._actions}
+    defaults = record()
+    offered = [(path, f) for path, f, within in option_fields(record) if f.name not in within.get("omit", ())]
+    for path, f in offered:
+        value = defaults
+        for name in path:
+            value = getattr(value, name)
+        assert by_dest[f.name].default == getattr(value, f.name), (command, f.name)
+        assert by_dest[f.name].help, (command, f.name)
+    assert read_options(record, parser.parse_args([])) == defaults
+    assert len(offered) == len([a for a in parser._actions if a.dest != "help"]), "an option not from the record"
 
 
-def test_no_default_of_the_replays_options_is_written_twice():
-    """Each is written once, in ReplayConfig: no add_argument for one of its flags, and no field of
-    the same name in another dataclass, takes a literal default anywhere in the packages."""
+def _literal_defaults(source: str, names: dict[str, list], flags: dict[str, list]) -> list[tuple[int, str, object]]:
+    """Where `source` writes one of the options' defaults as a literal, as (line, option, value): a
+    field, keyword or parameter named for the option (or NAME_s, NAME_ms) given that value, or an
+    add_argument of its flag with that default."""
     import ast
 
+    def literal(node: ast.AST | None) -> object:
+        try:
+            return _MISSING if node is None else ast.literal_eval(node)
+        except ValueError:
+            return _MISSING
+
+    def hit(line: int, name: str | None, node: ast.AST | None, table: dict[str, list]) -> list:
+        value = literal(node)
+        for suffix in ("_s", "_ms", ""):
+            base = name[:len(name) - len(suffix)] if name and name.endswith(suffix) else None
+            if base in table and any(value == v and type(value) is type(v) for v in table[base]):
+                return [(line, base, value)]
+        return []
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            value = node.value
+            if isinstance(value, ast.Call) and value.args:   # option(DEFAULT, ...)
+                value = value.args[0]
+            found += hit(node.lineno, node.target.id, value, names)
+        elif isinstance(node, ast.Call):
+            flag = next((a.value for a in node.args if isinstance(a, ast.Constant) and a.value in flags), None)
+            for k in node.keywords:
+                found += hit(node.lineno, flag, k.value, flags) if k.arg == "default" else hit(
+                    node.lineno, k.arg, k.value, names)
+        elif isinstance(node, ast.arguments):
+            params = node.posonlyargs + node.args
+            pairs = list(zip(params[len(params) - len(node.defaults):], node.defaults, strict=True))
+            pairs += [(a, d) for a, d in zip(node.kwonlyargs, node.kw_defaults, strict=True) if d is not None]
+            for a, d in pairs:
+                found += hit(d.lineno, a.arg, d, names)
+    return sorted(found, key=lambda h: h[0])
+
+
+_MISSING = object()
+
+
+def _defaults() -> tuple[dict[str, list], dict[str, list]]:
+    """Every option's defaults (by field name and by flag) over every command's record, but None
+    and False, which say only 'not given'."""
+    from loadtest.session.options import option_fields
+
+    names: dict[str, list] = {}
+    flags: dict[str, list] = {}
+    for record in OPTIONS.values():
+        defaults = record()
+        for path, f, _ in option_fields(record):
+            value = defaults
+            for name in path:
+                value = getattr(value, name)
+            value = getattr(value, f.name)
+            if value is not None and value is not False:
+                names.setdefault(f.name, []).append(value)
+                flags.setdefault(f.metadata["option"]["flag"] or "--" + f.name.replace("_", "-"), []).append(value)
+    return names, flags
+
+
+def test_no_options_default_is_written_twice():
+    """Each default is written once, as a literal, in the whole tree: in its options record, or
+    where the record takes it from (the replay's own limits, in ReplayConfig)."""
     from tests.test_layout import ROOMS
-    names = set(REPLAY_OPTIONS.values())
-    seen = []
+
+    names, flags = _defaults()
+    seen: dict[tuple[str, str], list[str]] = {}
     for path in (p for room in ROOMS for p in (ROOT / room).rglob("*.py")):
-        if path.name == "options.py" and path.parent.name == "replay":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and any(
-                    isinstance(a, ast.Constant) and a.value in REPLAY_OPTIONS for a in node.args):
-                seen += [f"{path.relative_to(ROOT)}:{node.lineno}" for k in node.keywords
-                         if k.arg == "default" and isinstance(k.value, ast.Constant)]
-            elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in names
-                  and isinstance(node.value, ast.Constant) and node.value.value is not None):
-                seen.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert not seen, seen
+        for line, option, value in _literal_defaults(path.read_text(), names, flags):
+            seen.setdefault((option, repr(value)), []).append(f"{path.relative_to(ROOT)}:{line}")
+    assert {k: v for k, v in seen.items() if len(v) > 1} == {}
+
+
+def test_the_default_check_finds_a_second_copy():
+    names, flags = _defaults()
+    copy = ("from dataclasses import dataclass\n@dataclass\nclass Pace:\n    cooldown_s: float = 2.0\n"
+            "def f(parser, timeout_s=600.0):\n    parser.add_argument('--max-inflight', default=1024)\n")
+    assert [(line, option) for line, option, _ in _literal_defaults(copy, names, flags)] == [
+        (4, "cooldown"), (5, "timeout"), (6, "--max-inflight")]
 
 
 def test_a_busy_port_is_the_simulators_only_word(tmp_path):

@@ -172,6 +172,7 @@ def test_resume_records_lost_outcomes_once_and_drops_the_stops_not_sent(tmp_path
     from loadtest.manifest import Manifest
     from loadtest.records import REQUEST_SCHEMA, RequestRecord
     from loadtest.request.sink import ParquetSink
+    from loadtest.session.options import SoakOptions
 
     scenario, _raw = load_scenario(SOAK)
     stream = TraceStream(scenario, "sha", 40.0, 10.0)
@@ -188,7 +189,7 @@ def test_resume_records_lost_outcomes_once_and_drops_the_stops_not_sent(tmp_path
                                scheduled_ns=10**18 + round(row["offset_s"] * 1e9), offset_s=row["offset_s"],
                                status=status, sent_ns=None if status == "not_sent" else 1).as_row())
     sink.close()
-    soak = Soak(tmp_path, Manifest("r", {}, {}, ["m"], 0, stream.info.rows), stream, None, {})
+    soak = Soak(tmp_path, Manifest("r", {}, {}, ["m"], 0, stream.info.rows), stream, None, SoakOptions(), {})
     where = _go_on(soak, "m", _recorded(tmp_path), 1)
     assert where == {"first_row": 13, "resume_at_s": trace[12]["offset_s"]}
     assert soak.resumed_unknown == 1 and soak.dropped == 3

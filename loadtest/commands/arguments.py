@@ -7,19 +7,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cluster import DEFAULT_STATE
 from common.exits import BAD_INPUT
-from loadtest.commands.argtypes import (
-    non_negative_float,
-    percent,
-    positive_float,
-    positive_int,
-    window,
+from loadtest.commands.grammar import add_options, checked
+from loadtest.session.options import (
+    CapacityOptions,
+    PlanOptions,
+    RunOptions,
+    SoakOptions,
+    SweepOptions,
+    UIOptions,
 )
-from loadtest.commands.load_arguments import add_load_commands
-from loadtest.commands.ops_arguments import add_soak, add_ui
-from loadtest.commands.option_groups import client_options, fleet_options, replay_options
-
-DEFAULT_STATE = ".loadtest/cluster.json"  # cluster.state.DEFAULT_STATE, without importing requests here
+from loadtest.session.values import percent, positive_float, positive_int, window
 
 
 class Parser(argparse.ArgumentParser):
@@ -60,17 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
         "stopping when its replay ends so the next mode's start on what they freed; a mode that fits nowhere "
         "fails at once (exit 2). The fleet is torn down on every exit path.",
     )
-    fleet_options(run)
-    replay_options(run, "per mode")
-    run.add_argument("--cooldown", type=non_negative_float, default=2.0, metavar="S",
-                     help="pause between modes after the previous one drains, in seconds (default 2)")
-    run.add_argument("--deadline", type=positive_float, default=None, metavar="S",
-                     help="per mode, stop sending S seconds after the start: in-flight requests time out at "
-                     "the deadline and unsent ones are recorded as not_sent (default: none)")
-    client_options(run)
+    add_options(run, RunOptions)
 
-
-    add_ui(sub)
+    ui = sub.add_parser("ui", help=ABOUT["ui"][0], description=ABOUT["ui"][1])
+    add_options(ui, UIOptions)
 
     rep = sub.add_parser("report", help="analyse finished runs again: tables, summary.parquet, report.md",
                          description="Read finished runs' folders (records, trace, server metrics, manifest) and "
@@ -95,12 +87,19 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--metric", action="append", default=None, metavar="LATENCY_pNN",
                      help="a gated metric, repeatable: ttft, tpot, e2e, ttft_sched or e2e_sched at a percentile, "
                      "e.g. e2e_p99 (default: ttft_p99, tpot_p99, e2e_p99)")
-    cmp.add_argument("--max-regression", type=percent, default=0.05, metavar="PCT",
+    cmp.add_argument("--max-regression", type=checked(percent), default=0.05, metavar="PCT",
                      help="how much worse a metric may get before it fails, in percent (default 5)")
 
-    add_load_commands(sub)
+    plan = sub.add_parser("plan", help=ABOUT["plan"][0], description=ABOUT["plan"][1])
+    add_options(plan, PlanOptions)
+    sweep = sub.add_parser("sweep", help=ABOUT["sweep"][0], description=ABOUT["sweep"][1])
+    add_options(sweep, SweepOptions)
+    cap = sub.add_parser("capacity", help=ABOUT["capacity"][0], description=ABOUT["capacity"][1])
+    add_options(cap, CapacityOptions)
+    add_calibrate(sub)
 
-    add_soak(sub)
+    soak = sub.add_parser("soak", help=ABOUT["soak"][0], description=ABOUT["soak"][1])
+    add_options(soak, SoakOptions)
 
     clus = sub.add_parser("cluster", help="hold a fleet up across runs: up, status, down",
                           description="A long-lived fleet for the web UI and soak tests. `up` provisions it "
@@ -148,12 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Compile a scenario into trace.parquet, deterministic per seed.")
     tb.add_argument("--scenario", required=True, metavar="NAME|PATH", help="built-in scenario name or TOML file")
     tb.add_argument("--out", required=True, metavar="FILE", help="where to write the trace (Parquet)")
-    tb.add_argument("--requests", type=positive_int, default=None, metavar="N",
+    tb.add_argument("--requests", type=checked(positive_int), default=None, metavar="N",
                     help="number of requests (default: the scenario's requests or duration)")
-    tb.add_argument("--duration", type=positive_float, default=None, metavar="S",
+    tb.add_argument("--duration", type=checked(positive_float), default=None, metavar="S",
                     help="seconds of traffic instead of a request count")
     tb.add_argument("--seed", type=int, default=None, metavar="N", help="seed (default: the scenario's)")
-    tb.add_argument("--rate-scale", type=positive_float, default=None, metavar="X",
+    tb.add_argument("--rate-scale", type=checked(positive_float), default=None, metavar="X",
                     help="multiply the scenario's arrival rates by X")
     ti = tsub.add_parser("import", help="turn a real trace (ShareGPT, JSONL, Azure, BurstGPT) into a trace file",
                          description="Import a real trace. Length-only traces get prompts generated to their "
@@ -162,13 +161,13 @@ def build_parser() -> argparse.ArgumentParser:
     ti.add_argument("--format", required=True, choices=["sharegpt", "jsonl", "azure", "burstgpt"],
                     help="the file's layout")
     ti.add_argument("--out", required=True, metavar="FILE", help="where to write the trace (Parquet)")
-    ti.add_argument("--speedup", type=positive_float, default=1.0, metavar="X",
+    ti.add_argument("--speedup", type=checked(positive_float), default=1.0, metavar="X",
                     help="replay X times faster than recorded (default 1)")
-    ti.add_argument("--window", type=window, default=None, metavar="START:END",
+    ti.add_argument("--window", type=checked(window), default=None, metavar="START:END",
                     help="keep only requests between START and END seconds of the recorded timeline")
-    ti.add_argument("--sample", type=positive_float, default=None, metavar="N|F",
+    ti.add_argument("--sample", type=checked(positive_float), default=None, metavar="N|F",
                     help="keep N requests (N >= 1) or a fraction F (< 1), chosen by --seed")
-    ti.add_argument("--rate", type=positive_float, default=1.0, metavar="R",
+    ti.add_argument("--rate", type=checked(positive_float), default=1.0, metavar="R",
                     help="arrivals per second for traces without times (default 1)")
     ti.add_argument("--seed", type=int, default=0, metavar="N", help="seed of sampling and generated parts")
     tsh = tsub.add_parser("show", help="summarise a trace: tenants, rates over time, burstiness, lengths",
@@ -198,4 +197,81 @@ def _version() -> str:
 
     return f"loadtest {__version__}"
 
+
+
+
+# Each generated command: its one-line help and its description (its options: loadtest.session.options).
+ABOUT: dict[str, tuple[str, str]] = {
+    "ui": (
+        "Locust's web UI: start a run of several modes from the form, compare them live",
+        "Open Locust's web UI once; its start form chooses the scenario, the modes and the rate scale (Custom"
+        ' parameters). Start replays every chosen mode side by side, each with its own Locust process(es), '
+        'writing the same dataset, manifest and report as `loadtest run --parallel-modes`; Stop ends them '
+        '(the rest is recorded as not_sent). The Comparison tab (a row per mode) and the Comparison page (per'
+        ' mode, and per tenant on demand) show TTFT, TPOT, ITL and E2E percentiles, output tokens/s, goodput,'
+        " tokens per step and the server's acceptance; the page as a table and charts over time, every "
+        "second. The form's scenario is a built-in name, or the --scenario or --trace file given here. The UI"
+        ' stays up after the run; Ctrl-C quits. Any --web-host but loopback needs LOADTEST_WEB_USER and '
+        'LOADTEST_WEB_PASSWORD in the environment, and every route is then behind HTTP basic auth.'),
+    "plan": (
+        "predict each mode at several loads from the simulator's model, in seconds",
+        "Predict what a sweep of offered load would measure, per mode and tenant, from the simulator's "
+        "performance model run in virtual time (its own scheduler, no HTTP, no sleeping): the fleet's modes "
+        'on the hardware profile its [sim] section names (or --hardware). Each level is written as a run '
+        'folder (levels/<level>/, readable by `loadtest report`), and sweep.parquet and report.md hold the '
+        'curves: throughput, TPOT and TTFT against load, the speedup over the baseline with its interval, and'
+        ' where each mode stops paying (the crossover).'),
+    "sweep": (
+        'measure every mode at several loads: throughput and latency curves, where speculation stops paying',
+        'Start the fleet once and replay, per mode and level, the same requests (the same trace, so levels '
+        'and modes pair by request): open loop at scaled arrival rates (--rate-scale, --rates) or closed loop'
+        ' at fixed concurrency (--concurrency). Each level is a run folder '
+        '(levels/<level>/requests/mode=<mode>/, readable by `loadtest report`); sweep.parquet, report.md and '
+        'report.html hold the curves per mode: throughput (total and per GPU), TPOT and TTFT against it, the '
+        'speedup over the baseline with its interval, acceptance, and the load at which each mode stops '
+        'paying. A mode that saturates (its completions stop following the load) is not taken higher unless '
+        '--keep-going. On a simulator fleet (provisioned, or held up and given as --endpoints STATE) the '
+        'sweep is also predicted by the model (plan/) and the report says by how much the two differ.'),
+    "capacity": (
+        "find each mode's highest request rate within the tenants' SLOs, by measurement",
+        'Per mode, find the highest offered rate at which every tenant meets its SLOs, by replaying the '
+        "scenario's requests at chosen rates against the fleet: bracket by doubling up from --start-rate (or "
+        "halving down from it, to a 16th of the scenario's rate), then bisect to --precision, each rate near "
+        'the boundary probed --repeats times and decided by the majority. Prints, per mode, the highest rate,'
+        ' per GPU, the goodput there and the tenant whose SLO binds, and the mode to choose; capacity.parquet'
+        ' holds every probe, each probe a run folder under probes/. Exit 2 when no SLO target is given.'),
+    "soak": (
+        'hours of day-shaped or bursty load, for leaks and drift; exit codes for schedulers',
+        "Replay a scenario's arrivals for --duration (hours), generating the trace a window ahead of the "
+        'replay (never whole in memory) and writing the records in rolling Parquet parts. Every mode given '
+        'runs at once. At the end (or on Ctrl-C) the SLOs are checked over sliding --window windows and the '
+        "run is searched for drift: a latency trend with the load held apart, error bursts, and the server's "
+        'KV-cache use and waiting queue growing; each finding names its window (soak.md, findings.json, '
+        'windows.parquet). Exit 0 passed, 1 an SLO window or a drift check failed, 2 bad input, 3 the run '
+        'could not complete, 130 interrupted. --resume RUN continues a killed or interrupted soak into the '
+        'same folder: every scheduled request ends up recorded once.'),
+}
+
+
+
+def add_calibrate(sub) -> None:
+    cal = sub.add_parser(
+        "calibrate", help="fit the simulator to a measured run or sweep: a profile for sim, fleets and plan",
+        description="Fit the simulator's performance model to what a fleet measured: the compute and KV-read "
+        "efficiencies and the step overhead from the baseline's decode steps against its batch and context "
+        "(each request's mean step time beside the load over its decode window), and, per speculative method and "
+        "domain, the acceptance per draft position, its spread across requests and the share of steps that "
+        "proposed, from each request's acceptance histogram (vLLM's --per-request-spec-decode-metrics, or the "
+        "simulator's). Writes a profile TOML that `loadtest sim --hardware FILE`, a fleet's [sim] hardware = "
+        "\"FILE\" and `loadtest plan --hardware FILE` load, and prints the fit and its residuals. A sweep with "
+        "several concurrency levels and varied prompt lengths fixes all three hardware constants; a constant the "
+        "data cannot fix is held at the prior profile's value, and says so. Exit 2 on a folder with no runs.")
+    cal.add_argument("result", metavar="RUN_OR_SWEEP",
+                     help="a run folder, a sweep folder (every levels/<level>/) or a capacity folder (its probes)")
+    cal.add_argument("--out", required=True, metavar="PROFILE.toml", help="where to write the fitted profile")
+    cal.add_argument("--hardware", default=None, metavar="NAME|FILE",
+                     help="the datasheet (and prior constants) to fit from: a built-in profile or a profile file "
+                     "(default: the fleet's [sim] hardware, or its accelerator type for a vLLM fleet)")
+    cal.add_argument("--mode", default=None, metavar="MODE",
+                     help="the mode whose decode steps fix the hardware constants (default: the fleet's baseline)")
 

@@ -9,10 +9,9 @@ report.md the answer.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
@@ -28,6 +27,7 @@ from loadtest.commands.levels import Level, native_rate
 from loadtest.commands.levels_run import LevelsRun, new_level, summarise
 from loadtest.commands.metrics_server import MetricsError, MetricsServer
 from loadtest.commands.run import Stage, served
+from loadtest.session.options import CapacityOptions
 from scenarios import ScenarioError
 
 PROBE_SCHEMA = pa.schema([
@@ -61,8 +61,11 @@ class CapacityRun(LevelsRun):
         super().__init__(*args, **kwargs)
         self.results = results
 
+    args: CapacityOptions
+
     def drive(self, stage: Stage, mode: str) -> None:
         a, base = self.args, self.trace.table
+        max_errors = a.gate.max_errors
         native = native_rate(base)
         result = self.results[mode]
         attempts: dict[float, int] = {}
@@ -76,14 +79,14 @@ class CapacityRun(LevelsRun):
             self.replay_level(stage, mode, lv, pause=bool(result.probes))
             records = lv.records(mode)
             verdicts = attainment(join_targets(records, lv.trace), [mode])
-            check = error_checks(records, [mode], a.max_errors)[0]    # the run's gate, on the probe's records
+            check = error_checks(records, [mode], max_errors)[0]    # the run's gate, on the probe's records
             sent = check.sent
             errors = check.error_share if sent else math.nan
             met = sum(v.met for v in verdicts)
-            passed = bool(verdicts) and all(v.passed for v in verdicts) and sent > 0 and errors <= a.max_errors
+            passed = bool(verdicts) and all(v.passed for v in verdicts) and sent > 0 and errors <= max_errors
             binding = [f"{v.tenant} ({'; '.join(v.missed())})" for v in verdicts if not v.passed]
-            if errors > a.max_errors:
-                binding.append(f"errors {errors:.0%} > {a.max_errors:.0%}")
+            if errors > max_errors:
+                binding.append(f"errors {errors:.0%} > {max_errors:.0%}")
             result.probes.append({"mode": mode, "rate": rate, "attempt": attempt, "phase": "", "passed": passed,
                                   "requests": lv.trace.num_rows,
                                   "binding": "; ".join(binding), "error_share": errors, "folder": str(folder),
@@ -101,7 +104,7 @@ class CapacityRun(LevelsRun):
         result.found = found
 
 
-def search_range(args: argparse.Namespace, native: float) -> tuple[float, float]:
+def search_range(args: CapacityOptions, native: float) -> tuple[float, float]:
     """The first rate probed and the highest (default: the scenario's own rate, and 8 times it)."""
     start = args.start_rate or native
     return start, max(args.max_rate or native * 8, start)
@@ -128,7 +131,7 @@ def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeat
         "just above it.", "", *table, "", choice, ""])
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: CapacityOptions) -> int:
     console = new_console()
     started = time.monotonic()
     try:
@@ -139,15 +142,15 @@ def main(args: argparse.Namespace) -> int:
         if args.start_rate and args.max_rate and args.start_rate > args.max_rate:
             raise ScenarioError(f"--start-rate {args.start_rate:g} is above --max-rate {args.max_rate:g}")
         # one trace long enough for the fastest probe: --probe-duration s at the highest rate
-        native = native_rate(prepare_trace(args, rate_scale=None, requests=None).table)
+        native = native_rate(prepare_trace(args.trace).table)
         rows = math.ceil(search_range(args, native)[1] * args.probe_duration) + 1
-        trace = with_targets(prepare_trace(args, rate_scale=None, requests=rows), args.slo)
+        trace = with_targets(prepare_trace(replace(args.trace, requests=rows)), args.slo.slo)
         if not has_targets(trace.table):
             raise ScenarioError(f"the scenario {trace.info['name']} sets no SLO targets to hold: give its tenants "
                                 "an `slo`, or --slo ttft_p99_ms=...,tpot_p99_ms=...")
-        choice = choose_fleet(args, args.modes)
-        MetricsServer.from_args(args, None).check()  # before the run folder is made
-        run_dir = new_run_dir(args.out, args.run_id, f"capacity-{trace.info['name']}")
+        choice = choose_fleet(args.fleet, args.client.api_key_env)
+        MetricsServer.of(args.metrics, None).check()  # before the run folder is made
+        run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"capacity-{trace.info['name']}")
     except (ScenarioError, FleetError, FileExistsError, MetricsError) as exc:
         print_error("loadtest capacity", str(exc))
         return exits.BAD_INPUT
@@ -157,8 +160,9 @@ def main(args: argparse.Namespace) -> int:
                   f"arrivals a probe, modes {', '.join(choice.modes)}, fleet {choice.info['name']}",
                   soft_wrap=True)
     results = {m: ModeCapacity() for m in choice.modes}
-    code = served(args, console, manifest, run_dir, "loadtest capacity", lambda signals, server: CapacityRun(
-        args, console, trace, choice, run_dir, manifest, signals, server, results=results).replay_all())
+    code = served(args, console, manifest, run_dir, lambda signals, server: CapacityRun(
+        args, console, trace, choice, run_dir, manifest, signals, server, args.cooldown,
+        results=results).replay_all())
     if code is None:   # /metrics could not listen: nothing ran
         return exits.BAD_INPUT
     probes = [p for r in results.values() for p in r.probes]

@@ -13,6 +13,8 @@ from common.exits import BAD_INPUT as EXIT_USAGE
 from common.exits import INCOMPLETE, INTERRUPTED, os_error_text, print_error
 from loadtest.commands.arguments import build_parser, subparsers
 from loadtest.commands.console import new_console
+from loadtest.commands.grammar import read_options
+from loadtest.session.options import COMMANDS as OPTIONS
 
 
 def _traffic(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -85,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if args.command in COMMANDS:
         module, function = COMMANDS[args.command]
+        record = OPTIONS.get(args.command)   # a command with an options record gets it, the rest their namespace
         try:
-            return getattr(importlib.import_module(module), function)(args)
+            return getattr(importlib.import_module(module), function)(
+                read_options(record, args) if record is not None else args)
         except KeyboardInterrupt:   # Ctrl-C outside a replay's handlers (writing the summaries, say)
             print(f"loadtest {args.command}: interrupted", file=sys.stderr)
             return INTERRUPTED

@@ -5,7 +5,6 @@ per problem; nothing has started yet."""
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -22,11 +21,10 @@ from cluster.provision import Replica, ray_address
 from cluster.state import ClusterState, ReplicaState, check_health, load_endpoints
 from common.names import slug
 from loadtest.manifest import Manifest
+from loadtest.session.options import DEFAULT_FLEET, FleetOptions, TraceOptions
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, load_trace_file, scale_rate, scenario_hash
-
-DEFAULT_FLEET = "local-sim"
 
 
 @dataclass(frozen=True)
@@ -47,19 +45,16 @@ class FleetChoice:
     skipped: dict[str, str] = field(default_factory=dict)   # mode -> why it cannot start (--skip-unavailable)
 
 
-def prepare_trace(args: argparse.Namespace, **overrides) -> Trace:
-    """The trace to replay, checked against --slo-gate (which needs targets to check); `overrides`
-    stand in for some of the arguments (a sweep's base trace: rate_scale=None)."""
-    if overrides:
-        args = argparse.Namespace(**{**vars(args), **overrides})
+def prepare_trace(args: TraceOptions, slo_gate: bool = False) -> Trace:
+    """The trace to replay, checked against --slo-gate (which needs targets to check)."""
     trace = _trace(args)
-    if getattr(args, "slo_gate", False) and not has_targets(trace.table):
+    if slo_gate and not has_targets(trace.table):
         raise ScenarioError(f"--slo-gate: the trace {trace.info['name']} sets no SLO target (slo_ttft_p99_ms, "
                             "slo_tpot_p99_ms, slo_e2e_p99_ms are empty); give tenants an `slo` in the scenario")
     return trace
 
 
-def _trace(args: argparse.Namespace) -> Trace:
+def _trace(args: TraceOptions) -> Trace:
     """Built from --scenario, or read from --trace (with --requests and --rate-scale applied; a
     trace file keeps its seed, so --seed with it is refused)."""
     if args.trace:
@@ -84,15 +79,16 @@ def _trace(args: argparse.Namespace) -> Trace:
     return Trace(table, info, seed)
 
 
-def choose_fleet(args: argparse.Namespace, modes_text: str | None, first_only: bool = False) -> FleetChoice:
+def choose_fleet(args: FleetOptions, api_key_env: str) -> FleetChoice:
     """--fleet (a file or built-in name, to provision) or --endpoints (running; its replicas of
-    the chosen modes, default all or with `first_only` the first, must answer /health)."""
+    the chosen modes, default all, must answer /health, asked with the key in `api_key_env`)."""
+    modes_text = args.modes
     if args.endpoints:
-        if getattr(args, "fleet", None):
+        if args.fleet:
             raise FleetError("give --fleet (provision a fleet) or --endpoints (use a running one), not both")
-        existing, from_file = load_endpoints(args.endpoints, args.api_key_env)
-        modes = resolve_modes(existing.fleet, existing.modes, modes_text or (existing.modes[0] if first_only else None))
-        check_health([r for r in existing.replicas if r.mode in modes], args.api_key_env)
+        existing, from_file = load_endpoints(args.endpoints, api_key_env)
+        modes = resolve_modes(existing.fleet, existing.modes, modes_text)
+        check_health([r for r in existing.replicas if r.mode in modes], api_key_env)
         return FleetChoice(existing.spec(), endpoints_fleet_info(existing, args.endpoints, from_file, modes), modes,
                            existing)
     spec, raw = load_fleet(args.fleet or DEFAULT_FLEET)

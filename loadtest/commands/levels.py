@@ -6,16 +6,14 @@ same order, so levels and modes pair by request id."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
+from loadtest.session.options import LevelOptions
 from scenarios import ScenarioError
 from scenarios.trace import META_CLOSED, closed_concurrency, scale_rate
-
-DEFAULT_RATE_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
 @dataclass(frozen=True)
@@ -53,10 +51,9 @@ def offered_rate(trace: pa.Table) -> float:
         return float("nan")
 
 
-def levels_of(args: argparse.Namespace, base: pa.Table) -> list[Level]:
-    """The levels a command's --rate-scale, --rates or --concurrency ask for (default: the
-    DEFAULT_RATE_SCALES), lowest load first; ScenarioError when the trace cannot give them, or
-    when two would share a folder."""
+def levels_of(args: LevelOptions, base: pa.Table) -> list[Level]:
+    """The levels a command's --rate-scale, --rates or --concurrency ask for, lowest load first;
+    ScenarioError when the trace cannot give them, or when two would share a folder."""
     levels = _levels(args, base)
     names = [lv.name for lv in levels]
     for name in names:
@@ -66,8 +63,8 @@ def levels_of(args: argparse.Namespace, base: pa.Table) -> list[Level]:
     return levels
 
 
-def _levels(args: argparse.Namespace, base: pa.Table) -> list[Level]:
-    if getattr(args, "concurrency", None):
+def _levels(args: LevelOptions, base: pa.Table) -> list[Level]:
+    if args.concurrency:
         return [Level(f"concurrency-{c}", concurrency=c) for c in sorted(set(args.concurrency))]
     if closed_concurrency(base):
         raise ScenarioError("the scenario is closed loop (a fixed concurrency, no arrival rate to scale): give "
@@ -76,4 +73,4 @@ def _levels(args: argparse.Namespace, base: pa.Table) -> list[Level]:
         native = native_rate(base)
         return [Level(f"rate-{r:.6g}", rate_scale=r / native) for r in sorted(set(args.rates))]
     native_rate(base)
-    return [Level(f"scale-{x:.6g}", rate_scale=x) for x in sorted(set(args.rate_scale or DEFAULT_RATE_SCALES))]
+    return [Level(f"scale-{x:.6g}", rate_scale=x) for x in sorted(set(args.rate_scales))]

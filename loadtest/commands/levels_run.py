@@ -86,7 +86,7 @@ class LevelsRun(Run):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.deadline_s, self.drain = self.args.level_duration, True   # a level stops sending, then drains
+        self.drain = True   # a level stops sending at its deadline (--level-duration), then drains
 
     def drive(self, stage: Stage, mode: str) -> None:
         raise NotImplementedError
@@ -110,8 +110,8 @@ class LevelsRun(Run):
         """Replay `mode` at one level into its folder (after the cooldown when `pause`)."""
         if self.signals.stop:
             raise Interrupted()
-        if pause and self.args.cooldown:
-            time.sleep(self.args.cooldown)
+        if pause and self.cooldown_s:
+            time.sleep(self.cooldown_s)
         replicas = stage.bringup.replicas[mode]
         top = self.manifest.mode_runs[mode]
         lmr = lv.manifest.mode_runs[mode]

@@ -10,7 +10,6 @@ them the command refuses to start. The credentials are never written anywhere.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import socket
@@ -31,6 +30,7 @@ from common import files
 from common.login import CHALLENGE, authorized, bind_error, credentials, is_loopback, login_problem
 from loadtest.manifest import Manifest
 from loadtest.request.exporter import ClientMetrics
+from loadtest.session.options import MetricsOptions
 
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
 log = logging.getLogger("loadtest")
@@ -75,7 +75,7 @@ class MetricsServer:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, run_dir: Path | None) -> MetricsServer:
+    def of(cls, args: MetricsOptions, run_dir: Path | None) -> MetricsServer:
         """The server the command's --metrics-* options ask for (`--no-metrics`: one that serves nothing)."""
         return cls(args.metrics_host, args.metrics_port, run_dir, args.metrics_linger, not args.no_metrics)
 

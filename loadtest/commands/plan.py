@@ -32,12 +32,13 @@ from cluster.sim.server import RequestError, SimServer, chat_prompt, completion_
 from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console
-from loadtest.commands.inputs import DEFAULT_FLEET, new_run_dir
+from loadtest.commands.inputs import new_run_dir
 from loadtest.commands.levels import Level, levels_of, native_rate, offered_rate
 from loadtest.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.replay.dispatcher import UNSENT_BECAUSE
 from loadtest.request.body import request_body
+from loadtest.session.options import DEFAULT_FLEET, PlanOptions
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import (
@@ -220,30 +221,30 @@ def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServe
     return sweep
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: PlanOptions) -> int:
     console = new_console()
     started = time.monotonic()
     try:
-        fleet, raw_fleet = load_fleet(args.fleet or DEFAULT_FLEET)
-        modes = resolve_modes(fleet.name, list(fleet.modes), args.modes)
+        fleet, raw_fleet = load_fleet(args.fleet.fleet or DEFAULT_FLEET)
+        modes = resolve_modes(fleet.name, list(fleet.modes), args.fleet.modes)
         if args.hardware is not None:
             try:
                 sim_profile.resolve(args.hardware)
             except sim_profile.ProfileError as exc:
                 raise FleetError(f"--hardware {exc}") from None
-        scenario, raw = load_scenario(args.scenario)
-        seed = scenario.seed if args.seed is None else args.seed
-        base = build_trace(scenario, requests=args.requests or scenario.demo_requests, seed=seed)
+        scenario, raw = load_scenario(args.trace.scenario)
+        seed = scenario.seed if args.trace.seed is None else args.trace.seed
+        base = build_trace(scenario, requests=args.trace.requests or scenario.demo_requests, seed=seed)
         base = base.replace_schema_metadata({**(base.schema.metadata or {}), META_NAME: scenario.name.encode(),
                                              META_HASH: scenario_hash(raw).encode()})
         if args.capacity:
             native_rate(base)
-        levels = levels_of(args, base)
+        levels = levels_of(args.levels, base)
         if args.capacity and not has_targets(base):
             raise ScenarioError(f"--capacity: the scenario {scenario.name} sets no SLO targets to hold (give its "
                                 "tenants an `slo`)")
         servers = {m: simulator_of(fleet, m, args.hardware) for m in modes}
-        run_dir = new_run_dir(args.out, args.run_id, f"plan-{scenario.name}")
+        run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"plan-{scenario.name}")
     except (ScenarioError, FleetError, sim_cli.SimArgsError, FileExistsError) as exc:
         print_error("loadtest plan", str(exc))
         return exits.BAD_INPUT
@@ -253,7 +254,7 @@ def main(args: argparse.Namespace) -> int:
                   soft_wrap=True)
 
     def manifest_of(level: str, scale: float | None) -> Manifest:
-        return Manifest(f"{run_dir.name}/{level}", {"name": scenario.name, "source": str(args.scenario),
+        return Manifest(f"{run_dir.name}/{level}", {"name": scenario.name, "source": str(args.trace.scenario),
                                                     "sha256": scenario_hash(raw), "rate_scale": scale},
                         {"name": fleet.name, "sha256": scenario_hash(raw_fleet), "spec": redacted(fleet),
                          "planned_on": hardware}, modes, seed, base.num_rows, status="completed")

@@ -9,7 +9,6 @@ says `interrupted`; a second Ctrl-C stops the replay at once.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import time
@@ -49,6 +48,7 @@ from loadtest.manifest import Manifest, ModeRun
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig, ReplayError
 from loadtest.replay.process import LocustProcess, ReplayEnd
+from loadtest.session.options import Replaying, RunOptions
 from scenarios import ScenarioError
 from scenarios.trace import closed_concurrency, write_trace
 
@@ -59,14 +59,14 @@ class Interrupted(Exception):
     pass
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: RunOptions) -> int:
     console = new_console()
     try:  # everything that can be wrong with the input, before anything starts: the files, then the servers
         t_build = time.monotonic()
-        trace = prepare_trace(args)
-        fleet = choose_fleet(args, args.modes)
-        MetricsServer.from_args(args, None).check()  # before the run folder is made
-        run_dir = new_run_dir(args.out, args.run_id, trace.info["name"])
+        trace = prepare_trace(args.trace, args.gate.slo_gate)
+        fleet = choose_fleet(args.fleet, args.client.api_key_env)
+        MetricsServer.of(args.metrics, None).check()  # before the run folder is made
+        run_dir = new_run_dir(args.folder.out, args.folder.run_id, trace.info["name"])
     except (ScenarioError, FleetError, FileExistsError, MetricsError) as exc:
         print_error("loadtest run", str(exc))
         return exits.BAD_INPUT
@@ -78,17 +78,17 @@ def main(args: argparse.Namespace) -> int:
                   f"{trace.table['offset_s'][-1].as_py():.1f} s (trace ready in {time.monotonic() - t_build:.1f} s), "
                   f"modes {', '.join(fleet.modes)}, fleet {fleet.info['name']}")
 
-    code = served(args, console, manifest, run_dir, "loadtest run", lambda signals, server: Run(
-        args, console, trace, fleet, run_dir, manifest, signals, server).replay_all())
+    code = served(args, console, manifest, run_dir, lambda signals, server: Run(
+        args, console, trace, fleet, run_dir, manifest, signals, server, args.cooldown, args.deadline).replay_all())
     if code is None:   # /metrics could not listen: nothing ran
         return exits.BAD_INPUT
     try:
-        checks = print_summary(console, run_dir, fleet.modes, manifest, args.max_errors, args.slo_gate)
+        checks = print_summary(console, run_dir, fleet.modes, manifest, args.gate.max_errors, args.gate.slo_gate)
     except files.NotWritten as exc:  # a full disk: the records stay as they are, each summary whole or not at all
         say_summaries_not_written("loadtest run", run_dir, exc)
         code = exits.INCOMPLETE if code == exits.OK else code
     if code == exits.OK:
-        if not record_gate(manifest, checks, console, args.slo_gate):
+        if not record_gate(manifest, checks, console, args.gate.slo_gate):
             code = exits.GATE_FAILED
         manifest.write(run_dir)
     code = exits.INCOMPLETE if manifest.unwritten and code in (exits.OK, exits.GATE_FAILED) else code  # said once
@@ -98,15 +98,15 @@ def main(args: argparse.Namespace) -> int:
     return code
 
 
-def served(args: argparse.Namespace, console: Console, manifest: Manifest, run_dir: Path, prog: str,
+def served(args: Replaying, console: Console, manifest: Manifest, run_dir: Path,
            replay: Callable[[Signals, MetricsServer], None]) -> int | None:
     """`guarded`, with the command's /metrics (its --metrics-* options) served for its length;
     None, said in one line, when it cannot listen after all (checked before the run folder was made)."""
     try:
-        with serving(MetricsServer.from_args(args, run_dir), manifest, console) as server:
-            return guarded(lambda signals: replay(signals, server), manifest, run_dir, prog)
+        with serving(MetricsServer.of(args.metrics, run_dir), manifest, console) as server:
+            return guarded(lambda signals: replay(signals, server), manifest, run_dir, args.PROG)
     except MetricsError as exc:
-        print_error(prog, str(exc))
+        print_error(args.PROG, str(exc))
         return None
 
 
@@ -151,31 +151,33 @@ class Run:
 
     trace_file = "trace.parquet"   # in the run folder (a soak's: the folder of its parts)
 
-    def __init__(self, args: argparse.Namespace, console: Console, trace: Trace, fleet: FleetChoice, run_dir: Path,
-                 manifest: Manifest, signals: Signals, metrics: MetricsServer | None = None) -> None:
+    def __init__(self, args: Replaying, console: Console, trace: Trace, fleet: FleetChoice, run_dir: Path,
+                 manifest: Manifest, signals: Signals, metrics: MetricsServer, cooldown_s: float = 0.0,
+                 deadline_s: float | None = None) -> None:
         self.args, self.console, self.trace, self.choice = args, console, trace, fleet
-        self.run_dir, self.manifest, self.signals = run_dir, manifest, signals
-        self.metrics = metrics or MetricsServer("127.0.0.1", 0, None, enabled=False)
-        workers = args.workers or default_workers(fleet.spec, len(fleet.modes))
+        self.run_dir, self.manifest, self.signals, self.metrics = run_dir, manifest, signals, metrics
+        workers = args.processes.workers or default_workers(fleet.spec, len(fleet.modes))
         closed = closed_concurrency(trace.table)
         self.workers = min(workers, closed) if closed else workers  # each worker keeps one request in flight
-        self.deadline_s, self.drain = args.deadline, False          # a sweep's levels stop sending and drain
+        self.cooldown_s = cooldown_s                                # between modes (a sweep's: between levels)
+        self.deadline_s, self.drain = deadline_s, False             # a sweep's levels stop sending and drain
         self.replay_extra: dict[str, dict] = {}   # mode -> more ReplayConfig fields (a soak's flush, its resume)
         self.stage: Stage | None = None           # once the fleet is up
 
     def replay_all(self) -> None:
         with ExitStack() as stack:
             # a Ray cluster that goes away ends the run (exit 3, one line)
-            fleet = join_fleet(self.choice, self.args.address, bool(self.args.ray_workers), self.signals,
-                               self.manifest, self.run_dir, f"loadtest {self.args.command}", stack)
+            processes = self.args.processes
+            fleet = join_fleet(self.choice, self.args.fleet.address, processes.ray_workers, self.signals,
+                               self.manifest, self.run_dir, self.args.PROG, stack)
             bringup = BringUp(fleet, self.choice.modes, self.manifest, self.run_dir, self.console,
-                              self.args.parallel_modes)
+                              processes.parallel_modes)
             progress = stack.enter_context(mode_progress(self.console))
             modes = self.choice.modes
             tasks = {m: progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting", live="")
                      for m in modes}
             self.stage = stage = Stage(progress, tasks, stack.enter_context(Scraper(self.run_dir)), bringup)
-            if self.args.parallel_modes:
+            if processes.parallel_modes:
                 self.manifest.mode_order = "parallel (all modes at once, sharing the client machine)"
                 self._up(stage, modes)
                 with ThreadPoolExecutor(len(modes)) as pool:
@@ -183,8 +185,8 @@ class Run:
                         fut.result()
             else:
                 for i, mode in enumerate(modes):
-                    if i and self.args.cooldown and not self.signals.stop:
-                        time.sleep(self.args.cooldown)
+                    if i and self.cooldown_s and not self.signals.stop:
+                        time.sleep(self.cooldown_s)
                     if self.signals.stop:  # a signal, maybe during the cooldown
                         break
                     self._up(stage, [mode])
@@ -231,7 +233,7 @@ class Run:
                run_dir: Path | None = None, run_id: str | None = None, workers: int | None = None) -> ReplayEnd:
         """Replay `mode` with one Locust process, or a master and --workers worker processes, from
         the trace of `run_dir` (default: the run's) into its records."""
-        a = self.args
+        a = self.args.client
         run_dir = run_dir or self.run_dir
         # Absolute paths: workers on other nodes (--ray-workers) do not share the driver's directory.
         config = ReplayConfig(trace=(run_dir / self.trace_file).resolve(), mode=mode,
@@ -240,7 +242,7 @@ class Run:
                               max_inflight=a.max_inflight, timeout_s=a.timeout, retry_after=a.retry_after,
                               max_retries=a.max_retries, deadline_s=self.deadline_s,
                               drain=self.drain, api_key_env=a.api_key_env, lateness_limit_ms=a.lateness_limit,
-                              workers=workers or self.workers, ray_workers=a.ray_workers,
+                              workers=workers or self.workers, ray_workers=self.args.processes.ray_workers,
                               **self.replay_extra.get(mode, {}))
         key = os.environ.get(a.api_key_env)  # Ray workers get it in their environment, never their argv
 

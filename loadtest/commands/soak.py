@@ -6,7 +6,6 @@ and an exit code a scheduler can act on. `--resume RUN` goes on with a killed so
 
 from __future__ import annotations
 
-import argparse
 import json
 import threading
 import time
@@ -29,6 +28,7 @@ from loadtest.commands.metrics_server import MetricsError
 from loadtest.commands.report import print_summary, record_gate
 from loadtest.commands.run import Run, served
 from loadtest.commands.soak_inputs import Soak, new_soak, resumed_soak
+from loadtest.session.options import SoakOptions, with_values
 from scenarios import ScenarioError
 from scenarios.stream import TraceStream
 from scenarios.trace import TRACE_SCHEMA
@@ -70,7 +70,7 @@ class SoakRun(Run):
         self.replay_extra = soak.extra
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: SoakOptions) -> int:
     console = new_console()
     try:
         soak = resumed_soak(args) if args.resume else new_soak(args)
@@ -81,13 +81,13 @@ def main(args: argparse.Namespace) -> int:
         print_error("loadtest soak", f"--resume: {args.resume}: cannot read it ({type(exc).__name__}: {exc})")
         return exits.BAD_INPUT
     with soak.lock:
-        return _soak(console, args, soak)
+        return _soak(console, soak)
 
 
-def _soak(console: Console, args: argparse.Namespace, soak: Soak) -> int:
+def _soak(console: Console, soak: Soak) -> int:
     run_dir, manifest, stream, p = soak.run_dir, soak.manifest, soak.stream, soak.params
     manifest.write(run_dir)
-    args.parallel_modes = len(soak.choice.modes) > 1   # every mode at once
+    args = with_values(soak.options, parallel_modes=len(soak.choice.modes) > 1)   # every mode at once
     at_s = max((e.get("resume_at_s", 0.0) for e in soak.extra.values()), default=0.0)   # the mode furthest on
     writer = PartWriter(stream, run_dir / "trace", at_s)
     writer.start()
@@ -101,7 +101,7 @@ def _soak(console: Console, args: argparse.Namespace, soak: Soak) -> int:
                      if args.resume else ""), soft_wrap=True)
     trace = Trace(TRACE_SCHEMA.empty_table(), manifest.scenario, manifest.seed)
     try:
-        code = served(args, console, manifest, run_dir, "loadtest soak", lambda signals, server: SoakRun(
+        code = served(args, console, manifest, run_dir, lambda signals, server: SoakRun(
             args, console, trace, soak.choice, run_dir, manifest, signals, server, soak=soak).replay_all())
     finally:
         writer.stop.set()
@@ -109,14 +109,14 @@ def _soak(console: Console, args: argparse.Namespace, soak: Soak) -> int:
         return exits.BAD_INPUT
     if writer.error is not None:
         print_error("loadtest soak", f"writing the trace's parts failed: {writer.error}")
-    return verdict(console, args, soak, code)
+    return verdict(console, soak, code)
 
 
-def verdict(console: Console, args: argparse.Namespace, soak: Soak, code: int) -> int:
+def verdict(console: Console, soak: Soak, code: int) -> int:
     """The usual tables and error gate, then the SLO windows and the drift checks; the exit code."""
     run_dir, manifest, p = soak.run_dir, soak.manifest, soak.params
     try:
-        checks = print_summary(console, run_dir, soak.choice.modes, manifest, args.max_errors)
+        checks = print_summary(console, run_dir, soak.choice.modes, manifest, soak.options.gate.max_errors)
         records = read_requests(run_dir, columns=COLUMNS)
     except files.NotWritten:   # a full disk: said in one line by the command (exit 3)
         raise

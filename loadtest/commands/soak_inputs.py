@@ -5,10 +5,9 @@ outcome the crash lost). Bad input raises ScenarioError or FleetError with one l
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from loadtest.commands.metrics_server import MetricsServer
 from loadtest.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.sink import ParquetSink
+from loadtest.session.options import SoakOptions, value_of, with_values
 from scenarios import ScenarioError
 from scenarios.spec import Closed, Scenario, load_scenario
 from scenarios.stream import TraceStream
@@ -37,6 +37,7 @@ PART_S = 60.0         # a trace part covers this many seconds of arrivals (less 
 LOST = "the soak was killed after this request was due; its outcome is unknown (resumed with --resume)"
 
 
+# The client's options a resumed soak takes from its manifest, as the soak started (by field name).
 CLIENT = ("workers", "ray_workers", "max_inflight", "timeout", "lateness_limit", "api_key_env", "max_errors")
 
 
@@ -69,6 +70,7 @@ class Soak:
     manifest: Manifest
     stream: TraceStream
     choice: FleetChoice
+    options: SoakOptions                                   # for a resumed soak: its client as it started
     params: dict                                           # the manifest's soak: duration, windows, targets, ...
     extra: dict[str, dict] = field(default_factory=dict)   # mode -> ReplayConfig fields (flush, resume)
     lock: RunLock | None = None
@@ -90,8 +92,8 @@ def tenant_targets(scenario: Scenario, slo: dict[str, float] | None) -> dict | N
     return out or None
 
 
-def new_soak(args: argparse.Namespace) -> Soak:
-    scenario, raw = load_scenario(args.scenario)
+def new_soak(args: SoakOptions) -> Soak:
+    scenario, raw = load_scenario(args.trace.scenario)
     if isinstance(scenario.arrival, Closed):
         raise ScenarioError(f"{scenario.name}: a soak needs open-loop arrivals (its arrival is closed loop)")
     duration = args.duration or scenario.duration
@@ -106,32 +108,33 @@ def new_soak(args: argparse.Namespace) -> Soak:
         raise ScenarioError(f"--window, --window-step: at least {MIN_WINDOW_S:g} s and at most {MAX_WINDOWS:,} "
                             f"windows over the soak (got {args.window:g} s every {step:g} s over {duration:g} s)")
     sha = scenario_hash(raw)
-    seed = scenario.seed if args.seed is None else args.seed
-    stream = TraceStream(scenario, sha, duration, min(PART_S, args.window), seed, args.rate_scale)
-    choice = choose_fleet(args, args.modes)
-    MetricsServer.from_args(args, None).check()
-    run_dir = new_run_dir(args.out, args.run_id, f"soak-{scenario.name}")
+    seed = scenario.seed if args.trace.seed is None else args.trace.seed
+    rate_scale = args.trace.rate_scale
+    stream = TraceStream(scenario, sha, duration, min(PART_S, args.window), seed, rate_scale)
+    choice = choose_fleet(args.fleet, args.client.api_key_env)
+    MetricsServer.of(args.metrics, None).check()
+    run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"soak-{scenario.name}")
     lock = RunLock(run_dir)
     (run_dir / "scenario.toml").write_bytes(raw)
     stream.start(run_dir / "trace")
-    info = {"name": scenario.name, "source": str(args.scenario), "sha256": sha,
-            "rate_scale": args.rate_scale or scenario.rate_scale, "copy": "scenario.toml"}
+    info = {"name": scenario.name, "source": str(args.trace.scenario), "sha256": sha,
+            "rate_scale": rate_scale or scenario.rate_scale, "copy": "scenario.toml"}
     manifest = Manifest(run_id=run_dir.name, scenario=info, fleet=choice.info, modes=choice.modes, seed=seed,
                         requests=stream.info.rows, skipped=choice.skipped)
     params = {"duration_s": duration, "window_s": args.window, "step_s": step, "part_s": stream.window_s,
-              "flush_s": args.flush_every, "seed": seed, "rate_scale": args.rate_scale,
-              "targets": tenant_targets(scenario, args.slo), "fleet_source": choice.info.get("source"),
-              "client": {k: getattr(args, k) for k in CLIENT},
+              "flush_s": args.flush_every, "seed": seed, "rate_scale": rate_scale,
+              "targets": tenant_targets(scenario, args.slo.slo), "fleet_source": choice.info.get("source"),
+              "client": {k: value_of(args, k) for k in CLIENT},
               "stretches": [{"started_at": utc_now(), "resumed": False}]}
     manifest.soak = params
     extra = {m: {"flush_s": args.flush_every} for m in choice.modes}
-    return Soak(run_dir, manifest, stream, choice, params, extra, lock)
+    return Soak(run_dir, manifest, stream, choice, args, params, extra, lock)
 
 
-def resumed_soak(args: argparse.Namespace) -> Soak:
+def resumed_soak(args: SoakOptions) -> Soak:
     """The soak in --resume RUN, set to go on: for each mode the row it goes on from, and a record
     (an unknown outcome) for every earlier row the crash left without one."""
-    run_dir = Path(args.resume)
+    run_dir = Path(args.resume or "")
     try:
         manifest = Manifest.read(run_dir)
     except ValueError as exc:
@@ -144,19 +147,20 @@ def resumed_soak(args: argparse.Namespace) -> Soak:
                          params["seed"], params["rate_scale"])
     stream.start(run_dir / "trace")
     lock = RunLock(run_dir)
-    for key, value in params.get("client", {}).items():   # the client as the soak started it (--workers, ...)
-        setattr(args, key, value)
-    if not (args.fleet or args.endpoints):
+    # the client as the soak started it (--workers, ...)
+    args = with_values(args, **{k: v for k, v in params.get("client", {}).items() if k in CLIENT})
+    fleet = args.fleet
+    if not (fleet.fleet or fleet.endpoints):
         source = params.get("fleet_source")
         if not source or source == "--endpoints":
             raise FleetError("--resume: the soak ran against --endpoints given on the command line; give them again")
         # a fleet held up by `cluster up` (its state file, which the manifest's fleet names as its
         # source beside the endpoints it had), or a fleet file to provision again
         held = "endpoints" in manifest.fleet
-        args = argparse.Namespace(**{**vars(args), "endpoints" if held else "fleet": source})
-    choice = choose_fleet(args, ",".join(manifest.modes))
-    MetricsServer.from_args(args, None).check()
-    soak = Soak(run_dir, manifest, stream, choice, params, lock=lock)
+        fleet = replace(fleet, **{"endpoints" if held else "fleet": source})
+    choice = choose_fleet(replace(fleet, modes=",".join(manifest.modes)), args.client.api_key_env)
+    MetricsServer.of(args.metrics, None).check()
+    soak = Soak(run_dir, manifest, stream, choice, args, params, lock=lock)
     recorded = _recorded(run_dir)
     stretch = len(params.get("stretches", []))
     for mode in choice.modes:

@@ -12,7 +12,6 @@ predicted by the model (plan/, as `loadtest plan` would) and set beside what was
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import time
 from pathlib import Path
@@ -36,6 +35,7 @@ from loadtest.commands.levels_run import LevelDir, LevelsRun, new_level, summari
 from loadtest.commands.metrics_server import MetricsError, MetricsServer
 from loadtest.commands.run import Stage, served
 from loadtest.manifest import Manifest
+from loadtest.session.options import SweepOptions
 from scenarios import ScenarioError
 from scenarios.trace import write_trace
 
@@ -43,15 +43,15 @@ BASELINE = "baseline"    # taken to every level, saturated or not: every other m
 
 
 class SweepRun(LevelsRun):
-    def __init__(self, *args, levels: list[LevelDir], **kwargs) -> None:
+    def __init__(self, *args, levels: list[LevelDir], keep_going: bool, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.levels = levels
+        self.levels, self.keep_going = levels, keep_going
 
     def drive(self, stage: Stage, mode: str) -> None:
         curves: list[pa.Table] = []
         saturated_at: str | None = None
         for i, lv in enumerate(self.levels):
-            if saturated_at is not None and not self.args.keep_going and mode != BASELINE:
+            if saturated_at is not None and not self.keep_going and mode != BASELINE:
                 lv.skipped[mode] = f"saturated at {saturated_at} (--keep-going replays it)"
                 continue
             self.replay_level(stage, mode, lv, pause=i > 0)
@@ -62,7 +62,7 @@ class SweepRun(LevelsRun):
                 lv.saturated.append(mode)
                 saturated_at = saturated_at or lv.level.name
                 self.console.print(f"{mode}: saturated at {lv.level.name} (completions no longer follow the load)"
-                                   + ("" if self.args.keep_going or i == len(self.levels) - 1 or mode == BASELINE
+                                   + ("" if self.keep_going or i == len(self.levels) - 1 or mode == BASELINE
                                       else "; its higher levels are skipped"), soft_wrap=True)
         self.manifest.levels = [lv.entry() for lv in self.levels]
 
@@ -135,15 +135,15 @@ def reanalyse(console: Console, run_dir: Path, max_errors: float | None = None) 
     write_report(console, run_dir, title, levels, manifest.status, gpus, predicted, max_errors)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: SweepOptions) -> int:
     console = new_console()
     started = time.monotonic()
     try:
-        trace = prepare_trace(args, rate_scale=None)   # the base trace, at the scenario's own rate
-        levels = levels_of(args, trace.table)
-        choice = choose_fleet(args, args.modes)
-        MetricsServer.from_args(args, None).check()  # before the run folder is made
-        run_dir = new_run_dir(args.out, args.run_id, f"sweep-{trace.info['name']}")
+        trace = prepare_trace(args.trace)   # the base trace, at the scenario's own rate
+        levels = levels_of(args.levels, trace.table)
+        choice = choose_fleet(args.fleet, args.client.api_key_env)
+        MetricsServer.of(args.metrics, None).check()  # before the run folder is made
+        run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"sweep-{trace.info['name']}")
     except (ScenarioError, FleetError, FileExistsError, MetricsError) as exc:
         print_error("loadtest sweep", str(exc))
         return exits.BAD_INPUT
@@ -156,8 +156,9 @@ def main(args: argparse.Namespace) -> int:
     console.print(f"[bold]sweep {manifest.run_id}[/bold]: {trace.table.num_rows:,} requests of {trace.info['name']} "
                   f"per level, levels {', '.join(lv.name for lv in levels)}, modes {', '.join(choice.modes)}, fleet "
                   f"{choice.info['name']}", soft_wrap=True)
-    code = served(args, console, manifest, run_dir, "loadtest sweep", lambda signals, server: SweepRun(
-        args, console, trace, choice, run_dir, manifest, signals, server, levels=dirs).replay_all())
+    code = served(args, console, manifest, run_dir, lambda signals, server: SweepRun(
+        args, console, trace, choice, run_dir, manifest, signals, server, args.cooldown, args.level_duration,
+        levels=dirs, keep_going=args.keep_going).replay_all())
     if code is None:   # /metrics could not listen: nothing ran
         return exits.BAD_INPUT
     manifest.levels = [lv.entry() for lv in dirs]
@@ -169,7 +170,7 @@ def main(args: argparse.Namespace) -> int:
         # a simulator fleet, started here or held up (its state file names it): the model beside it
         predicted = (plan_beside(choice.spec, choice.modes, trace.table, dirs, run_dir, manifest, args.level_duration)
                      if code == exits.OK else None)
-        checks = write_report(console, run_dir, title, dirs, manifest.status, gpus, predicted, args.max_errors)
+        checks = write_report(console, run_dir, title, dirs, manifest.status, gpus, predicted, args.gate.max_errors)
     except Exception as exc:   # the replays are on disk: say what failed, and that `loadtest report` reads them
         print_error("loadtest sweep", f"the analysis failed ({type(exc).__name__}: {exc}); the records are in "
                     f"{run_dir / 'levels'}")

@@ -11,7 +11,6 @@ its charts; Ctrl-C here quits, with the run's exit code (0 before any Start).
 
 from __future__ import annotations
 
-import argparse
 import errno
 import queue
 import shutil
@@ -36,6 +35,7 @@ from loadtest.commands.signals import Signals
 from loadtest.manifest import Manifest
 from loadtest.replay import protocol
 from loadtest.replay.front_process import ALREADY_REPLAYED, LOG, STDOUT, FrontProcess
+from loadtest.session.options import UIOptions, with_values
 from scenarios import ScenarioError
 from scenarios.spec import builtin_names
 from scenarios.trace import write_trace
@@ -64,17 +64,18 @@ class UIRun(Run):
         self.board.on_line(mode, msg)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: UIOptions) -> int:
     console = new_console()
     try:  # everything the form does not choose, before the web UI opens
         problem = login_problem(args.web_host, "the web UI") or _listen_problem(args.web_host, args.web_port)
         if problem:
             raise FleetError(problem)
-        prepare_trace(args)   # the form's default builds (the files first, then the servers)
-        fleet = choose_fleet(args, args.modes)
-        MetricsServer.from_args(args, None).check()
-        if args.run_id and (Path(args.out) / args.run_id).exists():
-            raise FileExistsError(f"{Path(args.out) / args.run_id} already exists; pick another --run-id")
+        prepare_trace(args.trace, args.gate.slo_gate)   # the form's default builds (the files first, then the servers)
+        fleet = choose_fleet(args.fleet, args.client.api_key_env)
+        MetricsServer.of(args.metrics, None).check()
+        folder = args.folder
+        if folder.run_id and (Path(folder.out) / folder.run_id).exists():
+            raise FileExistsError(f"{Path(folder.out) / folder.run_id} already exists; pick another --run-id")
     except (FleetError, ScenarioError, FileExistsError, MetricsError) as exc:
         print_error(PROG, str(exc))
         return exits.BAD_INPUT
@@ -85,7 +86,8 @@ def main(args: argparse.Namespace) -> int:
     old_term = signal.signal(signal.SIGTERM, _interrupt)   # SIGTERM while no replay runs: as Ctrl-C
     try:
         with BoardServer(board) as server, FrontProcess(
-                args.web_host, args.web_port, fleet.modes, args.trace or args.scenario, args.rate_scale, about,
+                args.web_host, args.web_port, fleet.modes, args.trace.trace or args.trace.scenario,
+                args.trace.rate_scale, about,
                 server.url,
                 server.token, logs, login=not is_loopback(args.web_host)) as front:
             console.print(f"Locust web UI: [bold]{web}[/bold] (choose the scenario, modes and rate scale under "
@@ -107,7 +109,7 @@ def _interrupt(signum: int, frame: object) -> None:
 class Session:
     """One web UI session: wait for Start, replay, then keep the UI up until Ctrl-C."""
 
-    def __init__(self, args: argparse.Namespace, console: Console, board: Board, front: FrontProcess,
+    def __init__(self, args: UIOptions, console: Console, board: Board, front: FrontProcess,
                  logs: Path) -> None:
         self.args, self.console, self.board, self.front, self.logs = args, console, board, front, logs
         self.code: int | None = None
@@ -149,18 +151,19 @@ class Session:
                 return self.code
 
     def _start(self, ask: protocol.StartAsked) -> None:
-        trace_file = self.args.trace if ask.scenario == self.args.trace else None   # the --trace given here
-        a = argparse.Namespace(**{**vars(self.args), "scenario": ask.scenario, "trace": trace_file,
-                                  "modes": ",".join(ask.modes), "rate_scale": ask.rate_scale})
+        given = self.args.trace
+        trace_file = given.trace if ask.scenario == given.trace else None   # the --trace given here
+        a = with_values(self.args, scenario=ask.scenario, trace=trace_file, modes=",".join(ask.modes),
+                        rate_scale=ask.rate_scale)
         self.board.starting(f"building the trace of {ask.scenario}")
         try:
-            if ask.scenario not in (*builtin_names(), self.args.scenario, self.args.trace):
+            if ask.scenario not in (*builtin_names(), given.scenario, given.trace):
                 raise ScenarioError(f"scenario: {ask.scenario!r} is not a built-in scenario "
                                     f"({', '.join(builtin_names())}); a scenario or trace file is given to "
                                     "loadtest ui as --scenario or --trace")
-            trace = prepare_trace(a)
-            fleet = choose_fleet(a, a.modes)
-            run_dir = new_run_dir(a.out, a.run_id, trace.info["name"])
+            trace = prepare_trace(a.trace, a.gate.slo_gate)
+            fleet = choose_fleet(a.fleet, a.client.api_key_env)
+            run_dir = new_run_dir(a.folder.out, a.folder.run_id, trace.info["name"])
         except (FleetError, ScenarioError, FileExistsError) as exc:
             self.board.end("failed", str(exc))
             self.console.print(f"[red]Start refused: {exc}[/red]", soft_wrap=True)
@@ -186,7 +189,7 @@ class Session:
         watcher = _StopWatcher(self)
         watcher.start()
         try:
-            code = served(a, self.console, manifest, run_dir, PROG, replay)
+            code = served(a, self.console, manifest, run_dir, replay)
         finally:
             watcher.stop()
         if code is None:   # /metrics could not listen after all: nothing ran
@@ -196,11 +199,11 @@ class Session:
             return
         manifest.mode_order = "parallel, started from the web UI (all modes at once, sharing the client machine)"
         try:
-            checks = print_summary(self.console, run_dir, fleet.modes, manifest, a.max_errors, a.slo_gate)
+            checks = print_summary(self.console, run_dir, fleet.modes, manifest, a.gate.max_errors, a.gate.slo_gate)
         except files.NotWritten as exc:   # a full disk: the records stay, each summary whole or not at all
             say_summaries_not_written(PROG, run_dir, exc)
             checks, code = [], exits.INCOMPLETE if code == exits.OK else code
-        if code == exits.OK and not record_gate(manifest, checks, self.console, a.slo_gate):
+        if code == exits.OK and not record_gate(manifest, checks, self.console, a.gate.slo_gate):
             code = exits.GATE_FAILED
         manifest.write(run_dir)
         report = next((p for p in (run_dir / "report.html", run_dir / "report.md") if p.exists()), None)

@@ -1,10 +1,14 @@
-"""The types of the CLI's flags: each checks its value and says, in argparse's one line, what it
-expected (`expected a positive number, got '0'`)."""
+"""The values an option takes, read from their text and held to their bounds: each says in one
+line what it expected (`expected a positive number, got '0'`), as a BadValue, which the command
+line's grammar turns into argparse's one-line error. No argparse here."""
 
 from __future__ import annotations
 
-import argparse
 from itertools import pairwise
+
+
+class BadValue(ValueError):
+    """A value out of its option's bounds: the message is the one line to show."""
 
 
 def number(text: str, ok, words: str, scale: float = 1.0) -> float:
@@ -14,7 +18,7 @@ def number(text: str, ok, words: str, scale: float = 1.0) -> float:
     except ValueError:
         value = float("nan")
     if value != value or value == float("inf") or not ok(value):
-        raise argparse.ArgumentTypeError(f"expected {words}, got {text!r}")
+        raise BadValue(f"expected {words}, got {text!r}")
     return value * scale
 
 
@@ -24,7 +28,7 @@ def plain_name(text: str) -> str:
 
     problem = name_problem(text)
     if problem:
-        raise argparse.ArgumentTypeError(problem)
+        raise BadValue(problem)
     return text
 
 
@@ -46,16 +50,16 @@ def window(text: str) -> tuple[float, float]:
     try:
         start, end = (float(x) for x in text.split(":"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected START:END in seconds, got {text!r}") from None
+        raise BadValue(f"expected START:END in seconds, got {text!r}") from None
     if not 0 <= start < end:
-        raise argparse.ArgumentTypeError(f"expected 0 <= START < END, got {text!r}")
+        raise BadValue(f"expected 0 <= START < END, got {text!r}")
     return start, end
 
 
 def port(text: str) -> int:
     value = positive_int(text)
     if value > 65535:
-        raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), got {text!r}")
+        raise BadValue(f"expected a TCP port (1-65535), got {text!r}")
     return value
 
 
@@ -70,7 +74,7 @@ def non_negative_int(text: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer, 0 or more, got {text!r}")
+        raise BadValue(f"expected an integer, 0 or more, got {text!r}")
     return value
 
 
@@ -78,9 +82,9 @@ def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+        raise BadValue(f"expected a positive integer, got {text!r}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise BadValue(f"expected a positive integer, got {text!r}")
     return value
 
 
@@ -88,9 +92,9 @@ def _increasing(text: str, parse, words: str) -> list:
     """A comma-separated list of `parse`d values, each above the one before."""
     values = [parse(part.strip()) for part in text.split(",") if part.strip()]
     if not values:
-        raise argparse.ArgumentTypeError(f"expected {words} separated by commas, got {text!r}")
+        raise BadValue(f"expected {words} separated by commas, got {text!r}")
     if any(b <= a for a, b in pairwise(values)):
-        raise argparse.ArgumentTypeError(f"the levels must increase, got {text!r}")
+        raise BadValue(f"the levels must increase, got {text!r}")
     return values
 
 
@@ -111,10 +115,10 @@ def slo_targets(text: str) -> dict[str, float]:
     for part in (p.strip() for p in text.split(",") if p.strip()):
         key, sep, value = part.partition("=")
         if not sep or key.strip() not in known:
-            raise argparse.ArgumentTypeError(f"expected KEY=MS with KEY one of {', '.join(known)}, got {part!r}")
+            raise BadValue(f"expected KEY=MS with KEY one of {', '.join(known)}, got {part!r}")
         out[key.strip()] = positive_float(value.strip())
     if not out:
-        raise argparse.ArgumentTypeError(f"expected at least one target, e.g. tpot_p99_ms=40, got {text!r}")
+        raise BadValue(f"expected at least one target, e.g. tpot_p99_ms=40, got {text!r}")
     return out
 
 
@@ -129,7 +133,7 @@ def duration(text: str) -> float:
     try:
         value = float(body) * (scale or 1.0)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a duration such as 90s, 5m or 8h, got {text!r}") from None
+        raise BadValue(f"expected a duration such as 90s, 5m or 8h, got {text!r}") from None
     if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive duration such as 90s, 5m or 8h, got {text!r}")
+        raise BadValue(f"expected a positive duration such as 90s, 5m or 8h, got {text!r}")
     return value
