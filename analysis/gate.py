@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from loadtest.manifest import Manifest
 from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, kinds, outcomes
 
 
@@ -78,3 +79,14 @@ def error_checks(records: pa.Table, modes: list[str], max_share: float) -> list[
         failures = sorted(((k, n) for k, n in c.items() if k not in (OK, CLIENT, NOT_SENT)), key=lambda kv: -kv[1])
         out.append(ErrorCheck(mode=mode, ok=c.get(OK, 0), kinds=dict(failures), max_share=max_share))
     return out
+
+
+def gate_failures(manifest: Manifest, checks: list[ErrorCheck], slo_gate: bool = False) -> list[str]:
+    """Put the gate in the manifest (the error checks, and with `slo_gate` every tenant's SLOs
+    as the analysis put them there); why it failed, one line each (none: it passed)."""
+    manifest.checks = [c.as_dict() for c in checks]
+    failed = [c.reason() for c in checks if not c.passed]
+    if slo_gate:
+        failed += [f"{s['mode']}: {s['tenant']} missed its SLO (--slo-gate)" for s in manifest.slos if not s["passed"]]
+    manifest.gate = "failed" if failed else "passed"
+    return failed

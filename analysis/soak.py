@@ -47,6 +47,9 @@ class Finding:
     def as_dict(self) -> dict:
         return asdict(self)
 
+# The records' columns a soak's verdict reads (windows, drift, SLO windows).
+SOAK_COLUMNS = ["mode", "tenant", "status", "offset_s", "scheduled_ns", "ttft_ms", "tpot_ms", "e2e_ms", "error_kind"]
+
 
 def clock(seconds: float) -> str:
     s = round(seconds)
@@ -279,3 +282,22 @@ def findings(table: pa.Table, window_s: float) -> list[Finding]:
         errors = m["errors"].to_numpy()
         out += error_bursts(mode, errors, m["ok"].to_numpy() + errors, starts, window_s)
     return out
+
+
+def soak_markdown(run_id: str, status: str, p: dict, table: pa.Table, found: list[Finding]) -> str:
+    """soak.md: the verdict, each finding with its window, and the windows per mode."""
+    lines = [f"# Soak {run_id} ({status})", "",
+             f"{p['duration_s'] / 3600:.2f} h; SLO windows of {p['window_s']:g} s every {p['step_s']:g} s; drift over "
+             f"tumbling windows of {p['window_s']:g} s with the offered load held apart.", ""]
+    lines += ["## Findings", ""] + ([f"- **{f.check}** ({span(f.start_s, f.end_s)}): {f.message}" for f in found]
+                                    or ["- none: every SLO window met its targets and nothing drifted"])
+    cols = ["window", "start", "scheduled", "ok", "errors", "client", "not_sent", "ttft_p99_ms", "tpot_p50_ms",
+            "tpot_p99_ms", "e2e_p99_ms", "kv_cache_usage", "waiting"]
+    for mode in sorted(set(table["mode"].to_pylist())):
+        rows = table.filter(pc.equal(table["mode"], mode)).to_pylist()
+        lines += ["", f"## {mode}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        for r in rows:
+            r["start"] = span(r["start_s"], r["end_s"])
+            lines.append("| " + " | ".join("-" if r[c] is None else f"{r[c]:,.3g}" if isinstance(r[c], float)
+                                           else str(r[c]) for c in cols) + " |")
+    return "\n".join(lines) + "\n"

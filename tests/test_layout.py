@@ -17,6 +17,11 @@ from tests.conftest import ROOT
 ROOMS = ("scenarios", "cluster", "loadtest", "analysis")
 # What each room may import of the others (DESIGN.md, "The way data flows"); `common` is beneath all.
 ALLOWED = {"scenarios": set(), "cluster": set(), "loadtest": {"scenarios"}, "analysis": {"loadtest"}}
+# Inside loadtest: the engine (session/) composes the four rooms and knows nothing of the command
+# line; the commands (commands/) wire the command line to it and may import anything.
+ENGINE = ("loadtest", "session")
+# The command lines: ours, and the simulator's own (`loadtest sim` = `python -m cluster.sim`).
+COMMAND_LINES = ("loadtest/commands/", "loadtest/__main__.py", "cluster/sim/cli.py", "cluster/sim/__main__.py")
 
 
 def _imports(path) -> set[str]:
@@ -30,13 +35,42 @@ def _imports(path) -> set[str]:
     return out
 
 
+def _within(path, place: tuple[str, ...]) -> bool:
+    return path.relative_to(ROOT).parts[:len(place)] == place
+
+
+def _modules(path) -> set[str]:
+    """The dotted modules `path` imports, wherever the import is."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+    return out
+
+
 @pytest.mark.parametrize("room", ROOMS)
 def test_imports_flow_one_way(room):
     for path in (ROOT / room).rglob("*.py"):
-        if room == "loadtest" and "commands" in path.parts:
-            continue  # the wiring layer imports all four
+        if _within(path, ENGINE) or str(path.relative_to(ROOT)).startswith(COMMAND_LINES):
+            continue  # the engine composes the four rooms; the commands wire it (checked below)
         others = _imports(path) & set(ROOMS) - {room}
         assert others <= ALLOWED[room], f"{path.relative_to(ROOT)} imports {sorted(others - ALLOWED[room])}"
+        inner = {m for m in _modules(path) if m.startswith(("loadtest.session", "loadtest.commands"))}
+        assert not inner, f"{path.relative_to(ROOT)} imports {sorted(inner)}: only the commands reach the engine"
+
+
+def test_the_engine_knows_nothing_of_the_command_line():
+    """Nothing in loadtest/session/ imports the commands, and nothing outside the command lines
+    imports argparse or takes a Namespace."""
+    for path in (ROOT / "loadtest" / "session").rglob("*.py"):
+        assert not {m for m in _modules(path) if m.startswith("loadtest.commands")}, path
+    for path in (p for room in ROOMS for p in (ROOT / room).rglob("*.py")):
+        if str(path.relative_to(ROOT)).startswith(COMMAND_LINES):
+            continue
+        assert "argparse" not in _imports(path), f"{path.relative_to(ROOT)} imports argparse"
+        assert "Namespace" not in path.read_text(), f"{path.relative_to(ROOT)} names a Namespace"
 
 
 def test_common_imports_no_room():

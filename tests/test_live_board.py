@@ -14,8 +14,8 @@ import requests
 from analysis.live import WINDOW_S, Totals, good, window_row
 from analysis.server import ACCEPTED, DRAFT_TOKENS
 from analysis.stats import itl_per_chunk, tokens_per_step
-from loadtest.commands.board import Board, BoardServer
 from loadtest.replay import protocol
+from loadtest.session.board import Board, BoardServer
 
 
 def records(n: int, seed: int, mode: str = "ngram", start: int = 0) -> pa.Table:

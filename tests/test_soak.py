@@ -168,11 +168,11 @@ def test_resume_records_lost_outcomes_once_and_drops_the_stops_not_sent(tmp_path
     from concurrent.futures import ThreadPoolExecutor
 
     from analysis.reader import read_requests
-    from loadtest.commands.soak_inputs import Soak, _go_on, _recorded
     from loadtest.manifest import Manifest
     from loadtest.records import REQUEST_SCHEMA, RequestRecord
     from loadtest.request.sink import ParquetSink
     from loadtest.session.options import SoakOptions
+    from loadtest.session.soak import Soak, _go_on, _recorded
 
     scenario, _raw = load_scenario(SOAK)
     stream = TraceStream(scenario, "sha", 40.0, 10.0)

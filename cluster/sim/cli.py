@@ -109,6 +109,15 @@ def build(args: argparse.Namespace) -> tuple[SimServer, str, int]:
     return server, args.host, args.port
 
 
+def server_of(argv: list[str]) -> SimServer:
+    """The simulator that `loadtest sim ARGV` would serve (the flags it does not know, a vLLM
+    fleet's own, are left out), built without listening: a plan's model of a replica."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args, _vllm_only = parser.parse_known_args(argv)
+    return build(args)[0]
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s sim: %(message)s")
     try:

@@ -18,11 +18,12 @@ from analysis.compare import DEFAULT_METRICS, CompareError, compare_runs
 from analysis.long_summary import LONG_SCHEMA
 from analysis.markdown import runs_markdown
 from analysis.reader import ContractError, read_requests
+from analysis.run_analysis import analyse_run
 from analysis.sweep import plan_vs_measured
 from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console, say_summaries_not_written
-from loadtest.commands.report import print_summary
+from loadtest.commands.views import show_run
 from loadtest.manifest import Manifest
 
 
@@ -37,7 +38,7 @@ def sweeps_side_by_side(console, sweeps: list[Path], out: Path | None) -> int:
     plans = [d for d in sweeps if is_plan(d)]
     measured = [d for d in sweeps if d not in plans]
     if len(sweeps) == 1 and measured:     # one measured sweep: its analysis again
-        from loadtest.commands.sweep import reanalyse
+        from loadtest.session.sweep import reanalyse
 
         reanalyse(console, measured[0])
         console.print(f"sweep: {measured[0] / 'report.md'}  (curves: {measured[0] / 'sweep.parquet'})")
@@ -86,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
     missed = []
     for run_dir, manifest in runs:
         try:
-            print_summary(console, run_dir, manifest.modes, manifest, slo_details=args.slo_gate)
+            show_run(console, analyse_run(run_dir, manifest.modes, manifest), slo_details=args.slo_gate)
         except ContractError as exc:
             print_error("loadtest report", str(exc))
             return exits.BAD_INPUT

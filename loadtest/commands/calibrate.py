@@ -40,7 +40,7 @@ from cluster.sim.profiles import FITTABLE, HARDWARE
 from cluster.sim.sim_profile import ProfileError, render_profile, resolve
 from common.exits import BAD_INPUT, OK, print_error
 from loadtest.commands.console import new_console
-from loadtest.commands.plan import simulator_of
+from loadtest.session.plan import simulator_of
 
 PROG = "loadtest calibrate"
 # Ray's accelerator_type of a vLLM fleet -> the datasheet a fit starts from.

@@ -19,6 +19,6 @@ def new_console() -> Console:
 
 
 def say_summaries_not_written(prog: str, run_dir: Path, exc: OSError) -> None:
-    """print_summary met a full disk: one line (the records are as they were; each summary file
+    """A run's analysis met a full disk: one line (the records are as they were; each summary file
     is whole, the new one or the one before)."""
     print_error(prog, f"could not write the run's summaries to {run_dir}: {os_error_text(exc)}")

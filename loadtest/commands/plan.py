@@ -1,224 +1,28 @@
-"""`loadtest plan`: a load sweep predicted before any GPU is rented.
-
-Each mode of the fleet is built exactly as a simulator replica would be (the same argv,
-`cluster.argv.serve_argv`, parsed by the simulator's own CLI), each trace row becomes the request
-body the replay would send (`loadtest.request.body`) and then what the server would run for it
-(`cluster.sim.server.sequence_for`), and the engine's scheduler serves the trace in virtual time
-(`cluster.sim.offline.simulate`). The records it predicts are written in the record contract, one
-run folder per level, so every analysis reads a plan as it reads a measured run.
-"""
+"""`loadtest plan`: each mode at several loads predicted by the simulator's model in virtual time
+(loadtest.session.plan), written as run folders, with the curves and, with --capacity, each
+mode's highest rate within the SLOs."""
 
 from __future__ import annotations
 
-import argparse
 import time
-from collections.abc import Callable
-from itertools import pairwise
-from pathlib import Path
 
-import pyarrow as pa
-
-from analysis.capacity import Capacity, CapacityRow, capacity_table, search_capacity
-from analysis.long_summary import long_summary
-from analysis.slo import attainment, has_targets, join_targets, with_slos
-from analysis.sweep import LEVEL_SCHEMA, sweep_markdown, with_level
+from analysis.slo import has_targets
+from analysis.sweep import sweep_markdown
 from cluster import FleetError
-from cluster.argv import serve_argv
-from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
+from cluster.fleet import load_fleet, redacted, resolve_modes
 from cluster.sim import cli as sim_cli
 from cluster.sim import sim_profile
-from cluster.sim.offline import SimRequest, simulate
-from cluster.sim.server import RequestError, SimServer, chat_prompt, completion_prompt, sequence_for
 from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console
-from loadtest.commands.inputs import new_run_dir
-from loadtest.commands.levels import Level, levels_of, native_rate, offered_rate
 from loadtest.manifest import Manifest
-from loadtest.records import REQUEST_SCHEMA, RequestRecord
-from loadtest.replay.dispatcher import UNSENT_BECAUSE
-from loadtest.request.body import request_body
+from loadtest.session.inputs import new_run_dir
+from loadtest.session.levels import levels_of, native_rate
 from loadtest.session.options import DEFAULT_FLEET, PlanOptions
+from loadtest.session.plan import capacity_section, plan_levels, simulator_of
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
-from scenarios.trace import (
-    META_CLOSED,
-    META_HASH,
-    META_NAME,
-    build_trace,
-    closed_concurrency,
-    scale_rate,
-    scenario_hash,
-    write_trace,
-)
-
-CAPACITY_PRECISION = 0.05     # the capacity search stops when its bracket is within 5%
-EPOCH_NS = 1_700_000_000 * 10**9     # a plan's virtual clock starts here (no wall time is measured)
-
-
-def simulator_of(fleet: FleetSpec, mode: str, hardware: str | None) -> SimServer:
-    """The simulator a replica of `mode` would run: its serve argv, parsed by the simulator's CLI."""
-    as_sim = fleet.model_copy(update={"engine": "sim"})
-    if hardware is not None:
-        as_sim = as_sim.model_copy(update={"sim": as_sim.sim.model_copy(update={"hardware": hardware})})
-    parser = argparse.ArgumentParser()
-    sim_cli.add_arguments(parser)
-    # the fleet's extra_args keep what the simulator knows (--max-model-len ...); vLLM-only flags go
-    args, _vllm_only = parser.parse_known_args(serve_argv(as_sim, mode, 1)[3:])
-    server, _, _ = sim_cli.build(args)
-    return server
-
-
-def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str, replicas: int = 1,
-                      stop_s: float | None = None) -> pa.Table:
-    """The records the simulator predicts for `trace`, in the record contract (virtual times),
-    the rows spread over `replicas` replicas round-robin, as the replay spreads them. A
-    closed-loop trace keeps its concurrency, split over the replicas as the replay's slots are
-    filled; a simulator run `--time-scale X` times faster is predicted X times faster too. With
-    `stop_s` nothing is sent from then on (the rest are not_sent), as a level's --level-duration."""
-    closed = closed_concurrency(trace)
-    # fewer in flight than replicas (closed loop): each request on a replica of its own, one at a time
-    groups = min(replicas, closed) if closed else replicas
-    if groups > 1:
-        parts = []
-        for r in range(groups):
-            part = trace.take(list(range(r, trace.num_rows, groups)))
-            if closed:
-                part = part.replace_schema_metadata({META_CLOSED: str(closed // groups
-                                                                      + (r < closed % groups)).encode()})
-            p = predicted_records(part, server, mode, run_id, stop_s=stop_s)
-            parts.append(p.set_column(p.schema.get_field_index("replica"), "replica",
-                                      pa.array([f"{mode}-{r}"] * p.num_rows)))
-        return pa.concat_tables(parts).cast(REQUEST_SCHEMA)
-    scale = server.engine.time_scale     # wall seconds per virtual second
-    rows = trace.to_pylist()
-    requests, refused = [], {}
-    for i, row in enumerate(rows):
-        body = request_body(row, server.cfg.served_model_names[0])
-        try:
-            chat = row["api"] == "chat"
-            text, n_prompt = chat_prompt(body["messages"]) if chat else completion_prompt(body["prompt"])
-            seq = sequence_for(body, text, n_prompt, server.cfg.max_model_len, str(i))
-            requests.append(SimRequest(row["offset_s"] / scale, seq.prompt_tokens, seq.target_tokens, seq.domain,
-                                       seq.temperature))
-        except RequestError as exc:
-            refused[i] = str(exc)
-            requests.append(None)
-    served = [r for r in requests if r is not None]
-    results = iter(simulate(server.engine.dep, served, max_num_seqs=server.engine.max_num_seqs,
-                            seed=server.cfg.seed, concurrency=closed,
-                            stop_s=None if stop_s is None else stop_s / scale))
-    out = []
-    for i, (row, req) in enumerate(zip(rows, requests, strict=True)):
-        res = next(results) if req is not None else None
-        arrival = res.arrival_s * scale if res is not None and closed else row["offset_s"]
-        scheduled = EPOCH_NS + int(arrival * 1e9)
-        rec = RequestRecord(run_id=run_id, mode=mode, worker="plan", tenant=row["tenant"],
-                            request_id=row["request_id"], scheduled_ns=scheduled, offset_s=row["offset_s"],
-                            replica=f"{mode}-plan", sent_ns=scheduled, lateness_ms=0.0)
-        if req is not None and res is None:      # past the level's duration: never sent
-            rec.status, rec.sent_ns, rec.lateness_ms = "not_sent", None, None
-            rec.error = UNSENT_BECAUSE["level_end"]
-            out.append(rec.as_row())
-            continue
-        if res is None:
-            rec.status, rec.http_status, rec.error_kind, rec.error = "error", 400, "http", refused[i][:200]
-            out.append(rec.as_row())
-            continue
-        times = [0.0, *(t * scale for t in res.chunk_s)]
-        ttft, e2e = res.ttft_s * scale, res.e2e_s * scale
-        rec.status, rec.http_status = "ok", 200
-        rec.itl_ms = [(b - a) * 1e3 for a, b in pairwise(times)]
-        rec.chunk_tokens = list(res.chunk_tokens)
-        rec.ttft_ms = rec.ttft_sched_ms = ttft * 1e3
-        rec.e2e_ms = rec.e2e_sched_ms = e2e * 1e3
-        rec.first_token_ns, rec.last_token_ns = scheduled + int(ttft * 1e9), scheduled + int(e2e * 1e9)
-        rec.prompt_tokens, rec.completion_tokens = req.prompt_tokens, res.tokens
-        rec.finish_reason = "length" if res.tokens >= row["max_tokens"] else "stop"
-        if res.spec is not None and server.cfg.per_request_spec_decode_metrics != "none":   # as the server sends
-            rec.spec_steps, rec.spec_draft_tokens, rec.spec_accepted_tokens = res.spec[:3]
-            rec.spec_acceptance_histogram = list(res.spec[3])
-        out.append(rec.as_row())
-    return pa.Table.from_pylist(out, schema=REQUEST_SCHEMA)
-
-
-def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_rate: float,
-                precision: float, replicas: int = 1) -> tuple[Capacity, list[str]]:
-    """The highest offered rate at which every tenant meets its SLOs in the model, and which
-    tenants missed them just above it (the binding SLOs). The model is deterministic for its
-    seed, so each rate is probed once."""
-    native = native_rate(base)
-    missed: dict[float, list[str]] = {}
-
-    def probe(rate: float) -> bool:
-        trace = scale_rate(base, rate / native)
-        records = join_targets(predicted_records(trace, server, mode, "capacity", replicas), trace)
-        verdicts = attainment(records, [mode])
-        missed[rate] = [f"{a.tenant} ({'; '.join(a.missed())})" for a in verdicts if not a.passed]
-        return not missed[rate]
-
-    found = search_capacity(probe, start, max_rate, precision=precision, repeats=1)
-    return found, missed.get(found.failed_at, []) if found.failed_at is not None else []
-
-
-CAPACITY_SCHEMA = pa.schema([pa.field("mode", pa.string()), pa.field("rate", pa.float64()),
-                             pa.field("passed", pa.bool_()), pa.field("phase", pa.string())])
-
-
-def _capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list[str], fleet: FleetSpec,
-                      run_dir) -> str:
-    """Each mode's highest rate within every tenant's SLOs (capacity.parquet holds every probe)."""
-    native = native_rate(base)
-    gpus = fleet.gpus_per_mode
-    rows, probes = [], []
-    for mode in modes:
-        found, binding = capacity_of(base, servers[mode], mode, native / 16, native * 16, CAPACITY_PRECISION,
-                                     fleet.replicas)
-        probes += [{"mode": mode, "rate": p.rate, "passed": p.passed, "phase": p.phase} for p in found.probes]
-        rows.append(CapacityRow(mode, found, "; ".join(binding) or "-"))
-    files.write_table(pa.Table.from_pylist(probes, schema=CAPACITY_SCHEMA), run_dir / "capacity.parquet")
-    table, choice = capacity_table(rows, gpus, with_goodput=False)
-    return "\n".join([
-        "## Capacity: the highest offered rate within every tenant's SLOs", "",
-        f"Bracketed by doubling from 1/16 of the scenario's rate, then bisected to {CAPACITY_PRECISION:.0%}; "
-        f"per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the target's). Binding: the tenants "
-        "that missed just above it.", "",
-        *table, "", choice, ""])
-
-
-def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServer], fleet: FleetSpec,
-                run_dir: Path, manifest_of: Callable[[str, float | None], Manifest],
-                on_level: Callable[[str, float], None] = lambda name, offered: None,
-                stop_s: float | None = None) -> pa.Table:
-    """Predict every level for every mode into `run_dir`/levels/<level>/ (a run folder each) and
-    return the sweep's curves (LEVEL_SCHEMA), written to `run_dir`/sweep.parquet; `stop_s`: as a
-    sweep's --level-duration, nothing sent from then on."""
-    modes = list(servers)
-    sweeps = []
-    for level in levels:
-        level_dir = run_dir / "levels" / level.name
-        (level_dir / "requests").mkdir(parents=True)
-        trace = level.trace(base)
-        meta = trace.schema.metadata or {}
-        write_trace(trace, level_dir / "trace.parquet", meta.get(META_NAME, b"").decode(),
-                    meta.get(META_HASH, b"").decode())
-        manifest = manifest_of(level.name, level.rate_scale)
-        tables = []
-        for mode in modes:
-            records = predicted_records(trace, servers[mode], mode, manifest.run_id, fleet.replicas, stop_s)
-            (level_dir / "requests" / f"mode={mode}").mkdir()
-            files.write_table(records, level_dir / "requests" / f"mode={mode}" / "part-plan-00000.parquet")
-            tables.append(records)
-        manifest.write(level_dir)
-        records = pa.concat_tables(tables)
-        long = long_summary(with_slos(records, level_dir) or records, manifest.run_id, modes)
-        files.write_table(long, level_dir / "summary.parquet")
-        offered = offered_rate(trace)
-        sweeps.append(with_level(long, level.name, offered, level.concurrency))
-        on_level(level.name, offered)
-    sweep = pa.concat_tables(sweeps).cast(LEVEL_SCHEMA)
-    files.write_table(sweep, run_dir / "sweep.parquet")
-    return sweep
+from scenarios.trace import META_HASH, META_NAME, build_trace, scenario_hash
 
 
 def main(args: PlanOptions) -> int:
@@ -264,7 +68,7 @@ def main(args: PlanOptions) -> int:
     report = sweep_markdown(sweep, f"Plan {run_dir.name}: {scenario.name} on fleet {fleet.name} ({hardware}), "
                             "predicted by the simulator's performance model in virtual time")
     if args.capacity:
-        report += "\n" + _capacity_section(base, servers, modes, fleet, run_dir)
+        report += "\n" + capacity_section(base, servers, modes, fleet, run_dir)
     files.write_text(run_dir / "report.md", report)
     console.print(report, markup=False, highlight=False)
     console.print(f"plan: {run_dir / 'report.md'}  (curves: {run_dir / 'sweep.parquet'}; levels as run folders "

@@ -21,21 +21,24 @@ from pathlib import Path
 
 from rich.console import Console
 
+from analysis.gate import gate_failures
+from analysis.run_analysis import analyse_run
 from cluster import FleetError
 from common import exits, files
 from common.exits import print_error
 from common.login import bind_error, is_loopback, login_problem
-from loadtest.commands.board import Board, BoardServer
 from loadtest.commands.console import new_console, say_summaries_not_written
-from loadtest.commands.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
-from loadtest.commands.metrics_server import MetricsError, MetricsServer, hostport
-from loadtest.commands.report import print_summary, record_gate
-from loadtest.commands.run import Run, served
-from loadtest.commands.signals import Signals
+from loadtest.commands.views import show_gate, show_run
 from loadtest.manifest import Manifest
 from loadtest.replay import protocol
 from loadtest.replay.front_process import ALREADY_REPLAYED, LOG, STDOUT, FrontProcess
+from loadtest.session.board import Board, BoardServer
+from loadtest.session.engine import OneReplay, Session
+from loadtest.session.guard import served
+from loadtest.session.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
+from loadtest.session.metrics_server import MetricsError, MetricsServer, hostport
 from loadtest.session.options import UIOptions, with_values
+from loadtest.session.signals import Signals
 from scenarios import ScenarioError
 from scenarios.spec import builtin_names
 from scenarios.trace import write_trace
@@ -51,17 +54,6 @@ def _listen_problem(host: str, port: int) -> str | None:
     if exc.errno == errno.EADDRINUSE:
         return f"{host}:{port} is in use; pick another --web-port"
     return f"cannot listen on {host}:{port} ({exc.strerror or exc}); check --web-host"
-
-
-class UIRun(Run):
-    """`Run` whose replays' messages also reach the board."""
-
-    def __init__(self, *args, board: Board, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.board = board
-
-    def on_line(self, mode: str, msg: protocol.Line) -> None:
-        self.board.on_line(mode, msg)
 
 
 def main(args: UIOptions) -> int:
@@ -93,7 +85,7 @@ def main(args: UIOptions) -> int:
             console.print(f"Locust web UI: [bold]{web}[/bold] (choose the scenario, modes and rate scale under "
                           f"Custom parameters, then Start; the Comparison page is {web}/comparison; Ctrl-C here "
                           "quits)", soft_wrap=True)
-            session = Session(args, console, board, front, logs)
+            session = WebSession(args, console, board, front, logs)
             code = session.go()
         session.keep_logs()   # the web UI's process has ended: its logs are whole
         return code
@@ -106,7 +98,7 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-class Session:
+class WebSession:
     """One web UI session: wait for Start, replay, then keep the UI up until Ctrl-C."""
 
     def __init__(self, args: UIOptions, console: Console, board: Board, front: FrontProcess,
@@ -177,7 +169,8 @@ class Session:
                            f"side, fleet {fleet.info['name']} (started from the web UI)")
 
         def replay(signals: Signals, server: MetricsServer) -> None:
-            run = UIRun(a, self.console, trace, fleet, run_dir, manifest, signals, server, board=self.board)
+            run = Session(a, self.console, trace, fleet, run_dir, manifest, signals, server, OneReplay(),
+                          on_line=self.board.on_line)
             self.board.begin(manifest.run_id, run_dir, fleet.modes, trace.table,
                              lambda: run.stage.scraper.latest_sums() if run.stage is not None else {})
             with self.lock:
@@ -199,11 +192,13 @@ class Session:
             return
         manifest.mode_order = "parallel, started from the web UI (all modes at once, sharing the client machine)"
         try:
-            checks = print_summary(self.console, run_dir, fleet.modes, manifest, a.gate.max_errors, a.gate.slo_gate)
+            analysed = analyse_run(run_dir, fleet.modes, manifest, a.gate.max_errors)
+            show_run(self.console, analysed, slo_details=a.gate.slo_gate)
+            checks = analysed.checks
         except files.NotWritten as exc:   # a full disk: the records stay, each summary whole or not at all
             say_summaries_not_written(PROG, run_dir, exc)
             checks, code = [], exits.INCOMPLETE if code == exits.OK else code
-        if code == exits.OK and not record_gate(manifest, checks, self.console, a.gate.slo_gate):
+        if code == exits.OK and not show_gate(self.console, gate_failures(manifest, checks, a.gate.slo_gate)):
             code = exits.GATE_FAILED
         manifest.write(run_dir)
         report = next((p for p in (run_dir / "report.html", run_dir / "report.md") if p.exists()), None)
@@ -234,7 +229,7 @@ class Session:
 class _StopWatcher:
     """While a run replays: the web UI's Stop stops it as a first Ctrl-C would."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: WebSession) -> None:
         self.session, self.done = session, threading.Event()
         self.thread = threading.Thread(target=self._watch, daemon=True, name="loadtest-ui-stop")
 

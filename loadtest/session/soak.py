@@ -6,6 +6,8 @@ outcome the crash lost). Bad input raises ScenarioError or FleetError with one l
 from __future__ import annotations
 
 import fcntl
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,11 +22,11 @@ from analysis.reader import ContractError, read_requests
 from cluster import FleetError
 from common import files
 from common.times import utc_now
-from loadtest.commands.inputs import FleetChoice, choose_fleet, new_run_dir
-from loadtest.commands.metrics_server import MetricsServer
 from loadtest.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.sink import ParquetSink
+from loadtest.session.inputs import FleetChoice, choose_fleet, new_run_dir
+from loadtest.session.metrics_server import MetricsServer
 from loadtest.session.options import SoakOptions, value_of, with_values
 from scenarios import ScenarioError
 from scenarios.spec import Closed, Scenario, load_scenario
@@ -253,3 +255,31 @@ def _go_on(soak: Soak, mode: str, recorded: pa.Table | None, stretch: int) -> di
             soak.resumed_unknown += 1
     sink.close()
     return {"first_row": first, "resume_at_s": at}
+
+
+LEAD_PARTS = 2   # trace parts written ahead of the replay's clock
+
+
+class PartWriter(threading.Thread):
+    """Writes the trace's parts LEAD_PARTS ahead of where the soak's clock is (from `at_s` now)."""
+
+    def __init__(self, stream: TraceStream, folder: Path, at_s: float) -> None:
+        super().__init__(daemon=True, name="soak-trace-parts")
+        self.stream, self.folder, self.at_s, self.t0 = stream, folder, at_s, time.monotonic()
+        self.stop = threading.Event()
+        self.error: Exception | None = None
+        self.write_upto(stream.part_of(at_s) + LEAD_PARTS)   # before any replay starts
+
+    def write_upto(self, k: int) -> None:
+        for part in range(min(k, self.stream.parts - 1) + 1):
+            self.stream.write(self.folder, part)
+
+    def run(self) -> None:
+        try:
+            while not self.stop.wait(1.0):
+                now_s = self.at_s + time.monotonic() - self.t0
+                self.write_upto(self.stream.part_of(now_s) + LEAD_PARTS)
+                if self.stream.part_of(now_s) + LEAD_PARTS >= self.stream.parts:
+                    return
+        except Exception as exc:   # the replay then waits for a part that never comes, and says so
+            self.error = exc

@@ -1,29 +1,28 @@
-"""The replays of a sweep or a capacity search: the fleet up once (`Run`'s fleet, bring-up,
-progress bars and signals), and per mode a driver that replays one level after another, each into
-its own run folder (trace.parquet, manifest.json, requests/mode=<mode>/, server_metrics/), so
+"""The levels of a sweep or the probes of a capacity search: the fleet up once (the session's
+fleet, bring-up, progress bars and signals), and per mode a driver that replays one level after
+another, each into its own run folder (trace.parquet, manifest.json, requests/mode=<mode>/, server_metrics/), so
 every analysis reads a level as it reads a run. The sweep drives its levels in order and stops a
 mode where it saturated; the capacity search chooses each next rate from the last verdict."""
 
 from __future__ import annotations
 
-import io
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from rich.console import Console
 
 from analysis.gate import ErrorCheck
 from analysis.long_summary import SCALAR_COLUMNS
 from analysis.reader import read_requests
+from analysis.run_analysis import analyse_run
 from cluster.scrape import Scraper
 from common.times import utc_now
-from loadtest.commands.levels import Level, offered_rate
-from loadtest.commands.report import print_summary
-from loadtest.commands.run import Interrupted, Run, Stage
 from loadtest.manifest import Manifest, ModeRun
+from loadtest.session.engine import Session
+from loadtest.session.guard import Interrupted
+from loadtest.session.levels import Level, offered_rate
 from scenarios.trace import write_trace
 
 
@@ -78,58 +77,35 @@ def summarise(lv: LevelDir, status: str, max_errors: float | None = None) -> lis
     if not any((lv.dir / "requests").iterdir()):
         return []
     present = [m for m in lv.manifest.modes if lv.manifest.mode_runs[m].end is not None]
-    return print_summary(Console(file=io.StringIO(), width=160), lv.dir, present, lv.manifest, max_errors)
+    return analyse_run(lv.dir, present, lv.manifest, max_errors).checks
 
 
-class LevelsRun(Run):
-    """`Run` with a per-mode driver (`drive`) in place of one replay per mode."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.drain = True   # a level stops sending at its deadline (--level-duration), then drains
-
-    def drive(self, stage: Stage, mode: str) -> None:
-        raise NotImplementedError
-
-    def one_mode(self, stage: Stage, mode: str) -> None:
-        mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
-        mr.started_at = utc_now()
-        self.manifest.write(self.run_dir)
-        stage.progress.start_task(stage.tasks[mode])
-        self.metrics.watch(mode, [(r.label, r.url) for r in stage.bringup.replicas[mode]])
+def replay_level(session: Session, mode: str, lv: LevelDir, pause: bool, deadline_s: float | None) -> ModeRun:
+    """Replay `mode` at one level into its folder (after the session's cooldown when `pause`),
+    stopping at `deadline_s` (--level-duration) and letting the requests in flight finish."""
+    stage = session.stage
+    assert stage is not None
+    if session.signals.stop:
+        raise Interrupted()
+    if pause and session.cooldown_s:
+        time.sleep(session.cooldown_s)
+    replicas = stage.bringup.replicas[mode]
+    top = session.manifest.mode_runs[mode]
+    lmr = lv.manifest.mode_runs[mode]
+    lmr.replicas, lmr.turn, lmr.started_at = top.replicas, top.turn, utc_now()
+    stage.progress.update(stage.tasks[mode], description=f"{mode} {lv.level.name}", completed=0,
+                          total=lv.trace.num_rows, counts="starting")
+    workers = min(session.workers, lv.level.concurrency) if lv.level.concurrency else session.workers
+    with Scraper(lv.dir) as scraper:
+        scraper.watch(mode, [(r.label, r.url) for r in replicas])
         try:
-            self.drive(stage, mode)
+            end = session.replay(mode, lmr, lv.dir, lv.manifest.run_id, workers, deadline_s, drain=True)
         finally:
-            stage.progress.stop_task(stage.tasks[mode])
-            self.metrics.unwatch(mode)
-            self._report_dead_replicas(stage.bringup.fleet, stage.bringup.replicas[mode], mr)
-            mr.ended_at = utc_now()
-            self.manifest.write(self.run_dir)
-
-    def replay_level(self, stage: Stage, mode: str, lv: LevelDir, pause: bool) -> ModeRun:
-        """Replay `mode` at one level into its folder (after the cooldown when `pause`)."""
-        if self.signals.stop:
-            raise Interrupted()
-        if pause and self.cooldown_s:
-            time.sleep(self.cooldown_s)
-        replicas = stage.bringup.replicas[mode]
-        top = self.manifest.mode_runs[mode]
-        lmr = lv.manifest.mode_runs[mode]
-        lmr.replicas, lmr.turn, lmr.started_at = top.replicas, top.turn, utc_now()
-        progress, task = stage.progress, stage.tasks[mode]
-        progress.update(task, description=f"{mode} {lv.level.name}", completed=0, total=lv.trace.num_rows,
-                        counts="starting")
-        workers = min(self.workers, lv.level.concurrency) if lv.level.concurrency else self.workers
-        with Scraper(lv.dir) as scraper:
-            scraper.watch(mode, [(r.label, r.url) for r in replicas])
-            try:
-                end = self.replay(mode, replicas, lmr, progress, task, lv.dir, lv.manifest.run_id, workers)
-            finally:
-                scraper.unwatch(mode)
-        lmr.end, lmr.records, lmr.client = end.reason, end.recorded, end.client
-        lmr.server_metrics = scraper.problem(mode) or "scraped"
-        lmr.ended_at = utc_now()
-        lv.manifest.write(lv.dir)
-        if self.signals.stop:
-            raise Interrupted()
-        return lmr
+            scraper.unwatch(mode)
+    lmr.end, lmr.records, lmr.client = end.reason, end.recorded, end.client
+    lmr.server_metrics = scraper.problem(mode) or "scraped"
+    lmr.ended_at = utc_now()
+    lv.manifest.write(lv.dir)
+    if session.signals.stop:
+        raise Interrupted()
+    return lmr

@@ -30,9 +30,9 @@ from common import exits
 from common.exits import print_error
 from common.process import signal_group
 from common.times import utc_now
-from loadtest.commands.inputs import FleetChoice
-from loadtest.commands.signals import Signals
 from loadtest.manifest import Manifest
+from loadtest.session.inputs import FleetChoice
+from loadtest.session.signals import Signals
 
 
 def join_fleet(choice: FleetChoice, address_flag: str | None, ray_workers: bool, signals: Signals,

@@ -1,0 +1,96 @@
+"""A run folder's analysis, once its modes ran: the long summary (summary.parquet, the one
+computation of every statistic) and its projections (modes.parquet, tenant_speedups.parquet),
+each tenant's SLO attainment, the notes a reader must see, report.md, report.html and the error
+gate of each mode. Nothing is printed here: the console shows a `RunAnalysis` (the commands'
+views), and a sweep's levels or a capacity's probes only need the files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from analysis.gate import ErrorCheck, error_checks
+from analysis.html import report_html
+from analysis.long_summary import LIST_COLUMNS, SCALAR_COLUMNS, long_summary
+from analysis.markdown import report_markdown
+from analysis.reader import read_requests
+from analysis.server import load_server_metrics, spec_decode_stats
+from analysis.slo import Attainment, attainment, has_slos, with_slos
+from analysis.summary import ModeSummary, mode_summaries, tenant_speedups, write_summary, write_tenant_speedups
+from analysis.table import steady_state_note
+from common import files
+from loadtest.manifest import Manifest
+
+
+@dataclass
+class RunAnalysis:
+    """What a run's analysis found, for its views."""
+
+    run_id: str
+    status: str
+    modes: list[str]                                        # the modes asked for, in order
+    summaries: list[ModeSummary] = field(default_factory=list)   # per mode that has records (the console table)
+    by_tenant: dict = field(default_factory=dict)           # tenant -> mode -> speedup (tenant_speedups)
+    slos: list[Attainment] | None = None                 # None: the trace sets no SLO
+    steady_note: str | None = None
+    limited: list[str] = field(default_factory=list)        # client-limited modes, said as a reader must see it
+    skipped: dict[str, str] = field(default_factory=dict)   # mode -> why --skip-unavailable left it out
+    checks: list[ErrorCheck] = field(default_factory=list)  # the error gate per mode (when asked)
+
+    @property
+    def empty(self) -> bool:
+        return not self.summaries
+
+
+def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
+                max_error_share: float | None = None) -> RunAnalysis:
+    """Summarise the run's records into its files (summary.parquet in long format, modes.parquet,
+    tenant_speedups.parquet, report.md, report.html), put each tenant's SLOs in the manifest, and
+    with `max_error_share` check each mode's errors. A run without records gives an empty one."""
+    found = RunAnalysis(manifest.run_id, manifest.status, list(modes), skipped=dict(manifest.skipped))
+    # every column but the chunk lists; those are read a mode at a time (the long summary's chunks_of)
+    table = read_requests(run_dir, columns=SCALAR_COLUMNS) if (run_dir / "requests").exists() else None
+    if table is None or not table.num_rows:
+        return found
+    table = with_slos(table, run_dir) or table
+    present = [m for m in modes if m in set(table["mode"].to_pylist())]
+    metrics = load_server_metrics(run_dir)
+    server = {m: spec_decode_stats(metrics, m) for m in present} if metrics is not None else {}
+    memory = {m: next((r.get("memory") for r in manifest.mode_runs[m].replicas if r.get("memory")), None)
+              for m in present if m in manifest.mode_runs}
+    limited = {m: mr.client.get("client_limited") for m, mr in manifest.mode_runs.items() if mr.client}
+
+    def chunks_of(mode: str) -> pa.Table:
+        return read_requests(run_dir, columns=["mode", "tenant", "status", *LIST_COLUMNS],
+                             filter=pc.field("mode") == mode)
+
+    long = long_summary(table, manifest.run_id, present, server=server, memory=memory, client_limited=limited,
+                        chunks_of=chunks_of)
+    files.write_table(long, run_dir / "summary.parquet")
+    found.summaries = mode_summaries(long, present)          # the console table: a view of the long summary
+    write_summary(found.summaries, run_dir / "modes.parquet")
+    found.by_tenant = tenant_speedups(long, modes)
+    if found.by_tenant:
+        write_tenant_speedups(found.by_tenant, run_dir / "tenant_speedups.parquet")
+    if has_slos(table):
+        found.slos = attainment(table, [s.mode for s in found.summaries])
+        manifest.slos = [{"mode": a.mode, "tenant": a.tenant, "passed": a.passed, "met_share": a.share,
+                          "checks": {m: {"p99_ms": v, "target_ms": t} for m, (v, t) in a.checks.items()}}
+                         for a in found.slos]
+    found.steady_note = steady_state_note(found.summaries)
+    found.limited = [f"{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies include the "
+                     "client's own delay; add workers (--workers) or client machines"
+                     for mode, mr in manifest.mode_runs.items() if mr.client and mr.client.get("client_limited")]
+    notes = [*([found.steady_note] if found.steady_note else []), *found.limited,
+             *(f"{mode}: skipped (--skip-unavailable): {why}" for mode, why in manifest.skipped.items())]
+    about = (f"Run **{manifest.status}**: {manifest.requests:,} requests of scenario `{manifest.scenario.get('name')}` "
+             f"against fleet `{manifest.fleet.get('name')}`, modes {', '.join(present)}.")
+    report_md = report_markdown(manifest.run_id, about, long, found.slos, notes)
+    files.write_text(run_dir / "report.md", report_md)
+    files.write_text(run_dir / "report.html", report_html(manifest.run_id, report_md, table, long, metrics, present))
+    if max_error_share is not None:
+        found.checks = error_checks(table, [s.mode for s in found.summaries], max_error_share)
+    return found

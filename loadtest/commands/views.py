@@ -1,0 +1,41 @@
+"""What the replaying commands print once a run is analysed: its tables (a view of the long
+summary, analysis.run_analysis), the warnings a reader must see, each mode's errors, and why a
+gate failed."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from analysis.run_analysis import RunAnalysis
+from analysis.table import mode_table, slo_table, tenant_table
+
+
+def show_run(console: Console, found: RunAnalysis, slo_details: bool = False) -> None:
+    """The run's tables and notes (`slo_details`: each SLO a tenant missed, as --slo-gate fails on)."""
+    if found.empty:
+        return
+    console.print(mode_table(found.summaries, title=f"{found.run_id} ({found.status})", skipped=found.skipped))
+    for mode, why in found.skipped.items():
+        console.print(f"[yellow]{mode}: skipped (--skip-unavailable): {why}[/yellow]", soft_wrap=True)
+    if len(found.by_tenant) > 1:
+        console.print(tenant_table(found.by_tenant, found.modes))
+    if found.slos is not None:
+        console.print(slo_table(found.slos, found.modes))
+        for a in found.slos if slo_details else []:   # why the gate fails (report.md has them all)
+            if not a.passed:
+                console.print(f"[red]{a.mode}: {a.tenant} missed its SLO: {'; '.join(a.missed())}[/red]")
+    else:
+        console.print("no SLOs in this trace (its tenants set none): no goodput or SLO attainment to report")
+    for note in [*([found.steady_note] if found.steady_note else []), *found.limited]:
+        console.print(f"[yellow]{note}[/yellow]")
+    for c in found.checks:
+        if c.kinds:
+            colour = "green" if c.passed else "red"
+            console.print(f"[{colour}]{c.mode}: {c.failed:,} of {c.sent:,} sent failed: {c.kinds_text()}[/{colour}]")
+
+
+def show_gate(console: Console, failed: list[str]) -> bool:
+    """Why the gate failed, a line each; whether it passed."""
+    for reason in failed:
+        console.print(f"[red bold]gate failed: {reason}[/red bold]", soft_wrap=True)
+    return not failed

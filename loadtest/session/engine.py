@@ -1,0 +1,234 @@
+"""The engine under every replaying command: one `Session` brings the fleet up (a Ray cluster
+joined or started, or a fleet already held up), replays every mode in turn or all at once, and
+tears the fleet down on every path. What a mode's replay is comes from a `Driver`, composed in:
+one replay into the run (run, ui, soak: `OneReplay`), a sweep's levels, or a capacity search's
+probes. A `Replay` is one Locust replay of one mode into one folder; the drivers use it."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from rich.console import Console
+from rich.progress import Progress, TaskID
+
+from cluster.provision import ACTOR_GONE, Fleet
+from cluster.scrape import Scraper
+from cluster.state import ExistingFleet
+from common.times import utc_now
+from loadtest.manifest import Manifest, ModeRun
+from loadtest.replay import protocol
+from loadtest.replay.options import ReplayConfig, ReplayError
+from loadtest.replay.process import LocustProcess, ReplayEnd
+from loadtest.session.bringup import BringUp
+from loadtest.session.guard import Interrupted
+from loadtest.session.inputs import FleetChoice, Trace, default_workers
+from loadtest.session.metrics_server import MetricsServer
+from loadtest.session.options import Replaying
+from loadtest.session.progress import live_text, mode_progress, progress_counts
+from loadtest.session.ray_cluster import join_fleet
+from loadtest.session.signals import Signals
+from scenarios.trace import closed_concurrency
+
+
+@dataclass
+class Stage:
+    """What every mode's replay shares once the fleet is up."""
+
+    progress: Progress
+    tasks: dict[str, TaskID]   # mode -> its progress bar
+    scraper: Scraper           # the run's server metrics (a level's or a probe's have their own)
+    bringup: BringUp           # the modes up in the plan's turns, their replicas recorded
+
+
+class Driver(Protocol):
+    """What the session does with a mode once its replicas are up."""
+
+    def drive(self, session: Session, stage: Stage, mode: str) -> None: ...
+
+
+@dataclass
+class Session:
+    """One replaying command after its inputs are checked: the fleet up, every mode driven."""
+
+    args: Replaying
+    console: Console
+    trace: Trace
+    choice: FleetChoice
+    run_dir: Path
+    manifest: Manifest
+    signals: Signals
+    metrics: MetricsServer
+    driver: Driver
+    cooldown_s: float = 0.0                     # between modes
+    trace_file: str = "trace.parquet"           # in the run folder (a soak's: the folder of its parts)
+    replay_extra: dict[str, dict] = field(default_factory=dict)   # mode -> more ReplayConfig fields (a soak's)
+    on_line: Callable[[str, protocol.Line], None] | None = None   # every replay message (the web UI's board)
+    stage: Stage | None = None                  # once the fleet is up
+    workers: int = 0                            # Locust workers per replay (set from the options)
+
+    def __post_init__(self) -> None:
+        workers = self.args.processes.workers or default_workers(self.choice.spec, len(self.choice.modes))
+        closed = closed_concurrency(self.trace.table)
+        self.workers = min(workers, closed) if closed else workers  # each worker keeps one request in flight
+
+    def replay_all(self) -> None:
+        """Every mode driven, in turn (with the cooldown between) or all at once; Interrupted
+        when a signal stopped them."""
+        with ExitStack() as stack:
+            processes = self.args.processes
+            # a Ray cluster that goes away ends the run (exit 3, one line)
+            fleet = join_fleet(self.choice, self.args.fleet.address, processes.ray_workers, self.signals,
+                               self.manifest, self.run_dir, self.args.PROG, stack)
+            bringup = BringUp(fleet, self.choice.modes, self.manifest, self.run_dir, self.console,
+                              processes.parallel_modes)
+            progress = stack.enter_context(mode_progress(self.console))
+            modes = self.choice.modes
+            tasks = {m: progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting", live="")
+                     for m in modes}
+            self.stage = stage = Stage(progress, tasks, stack.enter_context(Scraper(self.run_dir)), bringup)
+            if processes.parallel_modes:
+                self.manifest.mode_order = "parallel (all modes at once, sharing the client machine)"
+                self._up(stage, modes)
+                with ThreadPoolExecutor(len(modes)) as pool:
+                    for fut in [pool.submit(self.one_mode, stage, m) for m in modes]:
+                        fut.result()
+            else:
+                for i, mode in enumerate(modes):
+                    if i and self.cooldown_s and not self.signals.stop:
+                        time.sleep(self.cooldown_s)
+                    if self.signals.stop:  # a signal, maybe during the cooldown
+                        break
+                    self._up(stage, [mode])
+                    self.one_mode(stage, mode)
+                    bringup.done(mode)
+        bringup.record()  # the fleet is down: when the rest stopped
+        if self.signals.stop:
+            raise Interrupted()
+
+    def _up(self, stage: Stage, modes: list[str]) -> None:
+        for mode in modes:
+            stage.progress.update(stage.tasks[mode], counts="starting replicas")
+        stage.bringup.up(modes)
+
+    def one_mode(self, stage: Stage, mode: str) -> None:
+        """`mode` driven, with its manifest entry's times, its bar, its /metrics and its replicas'
+        health said at the end."""
+        mr = self.manifest.mode_runs.setdefault(mode, ModeRun())
+        mr.started_at = utc_now()
+        self.manifest.write(self.run_dir)
+        replicas = stage.bringup.replicas[mode]
+        stage.progress.start_task(stage.tasks[mode])
+        self.metrics.watch(mode, [(r.label, r.url) for r in replicas])
+        try:
+            self.driver.drive(self, stage, mode)
+        finally:
+            stage.progress.stop_task(stage.tasks[mode])
+            self.metrics.unwatch(mode)
+            self._report_dead_replicas(stage.bringup.fleet, replicas, mr)
+            mr.ended_at = utc_now()
+            self.manifest.write(self.run_dir)
+
+    def replay(self, mode: str, mr: ModeRun, run_dir: Path | None = None, run_id: str | None = None,
+               workers: int | None = None, deadline_s: float | None = None, drain: bool = False) -> ReplayEnd:
+        """Replay `mode` with one Locust process, or a master and --workers worker processes, from
+        the trace of `run_dir` (default: the run's) into its records, recording into `mr`."""
+        assert self.stage is not None
+        replicas = self.stage.bringup.replicas[mode]
+        progress, task = self.stage.progress, self.stage.tasks[mode]
+        a = self.args.client
+        run_dir = run_dir or self.run_dir
+        # Absolute paths: workers on other nodes (--ray-workers) do not share the driver's directory.
+        config = ReplayConfig(trace=(run_dir / self.trace_file).resolve(), mode=mode,
+                              endpoints=tuple(r.url for r in replicas), served_model=replicas[0].served_model,
+                              run_id=run_id or self.manifest.run_id, run_dir=run_dir.resolve(),
+                              max_inflight=a.max_inflight, timeout_s=a.timeout, retry_after=a.retry_after,
+                              max_retries=a.max_retries, deadline_s=deadline_s,
+                              drain=drain, api_key_env=a.api_key_env, lateness_limit_ms=a.lateness_limit,
+                              workers=workers or self.workers, ray_workers=self.args.processes.ray_workers,
+                              **self.replay_extra.get(mode, {}))
+        key = os.environ.get(a.api_key_env)  # Ray workers get it in their environment, never their argv
+
+        def show(msg: protocol.Line) -> None:
+            if isinstance(msg, protocol.Progress):
+                progress.update(task, completed=msg.done, total=msg.total, counts=progress_counts(msg))
+            elif isinstance(msg, protocol.Live):
+                progress.update(task, live=live_text(msg))
+            if self.on_line is not None:
+                self.on_line(mode, msg)
+
+        process = LocustProcess(config, show, {a.api_key_env: key} if key else {}, metrics=self.metrics.metrics)
+        self.signals.watch(process)
+        try:
+            if self.signals.count >= 3:   # killed before it started, as a third signal asks: nothing to record
+                mr.end, mr.records = "interrupted", 0
+                raise Interrupted()
+            process.start()
+            mr.locust_pids, mr.ray_workers = process.pids, process.placements
+            self.manifest.write(self.run_dir)
+            end = process.wait()
+        except BaseException:
+            process.kill()
+            raise
+        finally:
+            self.signals.unwatch(process)
+        if end.not_written is not None:  # a full disk: the replay stopped, what it wrote is kept
+            mr.end, mr.records = "failed", end.recorded
+            raise ReplayError(end.not_written.message)
+        if end.crashed and self.signals.count >= 3:   # the third signal killed it, as asked: not a crash
+            mr.end, mr.records = "interrupted", end.recorded
+            raise Interrupted()
+        if end.crashed:   # the lone Locust process, or the master, died: its workers have stopped
+            mr.end, mr.records = "crashed", end.recorded
+            raise ReplayError(end.crash_text(config))
+        return end
+
+    def _report_dead_replicas(self, fleet: Fleet | ExistingFleet, replicas: list, mr: ModeRun) -> None:
+        existing = self.choice.existing is not None
+        for rep, entry in zip(replicas, mr.replicas, strict=False):
+            code = fleet.exit_code(rep)
+            if code is None:
+                continue
+            if existing:  # not ours: all we know is that it stopped answering
+                entry["healthy_after_run"] = False
+                self.console.print(f"[red]replica {rep.label} at {rep.url} stopped answering /health during the run; "
+                                   "requests sent to it failed[/red]")
+            else:  # died mid-run (or its Ray actor did, taking it along): its requests failed as errors
+                if code == ACTOR_GONE:  # the server's own exit code went with the actor
+                    entry["actor"], what = "died during the run", "'s Ray actor died"
+                else:
+                    entry["exit_code"], what = code, f" exited with code {code}"
+                self.console.print(f"[red]replica {rep.label}{what} during the run; requests "
+                                   f"sent to it failed (see {rep.log_path})[/red]")
+
+
+@dataclass
+class OneReplay:
+    """Each mode replayed once into the run's own folder (run, ui, soak), stopping at `deadline_s`."""
+
+    deadline_s: float | None = None
+
+    def drive(self, session: Session, stage: Stage, mode: str) -> None:
+        mr = session.manifest.mode_runs[mode]
+        replicas = stage.bringup.replicas[mode]
+        progress, task, scraper = stage.progress, stage.tasks[mode], stage.scraper
+        scraper.watch(mode, [(r.label, r.url) for r in replicas])
+        progress.update(task, counts="starting")
+        try:
+            end = session.replay(mode, mr, deadline_s=self.deadline_s)
+        finally:
+            scraper.unwatch(mode)
+        mr.end, mr.records, mr.client = end.reason, end.recorded, end.client
+        if end.reason not in (None, "completed"):
+            counts = progress.tasks[task].fields.get("counts", "")
+            progress.update(task, counts=f"[yellow]{end.reason}[/yellow]: {counts}")
+        mr.server_metrics = scraper.problem(mode) or "scraped"
+        if scraper.problem(mode):
+            session.console.print(f"[yellow]{mode}: no server-side metrics ({scraper.problem(mode)}); the replay "
+                                  "is unaffected, the acceptance column stays empty[/yellow]", soft_wrap=True)

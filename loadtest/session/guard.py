@@ -1,0 +1,66 @@
+"""How every replaying command's replays are held: under the signal handlers (the 1st, 2nd and
+3rd SIGINT), with the client's /metrics served for their length, and the manifest saying how
+they ended (completed, interrupted, failed or refused) and with which exit code."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from cluster import FleetError, StartupCancelled
+from cluster.placement import PlanError
+from common import exits
+from common.exits import print_error
+from common.times import utc_now
+from loadtest.manifest import Manifest
+from loadtest.replay.options import ReplayError
+from loadtest.session.metrics_server import MetricsError, MetricsServer, serving
+from loadtest.session.options import Replaying
+from loadtest.session.signals import Signals
+
+log = logging.getLogger("loadtest")
+
+
+class Interrupted(Exception):
+    """A signal (or the web UI's Stop) ended the replays."""
+
+
+def served(args: Replaying, console: Console, manifest: Manifest, run_dir: Path,
+           replay: Callable[[Signals, MetricsServer], None]) -> int | None:
+    """`guarded`, with the command's /metrics (its --metrics-* options) served for its length;
+    None, said in one line, when it cannot listen after all (checked before the run folder was made)."""
+    try:
+        with serving(MetricsServer.of(args.metrics, run_dir), manifest, console) as server:
+            return guarded(lambda signals: replay(signals, server), manifest, run_dir, args.PROG)
+    except MetricsError as exc:
+        print_error(args.PROG, str(exc))
+        return None
+
+
+def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path, prog: str) -> int:
+    """Run `replay` under the signal handlers and say in the manifest how it ended; the exit code
+    (OK, INTERRUPTED, BAD_INPUT for a refused pre-flight, INCOMPLETE for anything else)."""
+    status, reason, code = "failed", None, exits.INCOMPLETE
+    with Signals() as signals:
+        try:
+            replay(signals)
+            status, code = "completed", exits.OK
+        except (Interrupted, StartupCancelled, KeyboardInterrupt):
+            status, reason, code = "interrupted", "stopped by signal", exits.INTERRUPTED
+        except PlanError as exc:  # the pre-flight: the cluster cannot hold a mode; nothing was started
+            status, reason, code = "refused", str(exc), exits.BAD_INPUT
+            print_error(prog, reason)
+        except (FleetError, ReplayError) as exc:
+            reason = str(exc)
+            print_error(prog, reason)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            log.debug("replay failed", exc_info=True)
+            print_error(prog, reason)
+        finally:
+            manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
+            manifest.write(run_dir)
+    return code
