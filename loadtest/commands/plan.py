@@ -57,13 +57,12 @@ def main(args: PlanOptions) -> int:
                   f"{', '.join(modes)}, fleet {fleet.name} on {hardware} (the simulator's model, in virtual time)",
                   soft_wrap=True)
 
-    def manifest_of(level: str, scale: float | None) -> Manifest:
-        return Manifest(f"{run_dir.name}/{level}", {"name": scenario.name, "source": str(args.trace.scenario),
-                                                    "sha256": scenario_hash(raw), "rate_scale": scale},
-                        {"name": fleet.name, "sha256": scenario_hash(raw_fleet), "spec": redacted(fleet),
-                         "planned_on": hardware}, modes, seed, base.num_rows, status="completed")
+    top = Manifest(run_dir.name, {"name": scenario.name, "source": str(args.trace.scenario),
+                                  "sha256": scenario_hash(raw)},
+                   {"name": fleet.name, "sha256": scenario_hash(raw_fleet), "spec": redacted(fleet),
+                    "planned_on": hardware}, modes, seed, base.num_rows)
 
-    sweep = plan_levels(base, levels, servers, fleet, run_dir, manifest_of,
+    sweep = plan_levels(base, levels, servers, fleet, run_dir, top, "",
                         lambda name, offered: console.print(f"  {name}: offered {offered:,.2f} req/s"))
     report = sweep_markdown(sweep, f"Plan {run_dir.name}: {scenario.name} on fleet {fleet.name} ({hardware}), "
                             "predicted by the simulator's performance model in virtual time")

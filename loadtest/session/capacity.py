@@ -15,9 +15,9 @@ import pyarrow as pa
 from analysis.capacity import Capacity, CapacityRow, capacity_table, search_capacity
 from analysis.gate import error_checks
 from analysis.slo import SLO_COLUMNS, attainment, join_targets
-from loadtest.session.engine import Session, Stage
+from loadtest.session.engine import Session, Stage, replay_level
 from loadtest.session.inputs import Trace
-from loadtest.session.level_dirs import new_level, replay_level, summarise
+from loadtest.session.level_dirs import new_level, summarise
 from loadtest.session.levels import Level, native_rate
 from loadtest.session.options import CapacityOptions
 

@@ -29,6 +29,7 @@ from loadtest.replay.process import LocustProcess, ReplayEnd
 from loadtest.session.bringup import BringUp
 from loadtest.session.guard import Interrupted
 from loadtest.session.inputs import FleetChoice, Trace, default_workers
+from loadtest.session.level_dirs import LevelDir
 from loadtest.session.metrics_server import MetricsServer
 from loadtest.session.options import Replaying
 from loadtest.session.progress import live_text, mode_progress, progress_counts
@@ -232,3 +233,34 @@ class OneReplay:
         if scraper.problem(mode):
             session.console.print(f"[yellow]{mode}: no server-side metrics ({scraper.problem(mode)}); the replay "
                                   "is unaffected, the acceptance column stays empty[/yellow]", soft_wrap=True)
+
+
+def replay_level(session: Session, mode: str, lv: LevelDir, pause: bool, deadline_s: float | None) -> ModeRun:
+    """Replay `mode` at one level into its folder (after the session's cooldown when `pause`),
+    stopping at `deadline_s` (--level-duration) and letting the requests in flight finish."""
+    stage = session.stage
+    assert stage is not None
+    if session.signals.stop:
+        raise Interrupted()
+    if pause and session.cooldown_s:
+        time.sleep(session.cooldown_s)
+    replicas = stage.bringup.replicas[mode]
+    top = session.manifest.mode_runs[mode]
+    lmr = lv.manifest.mode_runs[mode]
+    lmr.replicas, lmr.turn, lmr.started_at = top.replicas, top.turn, utc_now()
+    stage.progress.update(stage.tasks[mode], description=f"{mode} {lv.level.name}", completed=0,
+                          total=lv.trace.num_rows, counts="starting")
+    workers = min(session.workers, lv.level.concurrency) if lv.level.concurrency else session.workers
+    with Scraper(lv.dir) as scraper:
+        scraper.watch(mode, [(r.label, r.url) for r in replicas])
+        try:
+            end = session.replay(mode, lmr, lv.dir, lv.manifest.run_id, workers, deadline_s, drain=True)
+        finally:
+            scraper.unwatch(mode)
+    lmr.end, lmr.records, lmr.client = end.reason, end.recorded, end.client
+    lmr.server_metrics = scraper.problem(mode) or "scraped"
+    lmr.ended_at = utc_now()
+    lv.manifest.write(lv.dir)
+    if session.signals.stop:
+        raise Interrupted()
+    return lmr

@@ -1,12 +1,9 @@
-"""The levels of a sweep or the probes of a capacity search: the fleet up once (the session's
-fleet, bring-up, progress bars and signals), and per mode a driver that replays one level after
-another, each into its own run folder (trace.parquet, manifest.json, requests/mode=<mode>/, server_metrics/), so
-every analysis reads a level as it reads a run. The sweep drives its levels in order and stops a
-mode where it saturated; the capacity search chooses each next rate from the last verdict."""
+"""The one writer of a level's folder (a sweep's level, a capacity search's probe, a plan's level,
+measured or predicted): each its own run folder (trace.parquet, manifest.json,
+requests/mode=<mode>/, server_metrics/), so every analysis reads a level as it reads a run."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,11 +14,8 @@ from analysis.gate import ErrorCheck
 from analysis.long_summary import SCALAR_COLUMNS
 from analysis.reader import read_requests
 from analysis.run_analysis import analyse_run
-from cluster.scrape import Scraper
 from common.times import utc_now
 from loadtest.manifest import Manifest, ModeRun
-from loadtest.session.engine import Session
-from loadtest.session.guard import Interrupted
 from loadtest.session.levels import Level, offered_rate
 from scenarios.trace import write_trace
 
@@ -78,34 +72,3 @@ def summarise(lv: LevelDir, status: str, max_errors: float | None = None) -> lis
         return []
     present = [m for m in lv.manifest.modes if lv.manifest.mode_runs[m].end is not None]
     return analyse_run(lv.dir, present, lv.manifest, max_errors).checks
-
-
-def replay_level(session: Session, mode: str, lv: LevelDir, pause: bool, deadline_s: float | None) -> ModeRun:
-    """Replay `mode` at one level into its folder (after the session's cooldown when `pause`),
-    stopping at `deadline_s` (--level-duration) and letting the requests in flight finish."""
-    stage = session.stage
-    assert stage is not None
-    if session.signals.stop:
-        raise Interrupted()
-    if pause and session.cooldown_s:
-        time.sleep(session.cooldown_s)
-    replicas = stage.bringup.replicas[mode]
-    top = session.manifest.mode_runs[mode]
-    lmr = lv.manifest.mode_runs[mode]
-    lmr.replicas, lmr.turn, lmr.started_at = top.replicas, top.turn, utc_now()
-    stage.progress.update(stage.tasks[mode], description=f"{mode} {lv.level.name}", completed=0,
-                          total=lv.trace.num_rows, counts="starting")
-    workers = min(session.workers, lv.level.concurrency) if lv.level.concurrency else session.workers
-    with Scraper(lv.dir) as scraper:
-        scraper.watch(mode, [(r.label, r.url) for r in replicas])
-        try:
-            end = session.replay(mode, lmr, lv.dir, lv.manifest.run_id, workers, deadline_s, drain=True)
-        finally:
-            scraper.unwatch(mode)
-    lmr.end, lmr.records, lmr.client = end.reason, end.recorded, end.client
-    lmr.server_metrics = scraper.problem(mode) or "scraped"
-    lmr.ended_at = utc_now()
-    lv.manifest.write(lv.dir)
-    if session.signals.stop:
-        raise Interrupted()
-    return lmr

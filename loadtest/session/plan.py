@@ -31,14 +31,12 @@ from loadtest.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.replay.dispatcher import UNSENT_BECAUSE
 from loadtest.request.body import request_body
-from loadtest.session.levels import Level, native_rate, offered_rate
+from loadtest.session.level_dirs import new_level
+from loadtest.session.levels import Level, native_rate
 from scenarios.trace import (
     META_CLOSED,
-    META_HASH,
-    META_NAME,
     closed_concurrency,
     scale_rate,
-    write_trace,
 )
 
 CAPACITY_PRECISION = 0.05     # the capacity search stops when its bracket is within 5%
@@ -172,35 +170,31 @@ def capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list[
 
 
 def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServer], fleet: FleetSpec,
-                run_dir: Path, manifest_of: Callable[[str, float | None], Manifest],
+                run_dir: Path, top: Manifest, prefix: str = "",
                 on_level: Callable[[str, float], None] = lambda name, offered: None,
                 stop_s: float | None = None) -> pa.Table:
-    """Predict every level for every mode into `run_dir`/levels/<level>/ (a run folder each) and
-    return the sweep's curves (LEVEL_SCHEMA), written to `run_dir`/sweep.parquet; `stop_s`: as a
-    sweep's --level-duration, nothing sent from then on."""
+    """Predict every level for every mode into `run_dir`/levels/<level>/ (a run folder each, made
+    by the one level writer as a measured sweep's are, its manifest under `top`'s, named
+    `prefix`<level>) and return the sweep's curves (LEVEL_SCHEMA), written to
+    `run_dir`/sweep.parquet; `stop_s`: as a sweep's --level-duration, nothing sent from then on."""
     modes = list(servers)
     sweeps = []
     for level in levels:
-        level_dir = run_dir / "levels" / level.name
-        (level_dir / "requests").mkdir(parents=True)
-        trace = level.trace(base)
-        meta = trace.schema.metadata or {}
-        write_trace(trace, level_dir / "trace.parquet", meta.get(META_NAME, b"").decode(),
-                    meta.get(META_HASH, b"").decode())
-        manifest = manifest_of(level.name, level.rate_scale)
+        lv = new_level(top, base, level, run_dir / "levels" / level.name, prefix + level.name)
         tables = []
         for mode in modes:
-            records = predicted_records(trace, servers[mode], mode, manifest.run_id, fleet.replicas, stop_s)
-            (level_dir / "requests" / f"mode={mode}").mkdir()
-            files.write_table(records, level_dir / "requests" / f"mode={mode}" / "part-plan-00000.parquet")
+            records = predicted_records(lv.trace, servers[mode], mode, lv.manifest.run_id, fleet.replicas, stop_s)
+            (lv.dir / "requests" / f"mode={mode}").mkdir()
+            files.write_table(records, lv.dir / "requests" / f"mode={mode}" / "part-plan-00000.parquet")
             tables.append(records)
-        manifest.write(level_dir)
+            lv.manifest.mode_runs[mode].end, lv.manifest.mode_runs[mode].records = "completed", records.num_rows
+        lv.manifest.status = "completed"
+        lv.manifest.write(lv.dir)
         records = pa.concat_tables(tables)
-        long = long_summary(with_slos(records, level_dir) or records, manifest.run_id, modes)
-        files.write_table(long, level_dir / "summary.parquet")
-        offered = offered_rate(trace)
-        sweeps.append(with_level(long, level.name, offered, level.concurrency))
-        on_level(level.name, offered)
+        long = long_summary(with_slos(records, lv.dir) or records, lv.manifest.run_id, modes)
+        files.write_table(long, lv.dir / "summary.parquet")
+        sweeps.append(with_level(long, level.name, lv.offered, level.concurrency))
+        on_level(level.name, lv.offered)
     sweep = pa.concat_tables(sweeps).cast(LEVEL_SCHEMA)
     files.write_table(sweep, run_dir / "sweep.parquet")
     return sweep

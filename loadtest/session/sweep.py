@@ -22,8 +22,8 @@ from analysis.sweep_html import sweep_html
 from cluster.fleet import FleetSpec
 from common import files
 from loadtest.manifest import Manifest
-from loadtest.session.engine import Session, Stage
-from loadtest.session.level_dirs import LevelDir, replay_level, summarise
+from loadtest.session.engine import Session, Stage, replay_level
+from loadtest.session.level_dirs import LevelDir, summarise
 from loadtest.session.levels import Level
 from loadtest.session.plan import plan_levels, simulator_of
 
@@ -70,12 +70,9 @@ def plan_beside(spec: FleetSpec | None, modes: list[str], base: pa.Table, levels
     servers = {m: simulator_of(spec, m, None) for m in modes}
     shutil.rmtree(run_dir / "plan", ignore_errors=True)     # made again by `loadtest report SWEEP`
 
-    def manifest_of(level: str, scale: float | None) -> Manifest:
-        return Manifest(f"{top.run_id}/plan/{level}", {**top.scenario, "rate_scale": scale},
-                        {**top.fleet, "planned_on": spec.sim.hardware}, modes, top.seed, base.num_rows,
-                        status="completed")
-
-    return plan_levels(base, [lv.level for lv in levels], servers, spec, run_dir / "plan", manifest_of,
+    planned = Manifest(top.run_id, top.scenario, {**top.fleet, "planned_on": spec.sim.hardware}, modes, top.seed,
+                       base.num_rows)
+    return plan_levels(base, [lv.level for lv in levels], servers, spec, run_dir / "plan", planned, "plan/",
                        stop_s=stop_s)
 
 
