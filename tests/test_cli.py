@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadtest.commands.arguments import build_parser, subparsers
-from loadtest.session.options import COMMANDS as OPTIONS
+from loadtest.session.registry import COMMANDS as OPTIONS
 from tests.conftest import DATA, ROOT, cli, loadtest
 
 
@@ -60,16 +60,26 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
     assert "Traceback" not in out.stderr
 
 
+def _parser(words: str):
+    parser = build_parser()
+    for word in words.split():
+        parser = subparsers(parser)[word]
+    return parser
+
+
 @pytest.mark.parametrize("command", sorted(OPTIONS))
 def test_each_commands_grammar_is_its_options_record(command):
     """Every option of the command's record is on its parser with the record's default and help,
-    and what the parser reads back is the record (the defaults, then every flag given)."""
+    and nothing else is; what the parser's defaults read back to is the record's defaults."""
+    import argparse
+
     from loadtest.commands.grammar import read_options
     from loadtest.session.options import option_fields
 
     record = OPTIONS[command]
-    parser = subparsers(build_parser())[command]
-    by_dest = {a.dest: a for a in parser._actions}
+    parser = _parser(command)
+    actions = [a for a in parser._actions if a.dest != "help"]
+    by_dest = {a.dest: a for a in actions}
     defaults = record()
     offered = [(path, f) for path, f, within in option_fields(record) if f.name not in within.get("omit", ())]
     for path, f in offered:
@@ -78,8 +88,8 @@ def test_each_commands_grammar_is_its_options_record(command):
             value = getattr(value, name)
         assert by_dest[f.name].default == getattr(value, f.name), (command, f.name)
         assert by_dest[f.name].help, (command, f.name)
-    assert read_options(record, parser.parse_args([])) == defaults
-    assert len(offered) == len([a for a in parser._actions if a.dest != "help"]), "an option not from the record"
+    assert len(offered) == len(actions), "an option not from the record"
+    assert read_options(record, argparse.Namespace(**{a.dest: a.default for a in actions})) == defaults
 
 
 def _literal_defaults(source: str, names: dict[str, list], flags: dict[str, list]) -> list[tuple[int, str, object]]:
@@ -147,13 +157,15 @@ def _defaults() -> tuple[dict[str, list], dict[str, list]]:
 
 
 def test_no_options_default_is_written_twice():
-    """Each default is written once, as a literal, in the whole tree: in its options record, or
-    where the record takes it from (the replay's own limits, in ReplayConfig)."""
-    from tests.test_layout import ROOMS
-
+    """Each default is written once, as a literal, on the command line's path (loadtest/, analysis/,
+    common/): in its options record, or where the record takes it from (the replay's limits in
+    ReplayConfig, the importer's in scenarios/importers.py). A scenario file's, a fleet file's and
+    the simulator's settings are their own (a scenario's `seed`, say), and are not looked at."""
+    paths = [p for room in ("loadtest", "analysis", "common") for p in (ROOT / room).rglob("*.py")]
+    paths.append(ROOT / "scenarios" / "importers.py")
     names, flags = _defaults()
     seen: dict[tuple[str, str], list[str]] = {}
-    for path in (p for room in ROOMS for p in (ROOT / room).rglob("*.py")):
+    for path in paths:
         for line, option, value in _literal_defaults(path.read_text(), names, flags):
             seen.setdefault((option, repr(value)), []).append(f"{path.relative_to(ROOT)}:{line}")
     assert {k: v for k, v in seen.items() if len(v) > 1} == {}

@@ -1,2 +1,3 @@
-"""The wiring layer: the command line and the commands it runs (`run`, `ui`). The only modules
-that import all four rooms (scenarios, cluster, loadtest, analysis)."""
+"""The command line: its grammar (generated from the engine's options records) and one module
+per command, each wiring its arguments to options, the engine (loadtest.session), a view and an
+exit code."""

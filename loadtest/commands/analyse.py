@@ -7,7 +7,6 @@ missed an SLO; the manifest is not rewritten."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +24,7 @@ from common.exits import print_error
 from loadtest.commands.console import new_console, say_summaries_not_written
 from loadtest.commands.views import show_run
 from loadtest.manifest import Manifest
+from loadtest.session.tool_options import CompareOptions, ReportOptions
 
 
 def is_plan(sweep_dir: Path) -> bool:
@@ -60,7 +60,7 @@ def sweeps_side_by_side(console, sweeps: list[Path], out: Path | None) -> int:
     return exits.OK
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: ReportOptions) -> int:
     console = new_console()
     runs: list[tuple[Path, Manifest]] = []
     sweeps = [Path(t) for t in args.runs if (Path(t) / "sweep.parquet").is_file()]
@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
             if len(sweeps) != len(args.runs):
                 raise ValueError("give sweeps and plans, or run folders, not both (a sweep's levels are run "
                                  "folders: levels/<level>/)")
-            return sweeps_side_by_side(console, sweeps, args.out)
+            return sweeps_side_by_side(console, sweeps, Path(args.out) if args.out is not None else None)
         except (ValueError, OSError) as exc:
             print_error("loadtest report", str(exc))
             return exits.BAD_INPUT
@@ -99,18 +99,19 @@ def main(args: argparse.Namespace) -> int:
             print_error("loadtest report", f"--slo-gate: {run_dir} has no SLO targets to check")
             return exits.BAD_INPUT
         console.print(f"report: {run_dir / 'report.md'}  (summary: {run_dir / 'summary.parquet'})")
-    if args.out is not None:
+    out = Path(args.out) if args.out is not None else None
+    if out is not None:
         try:
-            args.out.mkdir(parents=True, exist_ok=True)
+            out.mkdir(parents=True, exist_ok=True)
             parts = [pq.read_table(run_dir / "summary.parquet") for run_dir, _ in runs
                      if (run_dir / "summary.parquet").is_file()]
             combined = pa.concat_tables(parts) if parts else LONG_SCHEMA.empty_table()
-            files.write_table(combined, args.out / "summary.parquet")
-            files.write_text(args.out / "report.md", runs_markdown(combined))
+            files.write_table(combined, out / "summary.parquet")
+            files.write_text(out / "report.md", runs_markdown(combined))
         except OSError as exc:
-            print_error("loadtest report", f"--out {args.out}: {exc.strerror or exc}")
+            print_error("loadtest report", f"--out {out}: {exc.strerror or exc}")
             return exits.BAD_INPUT
-        console.print(f"every run: {args.out / 'report.md'}  (summary: {args.out / 'summary.parquet'})")
+        console.print(f"every run: {out / 'report.md'}  (summary: {out / 'summary.parquet'})")
     if args.slo_gate and missed:
         for m in missed:
             console.print(f"[red bold]gate failed: {m} missed its SLO (--slo-gate)[/red bold]")
@@ -121,11 +122,11 @@ def main(args: argparse.Namespace) -> int:
 COMPARED = ["mode", "tenant", "request_id", "status", "ttft_ms", "tpot_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms"]
 
 
-def compare(args: argparse.Namespace) -> int:
+def compare(args: CompareOptions) -> int:
     console = new_console()
     try:
         tables = []
-        for text in (args.base, args.new):
+        for text in (args.base or "", args.new or ""):
             if not (Path(text) / "requests").is_dir():
                 raise CompareError(f"{text}: not a run folder (no requests/)")
             tables.append(read_requests(Path(text), columns=COMPARED))

@@ -1,24 +1,15 @@
-"""The command line's grammar: every command's options, their types and their help. Besides
-argparse only the simulator's own option list and the replay's configuration record (whose
-defaults the client's options take) are imported here, so `loadtest --help` starts fast."""
+"""The command line's grammar: each command's help and description; its options come from its
+options record (loadtest.session.registry, through grammar.add_options). Besides argparse only
+the simulator's own option list and the options records are imported here, so `loadtest --help`
+starts fast."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from cluster import DEFAULT_STATE
 from common.exits import BAD_INPUT
-from loadtest.commands.grammar import add_options, checked
-from loadtest.session.options import (
-    CapacityOptions,
-    PlanOptions,
-    RunOptions,
-    SoakOptions,
-    SweepOptions,
-    UIOptions,
-)
-from loadtest.session.values import percent, positive_float, positive_int, window
+from loadtest.commands.grammar import add_options
+from loadtest.session.registry import COMMANDS
 
 
 class Parser(argparse.ArgumentParser):
@@ -48,132 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--version", action="version", version=_version())
     sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-
-    run = sub.add_parser(
-        "run",
-        help="the main job: build the trace, start the fleet, replay every mode, write results, print the table",
-        description="Build the trace from a scenario, start one fleet per speculation mode on Ray, replay the "
-        "same trace against each mode in turn (open loop, streaming) with Locust, write "
-        "results/<run_id>/ and print a per-mode comparison. A pre-flight first fits the fleet to the cluster's "
-        "GPUs (or CPUs): when it cannot hold every mode at once, modes run in turns, each mode's replicas "
-        "stopping when its replay ends so the next mode's start on what they freed; a mode that fits nowhere "
-        "fails at once (exit 2). The fleet is torn down on every exit path.",
-    )
-    add_options(run, RunOptions)
-
-    ui = sub.add_parser("ui", help=ABOUT["ui"][0], description=ABOUT["ui"][1])
-    add_options(ui, UIOptions)
-
-    rep = sub.add_parser("report", help="analyse finished runs again: tables, summary.parquet, report.md",
-                         description="Read finished runs' folders (records, trace, server metrics, manifest) and "
-                         "write, in each, summary.parquet (long format: run, mode, tenant, metric, statistic, "
-                         "value, CI bounds), modes.parquet and report.md, printing the same tables as `run`.")
-    rep.add_argument("runs", nargs="+", metavar="RUN", help="run folders (results/<run_id>/); or a plan and a "
-                     "measured sweep of the same levels, to say how far the model is from the measurement")
-    rep.add_argument("--slo-gate", action="store_true",
-                     help="exit 1 when any tenant of any run missed an SLO target (exit 2 when a run has none)")
-    rep.add_argument("--out", type=Path, default=None, metavar="DIR",
-                     help="also write DIR/summary.parquet (every run's summary rows in one file, told apart by "
-                     "run_id) and DIR/report.md (every run and mode side by side)")
-
-    cmp = sub.add_parser("compare", help="what got better and worse between two runs, with significance",
-                         description="Compare two runs of the same requests (e.g. before and after a change): per "
-                         "mode and tenant, each --metric of NEW against BASE, paired by request (only requests that "
-                         "succeeded in both), with a paired bootstrap 95%% interval on NEW / BASE. Exit 1 when a "
-                         "metric regressed: worse by more than --max-regression and significantly worse; 0 "
-                         "otherwise; 2 when the runs cannot be compared (a missing run, no common mode or request).")
-    cmp.add_argument("base", metavar="BASE", help="the reference run folder")
-    cmp.add_argument("new", metavar="NEW", help="the run folder to judge")
-    cmp.add_argument("--metric", action="append", default=None, metavar="LATENCY_pNN",
-                     help="a gated metric, repeatable: ttft, tpot, e2e, ttft_sched or e2e_sched at a percentile, "
-                     "e.g. e2e_p99 (default: ttft_p99, tpot_p99, e2e_p99)")
-    cmp.add_argument("--max-regression", type=checked(percent), default=0.05, metavar="PCT",
-                     help="how much worse a metric may get before it fails, in percent (default 5)")
-
-    plan = sub.add_parser("plan", help=ABOUT["plan"][0], description=ABOUT["plan"][1])
-    add_options(plan, PlanOptions)
-    sweep = sub.add_parser("sweep", help=ABOUT["sweep"][0], description=ABOUT["sweep"][1])
-    add_options(sweep, SweepOptions)
-    cap = sub.add_parser("capacity", help=ABOUT["capacity"][0], description=ABOUT["capacity"][1])
-    add_options(cap, CapacityOptions)
-    add_calibrate(sub)
-
-    soak = sub.add_parser("soak", help=ABOUT["soak"][0], description=ABOUT["soak"][1])
-    add_options(soak, SoakOptions)
-
-    clus = sub.add_parser("cluster", help="hold a fleet up across runs: up, status, down",
-                          description="A long-lived fleet for the web UI and soak tests. `up` provisions it "
-                          "(the same provisioner as `loadtest run`), writes a state file of endpoints once every "
-                          "replica is ready, and holds the fleet until `down` or Ctrl-C; `run --endpoints` and "
-                          "`ui --endpoints` read the state file.")
-    csub = clus.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser, required=True)
-    cup = csub.add_parser("up", help="start a fleet and hold it (in the foreground, or with --detach)",
-                          description="Start the fleet's replicas on Ray, write the state file when all are ready, "
-                          "and hold them until SIGINT/SIGTERM (`loadtest cluster down`), then tear down.")
-    cup.add_argument("--fleet", default="local-sim", metavar="NAME|PATH",
-                     help="built-in fleet name or a fleet TOML file (default: local-sim)")
-    cup.add_argument("--modes", default=None, metavar="A,B,...", help="modes to start (default: all the fleet's); "
-                     "they must all fit on the cluster at once, or `up` refuses (exit 2) and says the turns they "
-                     "would take")
-    cup.add_argument("--skip-unavailable", action="store_true",
-                     help="start the other modes when a mode cannot (a placeholder checkpoint, a missing path)")
-    cup.add_argument("--address", default=None, metavar="RAY_ADDRESS",
-                     help="join this Ray cluster instead of starting a local Ray (default: $RAY_ADDRESS if set)")
-    cup.add_argument("--detach", action="store_true",
-                     help="run the supervisor in the background; return once the fleet is ready")
-    cup.add_argument("--logs", default=None, metavar="DIR",
-                     help="replica and supervisor logs (default: results/cluster-<UTC time>/logs)")
-    for name, p in (("status", "print each replica's URL and health; exit 0 if all are healthy"),
-                    ("down", "stop the fleet (SIGTERM to its supervisor) and wait until it is torn down")):
-        csub.add_parser(name, help=p, description=p[0].upper() + p[1:] + ".")
-    for p in subparsers(clus).values():
-        p.add_argument("--state", default=str(DEFAULT_STATE), metavar="FILE",
-                       help=f"the fleet's state file (default: {DEFAULT_STATE})")
-
-    scen = sub.add_parser("scenario", help="list, show or validate scenarios",
-                          description="Built-in scenarios live beside the code as TOML; your own are TOML files.")
-    ssub = scen.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser, required=True)
-    ssub.add_parser("list", help="the built-in scenarios, one line each", description="List built-in scenarios.")
-    show = ssub.add_parser("show", help="print a scenario's TOML and hash", description="Print a scenario file.")
-    show.add_argument("name", metavar="NAME|PATH", help="built-in scenario name or a scenario TOML file")
-    val = ssub.add_parser("validate", help="check a scenario file; one line per problem, exit 2 if invalid",
-                          description="Validate a scenario file: unknown keys, types, rates, shares, bounds, files.")
-    val.add_argument("path", metavar="PATH", help="the scenario TOML file to check")
-
-    trace = sub.add_parser("trace", help="build, import or inspect traces (trace.parquet)",
-                           description="Traces are the replayable schedule: one row per request.")
-    tsub = trace.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser, required=True)
-    tb = tsub.add_parser("build", help="compile a scenario into a trace file",
-                         description="Compile a scenario into trace.parquet, deterministic per seed.")
-    tb.add_argument("--scenario", required=True, metavar="NAME|PATH", help="built-in scenario name or TOML file")
-    tb.add_argument("--out", required=True, metavar="FILE", help="where to write the trace (Parquet)")
-    tb.add_argument("--requests", type=checked(positive_int), default=None, metavar="N",
-                    help="number of requests (default: the scenario's requests or duration)")
-    tb.add_argument("--duration", type=checked(positive_float), default=None, metavar="S",
-                    help="seconds of traffic instead of a request count")
-    tb.add_argument("--seed", type=int, default=None, metavar="N", help="seed (default: the scenario's)")
-    tb.add_argument("--rate-scale", type=checked(positive_float), default=None, metavar="X",
-                    help="multiply the scenario's arrival rates by X")
-    ti = tsub.add_parser("import", help="turn a real trace (ShareGPT, JSONL, Azure, BurstGPT) into a trace file",
-                         description="Import a real trace. Length-only traces get prompts generated to their "
-                         "lengths; untimed ones get Poisson arrivals at --rate.")
-    ti.add_argument("file", metavar="FILE", help="the trace to import")
-    ti.add_argument("--format", required=True, choices=["sharegpt", "jsonl", "azure", "burstgpt"],
-                    help="the file's layout")
-    ti.add_argument("--out", required=True, metavar="FILE", help="where to write the trace (Parquet)")
-    ti.add_argument("--speedup", type=checked(positive_float), default=1.0, metavar="X",
-                    help="replay X times faster than recorded (default 1)")
-    ti.add_argument("--window", type=checked(window), default=None, metavar="START:END",
-                    help="keep only requests between START and END seconds of the recorded timeline")
-    ti.add_argument("--sample", type=checked(positive_float), default=None, metavar="N|F",
-                    help="keep N requests (N >= 1) or a fraction F (< 1), chosen by --seed")
-    ti.add_argument("--rate", type=checked(positive_float), default=1.0, metavar="R",
-                    help="arrivals per second for traces without times (default 1)")
-    ti.add_argument("--seed", type=int, default=0, metavar="N", help="seed of sampling and generated parts")
-    tsh = tsub.add_parser("show", help="summarise a trace: tenants, rates over time, burstiness, lengths",
-                          description="Summarise a trace file.")
-    tsh.add_argument("file", metavar="FILE", help="a trace.parquet")
-
+    actions: dict[str, argparse._SubParsersAction] = {}
+    for words, record in COMMANDS.items():   # in the order --help lists them
+        command, _, action = words.partition(" ")
+        if action and command not in actions:   # cluster, scenario, trace: a command of actions
+            group = sub.add_parser(command, help=ABOUT[command][0], description=ABOUT[command][1])
+            actions[command] = group.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser,
+                                                    required=True)
+        where = actions[command] if action else sub
+        add_options(where.add_parser(action or command, help=ABOUT[words][0], description=ABOUT[words][1]), record)
     sim = sub.add_parser(
         "sim",
         help="the vLLM-compatible simulator (same flags as `vllm serve`, plus simulator-only options)",
@@ -198,10 +72,16 @@ def _version() -> str:
     return f"loadtest {__version__}"
 
 
-
-
-# Each generated command: its one-line help and its description (its options: loadtest.session.options).
+# Each command's one-line help and its description (its options: loadtest.session.registry).
 ABOUT: dict[str, tuple[str, str]] = {
+    "run": (
+        'the main job: build the trace, start the fleet, replay every mode, write results, print the table',
+        'Build the trace from a scenario, start one fleet per speculation mode on Ray, replay the same trace '
+        'against each mode in turn (open loop, streaming) with Locust, write results/<run_id>/ and print a '
+        "per-mode comparison. A pre-flight first fits the fleet to the cluster's GPUs (or CPUs): when it "
+        "cannot hold every mode at once, modes run in turns, each mode's replicas stopping when its replay "
+        "ends so the next mode's start on what they freed; a mode that fits nowhere fails at once (exit 2). "
+        'The fleet is torn down on every exit path.'),
     "ui": (
         "Locust's web UI: start a run of several modes from the form, compare them live",
         "Open Locust's web UI once; its start form chooses the scenario, the modes and the rate scale (Custom"
@@ -213,6 +93,18 @@ ABOUT: dict[str, tuple[str, str]] = {
         "second. The form's scenario is a built-in name, or the --scenario or --trace file given here. The UI"
         ' stays up after the run; Ctrl-C quits. Any --web-host but loopback needs LOADTEST_WEB_USER and '
         'LOADTEST_WEB_PASSWORD in the environment, and every route is then behind HTTP basic auth.'),
+    "report": (
+        'analyse finished runs again: tables, summary.parquet, report.md',
+        "Read finished runs' folders (records, trace, server metrics, manifest) and write, in each, "
+        'summary.parquet (long format: run, mode, tenant, metric, statistic, value, CI bounds), modes.parquet'
+        ' and report.md, printing the same tables as `run`.'),
+    "compare": (
+        'what got better and worse between two runs, with significance',
+        'Compare two runs of the same requests (e.g. before and after a change): per mode and tenant, each '
+        '--metric of NEW against BASE, paired by request (only requests that succeeded in both), with a '
+        'paired bootstrap 95% interval on NEW / BASE. Exit 1 when a metric regressed: worse by more than '
+        '--max-regression and significantly worse; 0 otherwise; 2 when the runs cannot be compared (a missing'
+        ' run, no common mode or request).'),
     "plan": (
         "predict each mode at several loads from the simulator's model, in seconds",
         "Predict what a sweep of offered load would measure, per mode and tenant, from the simulator's "
@@ -240,6 +132,18 @@ ABOUT: dict[str, tuple[str, str]] = {
         'the boundary probed --repeats times and decided by the majority. Prints, per mode, the highest rate,'
         ' per GPU, the goodput there and the tenant whose SLO binds, and the mode to choose; capacity.parquet'
         ' holds every probe, each probe a run folder under probes/. Exit 2 when no SLO target is given.'),
+    "calibrate": (
+        'fit the simulator to a measured run or sweep: a profile for sim, fleets and plan',
+        "Fit the simulator's performance model to what a fleet measured: the compute and KV-read efficiencies"
+        " and the step overhead from the baseline's decode steps against its batch and context (each "
+        "request's mean step time beside the load over its decode window), and, per speculative method and "
+        'domain, the acceptance per draft position, its spread across requests and the share of steps that '
+        "proposed, from each request's acceptance histogram (vLLM's --per-request-spec-decode-metrics, or the"
+        " simulator's). Writes a profile TOML that `loadtest sim --hardware FILE`, a fleet's [sim] hardware ="
+        ' "FILE" and `loadtest plan --hardware FILE` load, and prints the fit and its residuals. A sweep with'
+        ' several concurrency levels and varied prompt lengths fixes all three hardware constants; a constant'
+        " the data cannot fix is held at the prior profile's value, and says so. Exit 2 on a folder with no "
+        'runs.'),
     "soak": (
         'hours of day-shaped or bursty load, for leaks and drift; exit codes for schedulers',
         "Replay a scenario's arrivals for --duration (hours), generating the trace a window ahead of the "
@@ -250,28 +154,44 @@ ABOUT: dict[str, tuple[str, str]] = {
         'windows.parquet). Exit 0 passed, 1 an SLO window or a drift check failed, 2 bad input, 3 the run '
         'could not complete, 130 interrupted. --resume RUN continues a killed or interrupted soak into the '
         'same folder: every scheduled request ends up recorded once.'),
+    "cluster": (
+        'hold a fleet up across runs: up, status, down',
+        'A long-lived fleet for the web UI and soak tests. `up` provisions it (the same provisioner as '
+        '`loadtest run`), writes a state file of endpoints once every replica is ready, and holds the fleet '
+        'until `down` or Ctrl-C; `run --endpoints` and `ui --endpoints` read the state file.'),
+    "cluster up": (
+        'start a fleet and hold it (in the foreground, or with --detach)',
+        "Start the fleet's replicas on Ray, write the state file when all are ready, and hold them until "
+        'SIGINT/SIGTERM (`loadtest cluster down`), then tear down.'),
+    "cluster status": (
+        "print each replica's URL and health; exit 0 if all are healthy",
+        "Print each replica's URL and health; exit 0 if all are healthy."),
+    "cluster down": (
+        'stop the fleet (SIGTERM to its supervisor) and wait until it is torn down',
+        'Stop the fleet (SIGTERM to its supervisor) and wait until it is torn down.'),
+    "scenario": (
+        'list, show or validate scenarios',
+        'Built-in scenarios live beside the code as TOML; your own are TOML files.'),
+    "scenario list": (
+        'the built-in scenarios, one line each',
+        'List built-in scenarios.'),
+    "scenario show": (
+        "print a scenario's TOML and hash",
+        'Print a scenario file.'),
+    "scenario validate": (
+        'check a scenario file; one line per problem, exit 2 if invalid',
+        'Validate a scenario file: unknown keys, types, rates, shares, bounds, files.'),
+    "trace": (
+        'build, import or inspect traces (trace.parquet)',
+        'Traces are the replayable schedule: one row per request.'),
+    "trace build": (
+        'compile a scenario into a trace file',
+        'Compile a scenario into trace.parquet, deterministic per seed.'),
+    "trace import": (
+        'turn a real trace (ShareGPT, JSONL, Azure, BurstGPT) into a trace file',
+        'Import a real trace. Length-only traces get prompts generated to their lengths; untimed ones get '
+        'Poisson arrivals at --rate.'),
+    "trace show": (
+        'summarise a trace: tenants, rates over time, burstiness, lengths',
+        'Summarise a trace file.'),
 }
-
-
-
-def add_calibrate(sub) -> None:
-    cal = sub.add_parser(
-        "calibrate", help="fit the simulator to a measured run or sweep: a profile for sim, fleets and plan",
-        description="Fit the simulator's performance model to what a fleet measured: the compute and KV-read "
-        "efficiencies and the step overhead from the baseline's decode steps against its batch and context "
-        "(each request's mean step time beside the load over its decode window), and, per speculative method and "
-        "domain, the acceptance per draft position, its spread across requests and the share of steps that "
-        "proposed, from each request's acceptance histogram (vLLM's --per-request-spec-decode-metrics, or the "
-        "simulator's). Writes a profile TOML that `loadtest sim --hardware FILE`, a fleet's [sim] hardware = "
-        "\"FILE\" and `loadtest plan --hardware FILE` load, and prints the fit and its residuals. A sweep with "
-        "several concurrency levels and varied prompt lengths fixes all three hardware constants; a constant the "
-        "data cannot fix is held at the prior profile's value, and says so. Exit 2 on a folder with no runs.")
-    cal.add_argument("result", metavar="RUN_OR_SWEEP",
-                     help="a run folder, a sweep folder (every levels/<level>/) or a capacity folder (its probes)")
-    cal.add_argument("--out", required=True, metavar="PROFILE.toml", help="where to write the fitted profile")
-    cal.add_argument("--hardware", default=None, metavar="NAME|FILE",
-                     help="the datasheet (and prior constants) to fit from: a built-in profile or a profile file "
-                     "(default: the fleet's [sim] hardware, or its accelerator type for a vLLM fleet)")
-    cal.add_argument("--mode", default=None, metavar="MODE",
-                     help="the mode whose decode steps fix the hardware constants (default: the fleet's baseline)")
-

@@ -10,7 +10,6 @@ prints the fit and its residuals.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
@@ -41,6 +40,7 @@ from cluster.sim.sim_profile import ProfileError, render_profile, resolve
 from common.exits import BAD_INPUT, OK, print_error
 from loadtest.commands.console import new_console
 from loadtest.session.plan import simulator_of
+from loadtest.session.tool_options import CalibrateOptions
 
 PROG = "loadtest calibrate"
 # Ray's accelerator_type of a vLLM fleet -> the datasheet a fit starts from.
@@ -113,7 +113,7 @@ def _windows(rows: list[dict], scale: float) -> dict[str, list[Window]]:
     return out
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: CalibrateOptions) -> int:
     console = new_console()
     try:
         return _calibrate(console, args)
@@ -122,8 +122,8 @@ def main(args: argparse.Namespace) -> int:
         return BAD_INPUT
 
 
-def _calibrate(console, args: argparse.Namespace) -> int:
-    root = Path(args.result)
+def _calibrate(console, args: CalibrateOptions) -> int:
+    root = Path(args.result or "")
     if not root.is_dir():
         raise CalibrateError(f"{root}: not a folder (give a run, sweep or capacity folder)")
     folders = run_folders(root)
@@ -168,7 +168,7 @@ def _calibrate(console, args: argparse.Namespace) -> int:
     merged: AcceptanceTable = {m: dict(d) for m, d in (prior.acceptance or {}).items()}
     for method, domains in table.items():
         merged.setdefault(method, {}).update(domains)
-    out = Path(args.out)
+    out = Path(args.out or "")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_profile(prior.base, values, merged, fit_info, header), encoding="utf-8")
     resolve(str(out))      # what was written loads

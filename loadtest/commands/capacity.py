@@ -30,10 +30,6 @@ def main(args: CapacityOptions) -> int:
     console = new_console()
     started = time.monotonic()
     try:
-        if args.repeats % 2 == 0:
-            raise ScenarioError(f"--repeats {args.repeats}: give an odd number, so a majority decides each rate")
-        if not 0.001 <= args.precision < 1:
-            raise ScenarioError(f"--precision {args.precision:.4%}: give a percentage from 0.1 to under 100")
         if args.start_rate and args.max_rate and args.start_rate > args.max_rate:
             raise ScenarioError(f"--start-rate {args.start_rate:g} is above --max-rate {args.max_rate:g}")
         # one trace long enough for the fastest probe: --probe-duration s at the highest rate

@@ -11,7 +11,7 @@ from dataclasses import Field, fields, is_dataclass
 from typing import Any
 
 from loadtest.session.options import option_fields
-from loadtest.session.values import BadValue, percent
+from loadtest.session.values import BadValue, percent, precision_percent
 
 
 def checked(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -30,7 +30,7 @@ def shown(value: Any, parse: Callable[[str], Any] | None) -> str:
     """A default as its help text says it: 10 for a share of 0.10 read as a percentage, 2 for 2.0."""
     if isinstance(value, tuple):
         return ",".join(shown(v, None) for v in value)
-    if parse is percent:
+    if parse in (percent, precision_percent):
         value *= 100
     return f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -71,6 +71,16 @@ def add_options(parser: argparse.ArgumentParser, record: type) -> None:
             if meta["choices"] is not None:
                 kwargs["choices"] = meta["choices"]
                 del kwargs["metavar"]
+            if meta["required"]:
+                kwargs["required"] = True
+            if meta["repeat"]:
+                kwargs["action"] = "append"
+        if meta["positional"]:
+            del kwargs["dest"]
+            if meta["positional"] != "1":
+                kwargs["nargs"] = meta["positional"]
+            where.add_argument(f.name, **kwargs)
+            continue
         where.add_argument(meta["flag"] or "--" + f.name.replace("_", "-"), **kwargs)
 
 
@@ -87,7 +97,8 @@ def _read(record: type, defaults: Any, parsed: dict[str, Any], omit: tuple[str, 
         if "group" in f.metadata and is_dataclass(current):
             values[f.name] = _read(type(current), current, parsed, f.metadata["group"]["omit"])
         elif "option" in f.metadata:
-            values[f.name] = current if f.name in omit else parsed.get(f.name, current)
+            value = current if f.name in omit else parsed.get(f.name, current)
+            values[f.name] = tuple(value) if isinstance(value, list) else value   # nargs, append: a tuple
     return record(**values)
 
 

@@ -22,6 +22,7 @@ from loadtest.session.values import (
 from loadtest.session.values import (
     non_negative_float,
     non_negative_int,
+    odd_count,
     percent,
     plain_name,
     port,
@@ -30,6 +31,7 @@ from loadtest.session.values import (
     positive_floats,
     positive_int,
     positive_ints,
+    precision_percent,
     slo_targets,
 )
 
@@ -44,12 +46,14 @@ MAX_ERROR_SHARE = 0.10
 
 def option(default: Any = None, help: str = "", *, flag: str | None = None, parse: Callable[[str], Any] | None = None,
            metavar: str | None = None, choices: tuple[str, ...] | None = None, group: str | None = None,
-           exclusive: str | None = None) -> Any:
+           exclusive: str | None = None, positional: str | None = None, required: bool = False,
+           repeat: bool = False) -> Any:
     """A field that is a command-line option: `flag` (default: --the-field-name), read from its
-    text by `parse`, in the argument `group` or the mutually `exclusive` group of that name.
-    A bool that defaults to False is a switch."""
+    text by `parse`, in the argument `group` or the mutually `exclusive` group of that name;
+    `required`, or given again and again (`repeat`: a tuple). A bool that defaults to False is a
+    switch. A `positional` is an argument, not a flag ("1": one value, "+": one or more)."""
     meta = {"help": help, "flag": flag, "parse": parse, "metavar": metavar, "choices": choices, "group": group,
-            "exclusive": exclusive}
+            "exclusive": exclusive, "positional": positional, "required": required, "repeat": repeat}
     return field(default=default, metadata={"option": meta})
 
 
@@ -318,9 +322,9 @@ class CapacityOptions(Replaying):
     cooldown: float = option(COOLDOWN_S, "pause between probes, in seconds (default {default})",
                              parse=non_negative_float, metavar="S")
     repeats: int = option(3, "probes that decide each rate near the boundary, by majority (odd; default {default})",
-                          parse=positive_int, metavar="N")
+                          parse=odd_count, metavar="N")
     precision: float = option(0.10, "stop when the highest passing and lowest failing rates are within PCT percent "
-                              "(default {default})", parse=percent, metavar="PCT")
+                              "(default {default})", parse=precision_percent, metavar="PCT")
     start_rate: float | None = option(help="the first rate probed, in req/s (default: the scenario's own)",
                                       parse=positive_float, metavar="R")
     max_rate: float | None = option(help="the highest rate probed, in req/s (default: 8 times the scenario's)",
@@ -378,10 +382,6 @@ class PlanOptions:
     hardware: str | None = option(help="the simulator's hardware profile to plan on (default: the fleet's [sim] "
                                   "hardware)", metavar="PROFILE")
     folder: FolderOptions = group(FolderOptions, helps={"run_id": "the plan's folder under --out (default: UTC time)"})
-
-
-COMMANDS: dict[str, type] = {"run": RunOptions, "ui": UIOptions, "sweep": SweepOptions, "capacity": CapacityOptions,
-                             "soak": SoakOptions, "plan": PlanOptions}
 
 
 def option_fields(record: type) -> list[tuple[tuple[str, ...], Field, dict]]:

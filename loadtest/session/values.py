@@ -137,3 +137,16 @@ def duration(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise BadValue(f"expected a positive duration such as 90s, 5m or 8h, got {text!r}")
     return value
+
+
+def odd_count(text: str) -> int:
+    """A positive odd integer: probes that decide a rate by majority (1, 3, 5, ...)."""
+    value = positive_int(text)
+    if value % 2 == 0:
+        raise BadValue(f"expected an odd number, so a majority decides each rate, got {text!r}")
+    return value
+
+
+def precision_percent(text: str) -> float:
+    """A search's precision: a percentage from 0.1 to under 100, as a share."""
+    return number(text, lambda v: 0.1 <= v < 100, "a percentage from 0.1 to under 100", scale=0.01)

@@ -1,0 +1,149 @@
+"""The options of the commands that work from folders and files or hold a fleet (report, compare,
+calibrate, cluster up/status/down, scenario show/validate, trace build/import/show), declared
+as the replaying commands' are (options.py): one frozen record each, its fields' metadata the
+flag, the bounds and the help, its defaults the one defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from cluster import DEFAULT_STATE
+from loadtest.session.options import DEFAULT_FLEET, option
+from loadtest.session.values import percent, positive_float, positive_int
+from loadtest.session.values import window as time_window
+from scenarios.importers import ImportOptions
+
+FORMATS = ("sharegpt", "jsonl", "azure", "burstgpt")   # scenarios.importers' layouts
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """`loadtest report`."""
+
+    PROG: ClassVar[str] = "loadtest report"
+    runs: tuple[str, ...] = option((), "run folders (results/<run_id>/); or a plan and a measured sweep of the same "
+                                   "levels, to say how far the model is from the measurement", positional="+",
+                                   metavar="RUN")
+    slo_gate: bool = option(False, "exit 1 when any tenant of any run missed an SLO target (exit 2 when a run has "
+                            "none)")
+    out: str | None = option(help="also write DIR/summary.parquet (every run's summary rows in one file, told apart "
+                             "by run_id) and DIR/report.md (every run and mode side by side)", metavar="DIR")
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """`loadtest compare`."""
+
+    PROG: ClassVar[str] = "loadtest compare"
+    base: str | None = option(help="the reference run folder", positional="1", metavar="BASE")
+    new: str | None = option(help="the run folder to judge", positional="1", metavar="NEW")
+    metric: tuple[str, ...] | None = option(
+        help="a gated metric, repeatable: ttft, tpot, e2e, ttft_sched or e2e_sched at a percentile, e.g. e2e_p99 "
+        "(default: ttft_p99, tpot_p99, e2e_p99)", metavar="LATENCY_pNN", repeat=True)
+    max_regression: float = option(0.05, "how much worse a metric may get before it fails, in percent (default "
+                                   "{default})", parse=percent, metavar="PCT")
+
+
+@dataclass(frozen=True)
+class CalibrateOptions:
+    """`loadtest calibrate`."""
+
+    PROG: ClassVar[str] = "loadtest calibrate"
+    result: str | None = option(help="a run folder, a sweep folder (every levels/<level>/) or a capacity folder "
+                                "(its probes)", positional="1", metavar="RUN_OR_SWEEP")
+    out: str | None = option(help="where to write the fitted profile", metavar="PROFILE.toml", required=True)
+    hardware: str | None = option(
+        help="the datasheet (and prior constants) to fit from: a built-in profile or a profile file (default: the "
+        "fleet's [sim] hardware, or its accelerator type for a vLLM fleet)", metavar="NAME|FILE")
+    mode: str | None = option(help="the mode whose decode steps fix the hardware constants (default: the fleet's "
+                              "baseline)", metavar="MODE")
+
+
+@dataclass(frozen=True)
+class ClusterStateOptions:
+    """`loadtest cluster status` and `down`: the held fleet's state file."""
+
+    state: str = option(DEFAULT_STATE, "the fleet's state file (default: {default})", metavar="FILE")
+
+
+@dataclass(frozen=True)
+class ClusterUpOptions(ClusterStateOptions):
+    """`loadtest cluster up`."""
+
+    fleet: str = option(DEFAULT_FLEET, "built-in fleet name or a fleet TOML file (default: {default})",
+                        metavar="NAME|PATH")
+    modes: str | None = option(help="modes to start (default: all the fleet's); they must all fit on the cluster at "
+                               "once, or `up` refuses (exit 2) and says the turns they would take", metavar="A,B,...")
+    skip_unavailable: bool = option(False, "start the other modes when a mode cannot (a placeholder checkpoint, a "
+                                    "missing path)")
+    address: str | None = option(help="join this Ray cluster instead of starting a local Ray (default: $RAY_ADDRESS "
+                                 "if set)", metavar="RAY_ADDRESS")
+    detach: bool = option(False, "run the supervisor in the background; return once the fleet is ready")
+    logs: str | None = option(help="replica and supervisor logs (default: results/cluster-<UTC time>/logs)",
+                              metavar="DIR")
+
+
+@dataclass(frozen=True)
+class ScenarioListOptions:
+    """`loadtest scenario list`: no options."""
+
+
+@dataclass(frozen=True)
+class ScenarioShowOptions:
+    """`loadtest scenario show`."""
+
+    name: str | None = option(help="built-in scenario name or a scenario TOML file", positional="1",
+                              metavar="NAME|PATH")
+
+
+@dataclass(frozen=True)
+class ScenarioValidateOptions:
+    """`loadtest scenario validate`."""
+
+    path: str | None = option(help="the scenario TOML file to check", positional="1", metavar="PATH")
+
+
+@dataclass(frozen=True)
+class TraceBuildOptions:
+    """`loadtest trace build`."""
+
+    scenario: str | None = option(help="built-in scenario name or TOML file", metavar="NAME|PATH", required=True)
+    out: str | None = option(help="where to write the trace (Parquet)", metavar="FILE", required=True)
+    requests: int | None = option(help="number of requests (default: the scenario's requests or duration)",
+                                  parse=positive_int, metavar="N")
+    duration: float | None = option(help="seconds of traffic instead of a request count", parse=positive_float,
+                                    metavar="S")
+    seed: int | None = option(help="seed (default: the scenario's)", parse=int, metavar="N")
+    rate_scale: float | None = option(help="multiply the scenario's arrival rates by X", parse=positive_float,
+                                      metavar="X")
+
+
+@dataclass(frozen=True)
+class TraceImportOptions:
+    """`loadtest trace import`; the defaults are the importer's own (ImportOptions)."""
+
+    file: str | None = option(help="the trace to import", positional="1", metavar="FILE")
+    format: str | None = option(help="the file's layout", choices=FORMATS, required=True)
+    out: str | None = option(help="where to write the trace (Parquet)", metavar="FILE", required=True)
+    speedup: float = option(ImportOptions.speedup, "replay X times faster than recorded (default {default})",
+                            parse=positive_float, metavar="X")
+    window: tuple[float, float] | None = option(
+        help="keep only requests between START and END seconds of the recorded timeline", parse=time_window,
+        metavar="START:END")
+    sample: float | None = option(help="keep N requests (N >= 1) or a fraction F (< 1), chosen by --seed",
+                                  parse=positive_float, metavar="N|F")
+    rate: float = option(ImportOptions.rate, "arrivals per second for traces without times (default {default})",
+                         parse=positive_float, metavar="R")
+    seed: int = option(ImportOptions.seed, "seed of sampling and generated parts (default {default})", parse=int,
+                       metavar="N")
+
+    def importing(self) -> ImportOptions:
+        return ImportOptions(self.speedup, self.window, self.sample, self.rate, self.seed)
+
+
+@dataclass(frozen=True)
+class TraceShowOptions:
+    """`loadtest trace show`."""
+
+    file: str | None = option(help="a trace.parquet", positional="1", metavar="FILE")
