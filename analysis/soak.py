@@ -11,13 +11,18 @@ TREND_T standard errors from zero.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analysis.reader import read_requests
+from analysis.server import load_server_metrics
 from analysis.slo import METRIC_OF, SLO_COLUMNS
+from common import files
 from loadtest.records import CLIENT, FAILED, outcomes
 
 MIN_WINDOW_REQUESTS = 20   # a window's p99 from fewer successes says nothing; such windows are skipped
@@ -301,3 +306,26 @@ def soak_markdown(run_id: str, status: str, p: dict, table: pa.Table, found: lis
             lines.append("| " + " | ".join("-" if r[c] is None else f"{r[c]:,.3g}" if isinstance(r[c], float)
                                            else str(r[c]) for c in cols) + " |")
     return "\n".join(lines) + "\n"
+
+
+@dataclass
+class SoakAnalysis:
+    """A soak's verdict: its windows (per mode) and what was found in them."""
+
+    windows: pa.Table
+    findings: list[Finding]
+
+
+def analyse_soak(run_dir: Path, run_id: str, status: str, params: dict, targets: dict | None) -> SoakAnalysis:
+    """The soak's records over tumbling windows (windows.parquet), the drift found in them and,
+    with `targets`, every sliding SLO window that missed (findings.json), and soak.md; nothing
+    printed. ContractError (or an Arrow or OS error) when the records cannot be read."""
+    records = read_requests(run_dir, columns=SOAK_COLUMNS)
+    table = windows(records, load_server_metrics(run_dir), params["window_s"], params["duration_s"])
+    files.write_table(table, run_dir / "windows.parquet")
+    found = findings(table, params["window_s"])
+    if targets:
+        found = slo_windows(records, params["window_s"], params["step_s"], params["duration_s"], targets) + found
+    files.write_text(run_dir / "findings.json", json.dumps([f.as_dict() for f in found], indent=1) + "\n")
+    files.write_text(run_dir / "soak.md", soak_markdown(run_id, status, params, table, found))
+    return SoakAnalysis(table, found)

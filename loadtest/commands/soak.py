@@ -6,16 +6,13 @@ and an exit code a scheduler can act on. `--resume RUN` goes on with a killed so
 
 from __future__ import annotations
 
-import json
-
 import pyarrow as pa
 from rich.console import Console
 
 from analysis.gate import gate_failures
-from analysis.reader import ContractError, read_requests
+from analysis.reader import ContractError
 from analysis.run_analysis import analyse_run
-from analysis.server import load_server_metrics
-from analysis.soak import SOAK_COLUMNS, findings, slo_windows, soak_markdown, windows
+from analysis.soak import analyse_soak
 from cluster import FleetError
 from common import exits, files
 from common.exits import print_error
@@ -81,26 +78,19 @@ def verdict(console: Console, soak: Soak, code: int) -> int:
     try:
         analysed = analyse_run(run_dir, soak.choice.modes, manifest, soak.options.gate.max_errors)
         show_run(console, analysed)
-        records = read_requests(run_dir, columns=SOAK_COLUMNS)
+        soaked = analyse_soak(run_dir, manifest.run_id, manifest.status, p, soak.targets)
     except files.NotWritten:   # a full disk: said in one line by the command (exit 3)
         raise
     except (ContractError, OSError, pa.ArrowInvalid) as exc:   # nothing recorded (it failed first), or unreadable
         print_error("loadtest soak", f"no verdict: the records of {run_dir} cannot be read ({exc})")
         return code if code != exits.OK else exits.INCOMPLETE
-    table = windows(records, load_server_metrics(run_dir), p["window_s"], p["duration_s"])
-    files.write_table(table, run_dir / "windows.parquet")
-    found = findings(table, p["window_s"])
-    if soak.targets:
-        found = slo_windows(records, p["window_s"], p["step_s"], p["duration_s"], soak.targets) + found
-    files.write_text(run_dir / "findings.json", json.dumps([f.as_dict() for f in found], indent=1) + "\n")
-    files.write_text(run_dir / "soak.md", soak_markdown(manifest.run_id, manifest.status, p, table, found))
-    for f in found:
+    for f in soaked.findings:
         console.print(f"[red bold]{f.check}[/red bold]: {f.message}", soft_wrap=True, highlight=False)
-    if not found:
+    if not soaked.findings:
         console.print(f"soak: no SLO window missed{'' if soak.targets else ' (no targets set)'} and no drift found "
-                      f"over {table.num_rows // max(1, len(soak.choice.modes))} windows", soft_wrap=True)
-    passed = show_gate(console, gate_failures(manifest, analysed.checks)) and not found
-    p["findings"], p["ended_at"] = len(found), utc_now()
+                      f"over {soaked.windows.num_rows // max(1, len(soak.choice.modes))} windows", soft_wrap=True)
+    passed = show_gate(console, gate_failures(manifest, analysed.checks)) and not soaked.findings
+    p["findings"], p["ended_at"] = len(soaked.findings), utc_now()
     manifest.gate = "passed" if passed else "failed"
     manifest.write(run_dir)
     console.print(f"soak: {run_dir / 'soak.md'} (windows: {run_dir / 'windows.parquet'}, findings: "
