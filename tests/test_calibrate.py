@@ -42,6 +42,27 @@ def _perturbed_fleet(tmp_path):
     return fleet
 
 
+def _first_position(sweep) -> tuple[float, float]:
+    """The mean first-position acceptance over the sweep's eagle chat requests, and its standard
+    error: per request, the share of its drafting steps that accepted at least one token."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from analysis.reader import read_requests
+    from loadtest.session.calibrate import request_domains, run_folders
+
+    shares = []
+    for folder in run_folders(sweep):
+        domains = request_domains(folder)
+        records = read_requests(folder)
+        ok = records.filter(pc.and_(pc.equal(records["mode"], "eagle"), pc.equal(records["status"], "ok")))
+        for rid, hist in zip(ok["request_id"].to_pylist(), ok["spec_acceptance_histogram"].to_pylist(), strict=True):
+            if domains.get(rid) == "chat" and hist and sum(hist) > 0:
+                shares.append(1 - hist[0] / sum(hist))
+    assert len(shares) >= 10, f"{len(shares)} eagle chat requests drafted: too few to check the fit"
+    return float(np.mean(shares)), float(np.std(shares, ddof=1) / np.sqrt(len(shares)))
+
+
 @pytest.mark.e2e
 @pytest.mark.serial   # the step times it fits are measured: nothing may share a core with them
 def test_calibrate_recovers_a_perturbed_profile_and_the_fit_loads_everywhere(tmp_path):
@@ -59,7 +80,12 @@ def test_calibrate_recovers_a_perturbed_profile_and_the_fit_loads_everywhere(tmp
         assert getattr(fitted.hardware, name) == pytest.approx(PERTURBED[name], rel=0.05), name
     eagle_chat = fitted.acceptance["eagle"]["chat"]
     assert expected_tokens_per_step(eagle_chat, 3) == pytest.approx(expected_tokens_per_step(EAGLE_CHAT, 3), rel=0.05)
-    assert eagle_chat.positions[0] == pytest.approx(0.6, abs=0.03)
+    # The first position varies per request (spread 0.3 on the logit), so a sweep's requests show
+    # it only to within their sampling error: they are checked against the profile within 3
+    # standard errors (never tighter than 0.03), and the fit against what they showed.
+    shown, se = _first_position(tmp_path / "s")
+    assert shown == pytest.approx(0.6, abs=max(0.03, 3 * se))
+    assert eagle_chat.positions[0] == pytest.approx(shown, abs=0.03)
     # what was written, the simulator serves ...
     with sim_server("--hardware", str(profile), model="meta-llama/Llama-3.1-8B-Instruct") as url:
         info = requests.get(f"{url}/sim/info", timeout=5).json()

@@ -72,7 +72,7 @@ def _fleet(root: Path, folders: list[Path]) -> FleetSpec:
     raise CalibrateError(f"{root}: no manifest.json with the fleet it ran on")
 
 
-def _domains(folder: Path) -> dict[str, str]:
+def request_domains(folder: Path) -> dict[str, str]:
     """Each request's domain as the simulator reads it: from its own text (the trace's label is
     the scenario's, which an imported trace does not have)."""
     path = folder / "trace.parquet"
@@ -140,7 +140,7 @@ def calibrate(args: CalibrateOptions) -> Calibration:
     for folder in folders:
         records = read_requests(folder)
         ok = records.filter(pc.equal(records["status"], "ok"))
-        domains = _domains(folder)
+        domains = request_domains(folder)
         for mode in fleet.modes:
             rows = ok.filter(pc.equal(ok["mode"], mode)).to_pylist()
             if mode == baseline:
