@@ -12,6 +12,7 @@ run folder per level, so every analysis reads a plan as it reads a measured run.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
@@ -19,11 +20,13 @@ import pyarrow as pa
 
 from analysis.capacity import Capacity, CapacityRow, capacity_table, search_capacity
 from analysis.long_summary import long_summary
-from analysis.slo import attainment, join_targets, with_slos
+from analysis.slo import attainment, has_targets, join_targets, with_slos
 from analysis.sweep import LEVEL_SCHEMA, with_level
+from cluster import FleetError
 from cluster.argv import serve_argv
-from cluster.fleet import FleetSpec
+from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
 from cluster.sim import cli as sim_cli
+from cluster.sim import sim_profile
 from cluster.sim.offline import SimRequest, simulate
 from cluster.sim.server import RequestError, SimServer, chat_prompt, completion_prompt, sequence_for
 from common import files
@@ -31,12 +34,20 @@ from loadtest.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.replay.dispatcher import UNSENT_BECAUSE
 from loadtest.request.body import request_body
+from loadtest.session.inputs import new_run_dir
 from loadtest.session.level_dirs import new_level
-from loadtest.session.levels import Level, native_rate
+from loadtest.session.levels import Level, levels_of, native_rate
+from loadtest.session.options import DEFAULT_FLEET, PlanOptions
+from scenarios import ScenarioError
+from scenarios.spec import load_scenario
 from scenarios.trace import (
     META_CLOSED,
+    META_HASH,
+    META_NAME,
+    build_trace,
     closed_concurrency,
     scale_rate,
+    scenario_hash,
 )
 
 CAPACITY_PRECISION = 0.05     # the capacity search stops when its bracket is within 5%
@@ -198,3 +209,54 @@ def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServe
     sweep = pa.concat_tables(sweeps).cast(LEVEL_SCHEMA)
     files.write_table(sweep, run_dir / "sweep.parquet")
     return sweep
+
+
+@dataclass
+class Plan:
+    """A `loadtest plan` with its inputs checked: the fleet's modes as simulators, the base trace,
+    the levels and the folder, and the manifest every level is written under."""
+
+    fleet: FleetSpec
+    modes: list[str]
+    base: pa.Table
+    levels: list[Level]
+    servers: dict[str, SimServer]
+    run_dir: Path
+    top: Manifest
+    hardware: str
+    scenario: str
+
+    def title(self) -> str:
+        return (f"Plan {self.run_dir.name}: {self.scenario} on fleet {self.fleet.name} ({self.hardware}), predicted "
+                "by the simulator's performance model in virtual time")
+
+
+def new_plan(args: PlanOptions) -> Plan:
+    """Everything a plan needs, checked before anything is written but its folder: ScenarioError,
+    FleetError, SimArgsError or FileExistsError, one line, otherwise."""
+    fleet, raw_fleet = load_fleet(args.fleet.fleet or DEFAULT_FLEET)
+    modes = resolve_modes(fleet.name, list(fleet.modes), args.fleet.modes)
+    if args.hardware is not None:
+        try:
+            sim_profile.resolve(args.hardware)
+        except sim_profile.ProfileError as exc:
+            raise FleetError(f"--hardware {exc}") from None
+    scenario, raw = load_scenario(args.trace.scenario)
+    seed = scenario.seed if args.trace.seed is None else args.trace.seed
+    base = build_trace(scenario, requests=args.trace.requests or scenario.demo_requests, seed=seed)
+    base = base.replace_schema_metadata({**(base.schema.metadata or {}), META_NAME: scenario.name.encode(),
+                                         META_HASH: scenario_hash(raw).encode()})
+    if args.capacity:
+        native_rate(base)
+    levels = levels_of(args.levels, base)
+    if args.capacity and not has_targets(base):
+        raise ScenarioError(f"--capacity: the scenario {scenario.name} sets no SLO targets to hold (give its "
+                            "tenants an `slo`)")
+    servers = {m: simulator_of(fleet, m, args.hardware) for m in modes}
+    run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"plan-{scenario.name}")
+    hardware = args.hardware or fleet.sim.hardware
+    top = Manifest(run_dir.name, {"name": scenario.name, "source": str(args.trace.scenario),
+                                  "sha256": scenario_hash(raw)},
+                   {"name": fleet.name, "sha256": scenario_hash(raw_fleet), "spec": redacted(fleet),
+                    "planned_on": hardware}, modes, seed, base.num_rows)
+    return Plan(fleet, modes, base, levels, servers, run_dir, top, hardware, scenario.name)
