@@ -112,14 +112,23 @@ class WebSession:
         self.lock = threading.Lock()     # between the two: the Stop watcher's thread and the replay's
 
     def _next(self) -> protocol.StartAsked | protocol.StopAsked | str | None:
-        """The web UI's next line ("quit" on Ctrl-C here, None when its process is gone)."""
-        while True:
-            try:
-                return self.front.asked.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            except KeyboardInterrupt:
-                return "quit"
+        """The web UI's next line ("quit" on Ctrl-C or SIGTERM here, None when its process is gone).
+        While it waits, a signal only sets a flag: a KeyboardInterrupt raised inside the queue's
+        wait could leave the queue's lock held, and the front process's reader, putting its next
+        line, would then block the exit for ever."""
+        asked: list[int] = []
+        old = {sig: signal.signal(sig, lambda signum, frame: asked.append(signum))
+               for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            while not asked:
+                try:
+                    return self.front.asked.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+            return "quit"
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
 
     def go(self) -> int:
         while True:
