@@ -18,10 +18,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from analysis.stats import floats, meets_slos, ms_text
-from loadtest.records import OK
+from analysis.stats import floats, ms_text
+from loadtest.records import OK, SLO_COLUMNS, meets_slos
 
-SLO_COLUMNS = ("slo_ttft_p99_ms", "slo_tpot_p99_ms", "slo_e2e_p99_ms")
 METRIC_OF = {"slo_ttft_p99_ms": "ttft_ms", "slo_tpot_p99_ms": "tpot_ms", "slo_e2e_p99_ms": "e2e_ms"}
 
 

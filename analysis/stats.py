@@ -182,21 +182,6 @@ def floats(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return pc.fill_null(col.cast(pa.float64()), math.nan).to_numpy()
 
 
-def meets_slos(ttft_ms: np.ndarray, tpot_ms: np.ndarray, e2e_ms: np.ndarray, slo_ttft: np.ndarray,
-               slo_tpot: np.ndarray, slo_e2e: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """Per request: succeeded, and within every SLO its tenant sets (a NaN target is no SLO; a
-    NaN TPOT, one output token, meets any TPOT target)."""
-    def within(value: np.ndarray, target: np.ndarray, missing_ok: bool) -> np.ndarray:
-        value, target = np.asarray(value, dtype=np.float64), np.asarray(target, dtype=np.float64)
-        passed = value <= target
-        if missing_ok:
-            passed |= np.isnan(value)
-        return passed | np.isnan(target)
-
-    return (np.asarray(ok, dtype=bool) & within(ttft_ms, slo_ttft, False) & within(tpot_ms, slo_tpot, True)
-            & within(e2e_ms, slo_e2e, False))
-
-
 def counter_increase(values: np.ndarray) -> float:
     """How much a Prometheus counter grew over consecutive scrapes, as PromQL's increase() counts
     it without extrapolation: a drop is a reset (the server restarted), after which the counter

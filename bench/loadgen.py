@@ -79,12 +79,12 @@ def ours(url: str, table: pa.Table, workers: int = 1,
         write_trace(table, path, "bench", "0" * 64)
         config = ReplayConfig(path, "bench", (url,), "bench", "b", run_dir, workers=workers)
         cpu0, t0 = children_cpu(), time.perf_counter()
-        client: dict = {}
+        cpu_mean = None
         if workers == 1:  # the Locust process pinned to its own core: run here, not by LocustProcess
             out = subprocess.run(config.main_argv(), check=True, capture_output=True, text=True,
                                  preexec_fn=pin(cpu)).stdout
-            client = next((m.verdict for m in map(protocol.parse_line, out.splitlines())
-                           if isinstance(m, protocol.ClientVerdict)), {})
+            cpu_mean = next((m.load.cpu_mean for m in map(protocol.parse_line, out.splitlines())
+                             if isinstance(m, protocol.Load)), None)
         else:
             port = free_port()
             procs = [subprocess.Popen(config.worker_argv(i, "127.0.0.1", port), stdout=subprocess.DEVNULL,
@@ -93,7 +93,7 @@ def ours(url: str, table: pa.Table, workers: int = 1,
             for p in procs:
                 p.wait(30)
         wall, cpu_s = time.perf_counter() - t0, children_cpu() - cpu0
-        return read_requests(run_dir), wall, cpu_s, client.get("cpu_mean")
+        return read_requests(run_dir), wall, cpu_s, cpu_mean
 
 
 def reference(url: str, *args: str) -> tuple[dict, float]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -56,6 +57,33 @@ def outcomes(records: pa.Table, kind: pa.ChunkedArray | None = None) -> pa.Chunk
     client = pc.is_in(kind, value_set=pa.array(CLIENT_CAUSED))
     failed = pc.is_in(records["status"], value_set=pa.array([ERROR, TIMEOUT]))
     return pc.if_else(client, CLIENT, pc.if_else(failed, FAILED, records["status"]))
+
+
+def outcome_of(status: str, error_kind: str | None) -> str:
+    """One record's outcome (OUTCOMES), as `outcomes` gives it for a table."""
+    if f"{status}/{error_kind}" in CLIENT_CAUSED:
+        return CLIENT
+    return FAILED if status in (ERROR, TIMEOUT) else status
+
+
+# A good request, one definition for the reports, the live board and /metrics: it succeeded
+# within every SLO target its tenant sets, the trace's columns (scenarios.trace.TRACE_SCHEMA):
+SLO_COLUMNS = ("slo_ttft_p99_ms", "slo_tpot_p99_ms", "slo_e2e_p99_ms")
+
+
+def meets_slos(ttft_ms: np.ndarray, tpot_ms: np.ndarray, e2e_ms: np.ndarray, slo_ttft: np.ndarray,
+               slo_tpot: np.ndarray, slo_e2e: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Per request: succeeded, and within every SLO its tenant sets (a NaN target is no SLO; a
+    NaN TPOT, one output token, meets any TPOT target)."""
+    def within(value: np.ndarray, target: np.ndarray, missing_ok: bool) -> np.ndarray:
+        value, target = np.asarray(value, dtype=np.float64), np.asarray(target, dtype=np.float64)
+        passed = value <= target
+        if missing_ok:
+            passed |= np.isnan(value)
+        return passed | np.isnan(target)
+
+    return (np.asarray(ok, dtype=bool) & within(ttft_ms, slo_ttft, False) & within(tpot_ms, slo_tpot, True)
+            & within(e2e_ms, slo_e2e, False))
 
 
 REQUEST_SCHEMA = pa.schema([

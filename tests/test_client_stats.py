@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from loadtest.request.client_stats import ClientStats
+from loadtest.request.client_stats import ClientStats, verdict
 from loadtest.request.histogram import LogHistogram
+from loadtest.request.tally import Tally
 
 
 def test_quantiles_within_one_percent_and_merge_is_exact():
@@ -30,20 +31,21 @@ def test_quantiles_within_one_percent_and_merge_is_exact():
 
 
 def _row(lateness: float) -> dict:
-    return {"sent_ns": 1, "n_chunks": 3, "ttft_ms": 50.0, "tpot_ms": 10.0, "e2e_ms": 70.0,
-            "lateness_ms": lateness, "itl_ms": [50.0, 10.0, 10.0]}
+    return {"tenant": "chat", "status": "ok", "error_kind": None, "sent_ns": 1, "n_chunks": 3, "ttft_ms": 50.0,
+            "tpot_ms": 10.0, "e2e_ms": 70.0, "lateness_ms": lateness, "itl_ms": [50.0, 10.0, 10.0]}
 
 
 def test_verdict_flags_lateness_and_hot_workers():
-    calm = ClientStats()
-    for _ in range(100):
-        calm.observe(_row(0.5))
-    assert calm.verdict(lateness_limit_ms=10)["client_limited"] is False
-    worker = ClientStats()
+    calm = Tally()
+    calm.observe_many([_row(0.5)] * 100)
+    assert verdict(ClientStats().load(), calm.total(), lateness_limit_ms=10)["client_limited"] is False
+    records, worker = Tally(), ClientStats()
     for i in range(100):
-        worker.observe(_row(30.0 if i >= 95 else 0.5))
+        records.observe(_row(30.0 if i >= 95 else 0.5))
+        worker.observe(_row(0.0))
     master = ClientStats()
     master.merge(worker.take(cpu=0.95))
-    v = master.verdict(lateness_limit_ms=10)
+    v = verdict(master.load(), records.total(), lateness_limit_ms=10)
     assert v["client_limited"] and len(v["reasons"]) == 2
-    assert v["lateness_ms"]["count"] == 100 and master.hists["itl_ms"].count == 200
+    assert v["lateness_ms"]["count"] == 100 and records.total().count("itl") == 200
+    assert v["cpu_max"] == 0.95 and master.events == 300

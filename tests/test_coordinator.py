@@ -63,8 +63,7 @@ def _trace(path) -> str:
 
 def _coordinator(tmp_path, clients=("a", "b"), recorded=None):
     loop, master, sink, said = FakeLoop(100.0), FakeMaster(list(clients)), ListSink(), []
-    c = Coordinator(master, CoordinatorOptions(_trace(tmp_path / "trace.parquet"), N, "r", "m", start_delay_s=0.5,
-                                                     lateness_limit_ms=10.0),
+    c = Coordinator(master, CoordinatorOptions(_trace(tmp_path / "trace.parquet"), N, "r", "m", start_delay_s=0.5),
                     loop, lambda: 1_000.0 + loop.now(), said.append, lambda: sink,
                     lambda worker: (recorded or {}).get(worker, set()))
     return c, loop, master, sink, said
@@ -91,7 +90,7 @@ def test_progress_adds_up_the_workers_reports(tmp_path):
     c.on_message("a", _report(sent=3, recorded=2))
     c.on_message("b", _report(sent=4, recorded=4, not_sent=1))
     c.tick()
-    assert said[-2] == protocol.Progress(total=N, sent=7, done=5, not_sent=1)
+    assert said[-1] == protocol.Progress(total=N, sent=7, done=5, not_sent=1)
     c.on_message("stranger", _report(sent=99, recorded=99))  # not in the shard map: ignored
     assert c.progress().sent == 7
 

@@ -1,5 +1,6 @@
-"""The web UI's live comparison: analysis/live.py against numpy on raw rows, and the board that
-reads record parts as they reach disk (each once), without a server or a Locust process."""
+"""The one live statistic (loadtest.request.tally) as the web UI's comparison shows it, against
+numpy on raw rows, and the board, the progress bars and /metrics reading the same tally, without
+a server or a Locust process."""
 
 from __future__ import annotations
 
@@ -7,15 +8,17 @@ import time
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import requests
 
-from analysis.live import WINDOW_S, Totals, good, window_row
 from analysis.server import ACCEPTED, DRAFT_TOKENS
+from analysis.slo import request_meets
 from analysis.stats import itl_per_chunk, tokens_per_step
 from loadtest.replay import protocol
-from loadtest.session.board import Board, BoardServer
+from loadtest.request.exporter import ClientMetrics, key_of
+from loadtest.request.tally import LiveTallies, Tally, TenantTally, added_up
+from loadtest.session.board import WINDOW_S, Board, BoardServer, table_row, window_row
+from loadtest.session.progress import live_text
 
 
 def records(n: int, seed: int, mode: str = "ngram", start: int = 0) -> pa.Table:
@@ -48,12 +51,22 @@ def _failed(t: pa.Table) -> np.ndarray:
     return np.isin(status, ["error", "timeout"]) & ~np.isin(kind, ["interrupted", "deadline"])
 
 
-def test_totals_added_in_pieces_are_numpy_on_all_the_rows():
+TARGETS = {"chat": (60.0, np.nan, np.nan), "code": (60.0, np.nan, np.nan)}   # as records() sets them
+
+
+def _tally(t: pa.Table, pieces: int = 1) -> Tally:
+    """`t`'s rows through a Locust process's tally, shipped in `pieces` reports and added up."""
+    process, command = Tally(TARGETS), Tally()
+    rows = t.to_pylist()
+    for k in range(pieces):
+        process.observe_many(rows[k * len(rows) // pieces:(k + 1) * len(rows) // pieces])
+        command.merge(process.take())
+    return command
+
+
+def test_the_table_is_the_tally_added_in_pieces_and_numpy_on_all_the_rows():
     t = records(400, 1)
-    totals = Totals()
-    for piece in (t.slice(0, 150), t.slice(150)):
-        totals.add(piece, good(piece))
-    row = totals.row(elapsed_s=20.0)
+    row = table_row(added_up(_tally(t, pieces=3).tenants), elapsed_s=20.0)
     status = np.array(t["status"].to_pylist())
     assert row["ok"] == (status == "ok").sum() and row["not_sent"] == (status == "not_sent").sum()
     assert row["done"] == (status != "not_sent").sum()
@@ -61,64 +74,79 @@ def test_totals_added_in_pieces_are_numpy_on_all_the_rows():
     assert row["client"] == (status != "not_sent").sum() - row["ok"] - row["errors"] > 0
     ttft = t["ttft_ms"].to_numpy(zero_copy_only=False)
     expected_good = ((status == "ok") & (ttft <= 60.0)).sum()   # ok and within the 60 ms TTFT target
+    assert expected_good == request_meets(t).sum()               # the report's own count
     assert row["good"] == expected_good and row["goodput"] == pytest.approx(expected_good / 20.0, abs=1e-3)
     assert row["good_share"] == pytest.approx(expected_good / len(status), abs=1e-3)   # of all recorded
     ok = t.filter(pa.array(status == "ok"))   # as the report: latencies and tokens of the successes only
     assert row["output_tok_s"] == pytest.approx(ok["completion_tokens"].to_numpy().sum() / 20.0, abs=1e-3)
     assert row["tokens_per_step"] == pytest.approx(tokens_per_step(ok["chunk_tokens"]), abs=1e-3)
     ok_ttft = ok["ttft_ms"].to_numpy(zero_copy_only=False)
-    for metric, values in [("ttft", ok_ttft), ("itl", itl_per_chunk(ok["itl_ms"]))]:
+    for metric, values in [("ttft", ok_ttft), ("itl", itl_per_chunk(ok["itl_ms"])),
+                           ("e2e", ok["e2e_ms"].to_numpy(zero_copy_only=False))]:
         for q in (50, 90, 99):   # the 1% histogram
             assert row[f"{metric}_p{q}"] == pytest.approx(np.quantile(values, q / 100), rel=0.02)
 
 
 def test_a_window_is_numpy_on_its_rows_per_second():
     t = records(200, 2)
-    row = window_row(t, good(t), window_s=WINDOW_S)
+    row = window_row(added_up(_tally(t).tenants), window_s=WINDOW_S)
     status = np.array(t["status"].to_pylist())
     assert row["req_s"] == pytest.approx((status != "not_sent").sum() / WINDOW_S, abs=1e-3)
     assert row["errors_s"] == pytest.approx(_failed(t).sum() / WINDOW_S, abs=1e-3)
     ok = t.filter(pa.array(status == "ok"))
-    assert row["e2e_p99"] == pytest.approx(np.quantile(ok["e2e_ms"].to_numpy(), 0.99), abs=1e-3)
-    assert row["itl_p50"] == pytest.approx(np.quantile(itl_per_chunk(ok["itl_ms"]), 0.5), abs=1e-3)
-    empty = window_row(t.slice(0, 0), np.zeros(0, bool))
+    assert row["e2e_p99"] == pytest.approx(np.quantile(ok["e2e_ms"].to_numpy(), 0.99), rel=0.02)
+    assert row["itl_p50"] == pytest.approx(np.quantile(itl_per_chunk(ok["itl_ms"]), 0.5), rel=0.02)
+    empty = window_row(TenantTally(), WINDOW_S)
     assert empty["ttft_p99"] is None and empty["req_s"] == 0 and empty["tokens_per_step"] is None
 
 
-def _part(run_dir, mode: str, n: int, table: pa.Table) -> None:
-    folder = run_dir / "requests" / f"mode={mode}"
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table.drop_columns(["mode", *[c for c in table.column_names if c.startswith("slo_")]]),
-                   folder / f"part-w0-{n:05d}.parquet")
+def _report(live: LiveTallies, board: Board, t: pa.Table) -> None:
+    """A Locust process's Observed, as the command's reader passes it on: into the tally, then the board."""
+    process = Tally(TARGETS)
+    process.observe_many(t.to_pylist())
+    msg = protocol.Observed(process.take())
+    live.add(key_of("run1", "ngram"), msg.tally)
+    board.on_line("ngram", msg)
 
 
-def test_the_board_reads_each_part_once_and_the_server_counters_as_deltas(tmp_path):
+def test_the_board_the_bars_and_metrics_read_one_tally_and_the_server_counters_as_deltas():
     counters = {"ngram": {"r0": {ACCEPTED: 100.0, DRAFT_TOKENS: 1000.0}}}
-    trace = records(300, 3).select(["request_id", "slo_ttft_p99_ms", "slo_tpot_p99_ms", "slo_e2e_p99_ms"])
+    live = LiveTallies()
+    live.expect(key_of("run1", "ngram"), ["chat", "code"], TARGETS)
     board = Board(["baseline", "ngram"])
     board.starting("building")
-    board.begin("run1", tmp_path, ["ngram"], trace, lambda: counters)
+    board.begin("run1", ["ngram"], 300, live, lambda: counters)
     board.on_line("ngram", protocol.Progress(total=300, sent=90, done=80))
-    first = records(100, 4)
-    _part(tmp_path, "ngram", 0, first)
+    first, second = records(100, 4), records(50, 5, start=100)
+    _report(live, board, first)
     board.tick()
     counters["ngram"]["r0"] = {ACCEPTED: 400.0, DRAFT_TOKENS: 2000.0}
-    _part(tmp_path, "ngram", 1, records(50, 5, start=100))
+    _report(live, board, second)
     board.tick()
     counters["ngram"]["r0"] = {ACCEPTED: 30.0, DRAFT_TOKENS: 100.0}   # the replica restarted: its counters reset
-    board.tick()   # and no new part: nothing counted twice
+    board.tick()   # and no new report: nothing counted twice
     view = board.view()
     row = view["table"]["ngram"]["all"]
+    both = pa.concat_tables([first, second])
     assert row["ok"] + row["errors"] + row["client"] + row["not_sent"] == 150
+    assert row["errors"] == _failed(both).sum()
     assert row["total"] == 300 and row["sent"] == 90
     assert row["acceptance"] == pytest.approx((300 + 30) / (1000 + 100))   # increases, the reset's included
     assert view["tenants"] == ["chat", "code"] and set(view["table"]["ngram"]) == {"all", "chat", "code"}
     assert [p["seq"] for p in view["points"]] == [1, 2, 3] and [p["seq"] for p in board.view(2)["points"]] == [3]
-    feed = board.take_feed()
-    assert len(feed) == 150 and board.take_feed() == []
-    assert feed[0][0] == "ngram" and feed[0][1] == first["status"][0].as_py()
-    board.end("finished", "completed", tmp_path / "report.html")
-    assert board.view()["state"] == "finished" and board.view()["report"].endswith("report.html")
+    assert view["points"][-1]["modes"]["ngram"]["all"]["req_s"] > 0   # both reports are in the last window
+    # the progress bar and /metrics read the same tally: the same TTFT p50, the same ok count
+    assert f"TTFT p50 {row['ttft_p50']:.1f}" in live_text(live.of(key_of("run1", "ngram")))
+    scraped = [s for family in ClientMetrics(live).collect() if family.name == "loadtest_requests"
+               for s in family.samples]
+    assert sum(s.value for s in scraped if s.labels["status"] == "ok") == row["ok"]
+    feed = board.take_feed()   # Locust's statistics: one request per record that was sent
+    assert len(feed) == 2 and board.take_feed() == []
+    assert feed[0][0] == "ngram"
+    sent = sum(sum(times.values()) + sum(failed.values()) for _, times, failed, _ in feed)
+    assert sent == row["done"]
+    board.end("finished", "completed", tmp_report := "run/report.html")
+    assert board.view()["state"] == "finished" and board.view()["report"] == tmp_report
 
 
 def test_the_board_answers_only_with_its_token():

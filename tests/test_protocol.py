@@ -10,7 +10,7 @@ import pytest
 
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig, replay_config
-from loadtest.request.client_stats import ClientStats
+from loadtest.request.client_stats import ClientLoad, ClientStats
 from loadtest.request.tally import Tally
 
 STATS = ClientStats().take(0.25)
@@ -24,9 +24,8 @@ TALLY = _tally.take()
 
 @pytest.mark.parametrize("msg", [
     protocol.Progress(total=300, sent=88, done=80, not_sent=212),
-    protocol.Live(12.5, 40.0, None, 1.25),
     protocol.Observed(TALLY),
-    protocol.ClientVerdict({"client_limited": True, "reasons": ["send lateness p99 19.0 ms > 10 ms"]}),
+    protocol.Load(ClientLoad(0.95, 0.41, None)),
     protocol.Finished("interrupted", 300),
 ])
 def test_stdout_lines_round_trip(msg):

@@ -17,14 +17,13 @@ from analysis.stats import (
     counter_increase,
     itl_per_chunk,
     itl_per_token,
-    meets_slos,
     paired_speedup_ci,
     paired_speedups_ci,
     percentiles,
     tokens_per_step,
 )
 from analysis.summary import summarize
-from loadtest.records import REQUEST_SCHEMA
+from loadtest.records import REQUEST_SCHEMA, meets_slos
 
 
 @given(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=1, max_size=200))

@@ -4,9 +4,10 @@ The web UI is its own Locust process (loadtest/replay/front.py), which sends no 
 form's Start (scenario, modes, rate scale) reaches this command as a line; the command then does
 what `loadtest run --parallel-modes` does with those values (the trace, the run folder, one
 headless LocustProcess per mode, the same records, manifest, summary, report and gate) while a
-board (board.py) reads the records as they reach disk and serves the live comparison back to the
-web UI. Stop in the UI stops the replays as a first Ctrl-C does. The UI stays up after the run for
-its charts; Ctrl-C here quits, with the run's exit code (0 before any Start).
+board (board.py) reads the replays' live tally (what reached their records) and serves the live
+comparison back to the web UI. Stop in the UI stops the replays as a first Ctrl-C does. The UI
+stays up after the run for its charts; Ctrl-C here quits, with the run's exit code (0 before any
+Start).
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ class WebSession:
         def replay(signals: Signals, server: MetricsServer) -> None:
             run = Session(a, self.console, trace, fleet, run_dir, manifest, signals, server, OneReplay(),
                           on_line=self.board.on_line)
-            self.board.begin(manifest.run_id, run_dir, fleet.modes, trace.table,
+            self.board.begin(manifest.run_id, fleet.modes, trace.table.num_rows, server.live,
                              lambda: run.stage.scraper.latest_sums() if run.stage is not None else {})
             with self.lock:
                 self.signals, asked = signals, self.stop_asked

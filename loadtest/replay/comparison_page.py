@@ -76,8 +76,7 @@ PAGE = """<!doctype html>
 <th>ITL p99</th><th>E2E p50</th><th>E2E p99</th><th>Output tok/s</th><th>Goodput req/s</th><th>Within SLOs</th>
 <th>Tokens/step</th><th>Server acceptance</th></tr></thead><tbody></tbody></table>
 <p style="font-size: 12px; color: #57606a">Table: every request since the mode's first, latencies in ms.
-Charts: once a second, the requests that ended in the <span id="window">10</span> s up to
-<span id="lag">2</span> s before (so that their records are on disk).</p>
+Charts: once a second, the requests whose records reached disk in the last <span id="window">10</span> s.</p>
 <div class="grid">@CHARTS@</div>
 <script>
 const KEYS = [@KEYS@];
@@ -137,7 +136,6 @@ async function poll() {
     document.getElementById("state").textContent = `${v.state}: ${v.message}` + (v.run_id ? ` (run ${v.run_id})` : "")
       + (v.report ? ` report: ${v.report}` : "");
     if (v.window_s) document.getElementById("window").textContent = v.window_s;
-    if (v.lag_s) document.getElementById("lag").textContent = v.lag_s;
     if (v.modes) { table(v, sel.value); charts(v, sel.value); }
   } catch (e) { document.getElementById("state").textContent = "not answering: " + e; }
   setTimeout(poll, 1000);

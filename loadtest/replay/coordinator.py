@@ -57,7 +57,6 @@ class CoordinatorOptions:
     run_id: str
     mode: str
     start_delay_s: float       # ReplayConfig's
-    lateness_limit_ms: float
     first_row: int = 0         # a resumed soak: the rows before this one are recorded already ...
     resume_at_s: float = 0.0   # ... and the workers' offset 0 is this long before their start
 
@@ -142,7 +141,6 @@ class Coordinator:
         now = self.clock.now()
         self._say_observed()
         self.say(self.progress())
-        self.say(protocol.Live(*self.stats.live()))
         for client_id, w in self.workers.items():
             if w.done is not None:
                 continue
@@ -162,7 +160,7 @@ class Coordinator:
             self.finished = True
             self.close()
             self._say_observed()
-            self.say(protocol.ClientVerdict(self.stats.verdict(self.opts.lateness_limit_ms)))
+            self.say(protocol.Load(self.stats.load()))
             self._say_unwritten(self.recorded())
             self.say(protocol.Finished("completed" if reasons == {"completed"} else sorted(reasons - {"completed"})[0],
                                        self.recorded()))

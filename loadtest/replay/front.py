@@ -224,7 +224,8 @@ def _on_test_stop(environment, **_kw) -> None:
 
 
 def _poll(environment) -> None:
-    """Every second: the board's state and table, and its new records into Locust's statistics."""
+    """Every second: the board's state and table, and what reached the records since into Locust's
+    statistics (one request each, E2E within 1% for the successful ones, 0 for the failed)."""
     while True:
         gevent.sleep(POLL_S)
         try:
@@ -235,9 +236,13 @@ def _poll(environment) -> None:
             continue
         if not Front.asked or view.get("attempt", 0) >= Front.attempt:   # not the board before it took Start
             Front.view = view
-        for mode, status, e2e_ms, tokens in feed:
-            if status == "not_sent":
-                continue
-            environment.events.request.fire(
-                request_type="replay", name=mode, response_time=e2e_ms or 0.0, response_length=tokens or 0,
-                exception=None if status == "ok" else RuntimeError(status), context={})
+        fire = environment.events.request.fire
+        for mode, times, failed, tokens in feed:
+            for e2e_ms, n in times.items():
+                for _ in range(n):
+                    fire(request_type="replay", name=mode, response_time=float(e2e_ms), response_length=tokens,
+                         exception=None, context={})
+            for status, n in failed.items():
+                for _ in range(n):
+                    fire(request_type="replay", name=mode, response_time=0.0, response_length=0,
+                         exception=RuntimeError(status), context={})

@@ -86,7 +86,7 @@ def _on_init(environment, **_kw) -> None:
         runner.register_message("loadtest_abandon", lambda msg, **_: _abandoned())
         runner.register_message("loadtest_stop_now", lambda msg, **_: gevent.spawn(s.replay.stop_now))
     else:
-        s.replay = ShardReplay(opts, parsed.worker_id, tell_command(say, opts.lateness_limit_ms),
+        s.replay = ShardReplay(opts, parsed.worker_id, tell_command(say),
                                request_event(environment))
         index, count = (int(x) for x in parsed.shard.split("/"))
         s.replay.assign(index, count, parsed.worker_id)

@@ -53,7 +53,7 @@ def start_coordinator(environment, opts: ReplayConfig, say: Callable[[protocol.L
     c = Coordinator(
         LocustMaster(environment),
         CoordinatorOptions(str(opts.trace), trace_rows(opts.trace), opts.run_id, opts.mode, opts.start_delay_s,
-                           opts.lateness_limit_ms, opts.first_row, opts.resume_at_s),
+                           opts.first_row, opts.resume_at_s),
         GeventClock(), time.time, say,
         lambda: ParquetSink(opts.records_dir, "master", REQUEST_SCHEMA, ThreadPoolExecutor(1), flush_s=opts.flush_s),
         lambda worker: recorded_ids(opts.records_dir, worker))

@@ -25,8 +25,9 @@ from common.process import child_env, told_when_parent_dies
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
 from loadtest.replay.shards import trace_rows, trace_tenants
-from loadtest.request.exporter import ClientMetrics, Key, key_of
-from loadtest.request.tally import tally_of
+from loadtest.request.client_stats import ClientLoad, verdict
+from loadtest.request.exporter import Key, key_of
+from loadtest.request.tally import LiveTallies, tally_of, tenant_targets
 
 log = logging.getLogger("loadtest")
 WORKER_EXIT_WAIT_S = 10.0  # past a worker's grace for in-flight requests, to write its rows and exit; then killed
@@ -97,7 +98,7 @@ class LocustProcess:
     config: ReplayConfig
     on_message: Callable[[protocol.Line], None] = lambda msg: None
     env: dict[str, str] = field(default_factory=dict)   # for Ray workers: the API key, never on a command line
-    metrics: ClientMetrics | None = None                # the command's /metrics: what the replay records
+    live: LiveTallies | None = None     # the command's tally of every replay (its bars, /metrics and board read it)
     end: ReplayEnd = field(default_factory=ReplayEnd)
     main: subprocess.Popen | None = None
     workers: list[subprocess.Popen] = field(default_factory=list)
@@ -109,6 +110,8 @@ class LocustProcess:
     _reader: threading.Thread | None = None
     _stats_out: TextIO | None = None
     _started_ns: int = 0
+    _targets: dict = field(default_factory=dict)   # tenant -> SLO targets, from the trace
+    _load: ClientLoad | None = None
 
     # ---- start -------------------------------------------------------------------------------
     @property
@@ -118,8 +121,9 @@ class LocustProcess:
     def start(self) -> LocustProcess:
         cfg = self.config
         self._started_ns = time.time_ns()
-        if self.metrics is not None:
-            self.metrics.expect(self._key, trace_tenants(cfg.trace))
+        self._targets = tenant_targets(cfg.trace)
+        if self.live is not None:
+            self.live.expect(self._key, trace_tenants(cfg.trace), self._targets)
         host, port = "127.0.0.1", 0
         if cfg.ray_workers:
             from loadtest.replay.ray_workers import RayWorkers, driver_ip
@@ -162,20 +166,20 @@ class LocustProcess:
 
     # ---- run ---------------------------------------------------------------------------------
     def _take(self, msg: protocol.Line) -> None:
-        if self.metrics is not None and isinstance(msg, protocol.Observed | protocol.Progress):
-            try:   # /metrics is a view: a bad report must not stop this reader (Locust would block on its pipe)
+        if self.live is not None and isinstance(msg, protocol.Observed | protocol.Progress):
+            try:   # the tally is for views: a bad report must not stop this reader (Locust would block on its pipe)
                 if isinstance(msg, protocol.Observed):
-                    self.metrics.add(self._key, msg.tally)
+                    self.live.add(self._key, msg.tally)
                 else:
-                    self.metrics.progress(self._key, msg.in_flight, msg.total)
+                    self.live.progress(self._key, msg.in_flight, msg.total)
             except Exception:
-                log.exception("could not add a replay report to /metrics")
+                log.exception("could not add a replay report to the live tally")
         if isinstance(msg, protocol.Ready):
             with self._lock:
                 self._ready = True
                 self._pass_on()   # the signals that came while it was starting
-        if isinstance(msg, protocol.ClientVerdict):
-            self.end.client = msg.verdict
+        if isinstance(msg, protocol.Load):
+            self._load = msg.load
         elif isinstance(msg, protocol.Finished):
             self.end.reason, self.end.recorded = msg.reason, msg.recorded
         elif isinstance(msg, protocol.NotWritten):
@@ -246,17 +250,15 @@ class LocustProcess:
         self.end.returncode = self.main.returncode
         if self.end.crashed:
             self.end.scheduled = trace_rows(self.config.trace) - self.config.first_row
-        on_disk = None   # the records' tally, read once
-        if self.end.crashed or self.config.distributed:   # what reached the records, whatever the processes said
-            # (an interrupted master counts its workers' last reports: they recorded the rest since)
-            on_disk = tally_of(self.config.records_dir, self._started_ns)
-            self.end.recorded = sum(on_disk.requests.values())
-        if self.metrics is not None:  # what reached us on the way may be short of the records (a lost worker)
-            try:
-                self.metrics.settle(self._key, on_disk if on_disk is not None else
-                                    tally_of(self.config.records_dir, self._started_ns))
-            except Exception:
-                log.exception("could not settle /metrics on the records")
+        # what reached the records, whatever the processes said (an interrupted master counts its
+        # workers' last reports: they recorded the rest since)
+        on_disk = tally_of(self.config.records_dir, self._started_ns, self._targets)
+        if self.end.crashed or self.config.distributed:
+            self.end.recorded = on_disk.total().recorded
+        if self._load is not None:
+            self.end.client = verdict(self._load, on_disk.total(), self.config.lateness_limit_ms)
+        if self.live is not None:  # what reached us on the way may be short of the records (a lost worker)
+            self.live.settle(self._key, on_disk)
         return self.end
 
     def kill(self) -> None:

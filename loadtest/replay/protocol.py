@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import orjson
 
-from loadtest.request.client_stats import StatsReport
+from loadtest.request.client_stats import ClientLoad, StatsReport
 from loadtest.request.tally import TallyReport
 
 PREFIX = "@@"
@@ -49,27 +49,19 @@ class Progress:
 
 
 @dataclass(frozen=True)
-class Live:
-    """Live latency percentiles (ms) from the client's histograms; None while unknown."""
-
-    ttft_p50: float | None
-    ttft_p99: float | None
-    tpot_p50: float | None
-    late_p99: float | None
-
-
-@dataclass(frozen=True)
 class Observed:
-    """The records written since the last Observed, per tenant, for the command's /metrics."""
+    """The records written since the last Observed, per tenant (the one live statistic: the
+    command's bars, /metrics and board read what these add up to)."""
 
     tally: TallyReport
 
 
 @dataclass(frozen=True)
-class ClientVerdict:
-    """The client's report on itself (ClientStats.verdict): lateness, CPU, client_limited."""
+class Load:
+    """How hard the client worked (ClientStats.load), said at the end: the command adds the
+    records' lateness to it for the client's verdict on itself (client_stats.verdict)."""
 
-    verdict: dict
+    load: ClientLoad
 
 
 @dataclass(frozen=True)
@@ -114,10 +106,9 @@ class StopAsked:
     """Stop was pressed: the replays stop gracefully, the rest is recorded as not_sent."""
 
 
-Line = Ready | Progress | Live | Observed | ClientVerdict | Finished | NotWritten | StartAsked | StopAsked
-_LINES: dict[str, type] = {"ready": Ready, "progress": Progress, "live": Live, "observed": Observed,
-                           "client": ClientVerdict, "finished": Finished, "not_written": NotWritten,
-                           "start": StartAsked, "stop": StopAsked}
+Line = Ready | Progress | Observed | Load | Finished | NotWritten | StartAsked | StopAsked
+_LINES: dict[str, type] = {"ready": Ready, "progress": Progress, "observed": Observed, "load": Load,
+                           "finished": Finished, "not_written": NotWritten, "start": StartAsked, "stop": StopAsked}
 
 
 def encode_line(msg: Line) -> str:
@@ -239,7 +230,7 @@ def parse_config(cls: type[Config], text: str) -> Config:
 
 
 # ---- shared ----------------------------------------------------------------------------------
-_NESTED = {"counts": Counts, "stats": StatsReport, "tally": TallyReport, "not_written": NotWritten}
+_NESTED = {"counts": Counts, "stats": StatsReport, "load": ClientLoad, "tally": TallyReport, "not_written": NotWritten}
 
 
 def _name(kinds: dict[str, type], msg: object) -> str:

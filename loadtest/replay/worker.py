@@ -31,7 +31,7 @@ from loadtest.request.client import Clock, execute
 from loadtest.request.client_stats import ClientStats, cpu_seconds
 from loadtest.request.retry import RetryPolicy
 from loadtest.request.sink import ParquetSink, RecordsNotWritten
-from loadtest.request.tally import Tally
+from loadtest.request.tally import Tally, tenant_targets
 
 log = logging.getLogger("loadtest.replay")
 PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
@@ -94,7 +94,8 @@ class ShardReplay:
         self.clock = Clock.now()
         self.retry = RetryPolicy(opts.retry_after == "honour", opts.max_retries)
         self.stats = ClientStats()
-        self.tally = Tally()              # per tenant, what reached the records' parts, for the command's /metrics
+        # per tenant, what reached the records' parts: the one live statistic, shipped to the command
+        self.tally = Tally(tenant_targets(opts.trace))
         self.sink: ParquetSink | None = None
         self.dispatcher: Dispatcher | None = None
         self.recorded = 0
@@ -268,9 +269,9 @@ def request_event(environment) -> Callable[..., None]:
     return fire
 
 
-def tell_command(say: Callable[[protocol.Line], None], lateness_limit: float) -> Callable[[ShardReplay, bool], None]:
-    """A lone replay process's `tell`: progress and live figures on stdout, then the verdict and
-    the end."""
+def tell_command(say: Callable[[protocol.Line], None]) -> Callable[[ShardReplay, bool], None]:
+    """A lone replay process's `tell`: what reached the records and the progress on stdout, then
+    how hard the client worked and the end."""
 
     def tell(replay: ShardReplay, final: bool) -> None:
         replay.stats.cpu_max = max(replay.stats.cpu_max, replay.cpu_share())
@@ -278,9 +279,8 @@ def tell_command(say: Callable[[protocol.Line], None], lateness_limit: float) ->
         if tally:  # before the progress that counts its rows, so /metrics never lags the bar
             say(protocol.Observed(tally))
         say(replay.progress())
-        say(protocol.Live(*replay.stats.live()))
         if final:
-            say(protocol.ClientVerdict(replay.stats.verdict(lateness_limit)))
+            say(protocol.Load(replay.stats.load()))
             if (unwritten := replay.unwritten()) is not None:
                 say(unwritten)
             say(protocol.Finished(replay.end_reason or "failed", replay.on_disk))

@@ -1,46 +1,106 @@
 """The live comparison `loadtest ui` keeps while its modes replay, and serves, on loopback only, to
 the web UI's process (loadtest/replay/front.py), which shows it on the Comparison page.
 
-Once a second the board reads the record parts that reached disk since the last tick (so what it
-shows is what the report will read), adds them to each mode's and tenant's totals, and keeps a
-point of the last WINDOW_S seconds for the charts; the server's acceptance comes from the
-scraper's latest counters. A request to `/board?since=N` answers the state, the table and the
-points after N; `/feed` hands over the records' (mode, status, E2E, tokens) for Locust's own
-statistics in the web UI. Both need the token the front was given (the port is loopback, but
-other users of the machine could reach it).
+It reads the one live statistic (loadtest.request.tally): the table is each mode's and tenant's
+tally since the start, as the command's `LiveTallies` adds it up (what /metrics and the progress
+bars read too); once a second it keeps a point for the charts, the tally of what reached the
+records in the last WINDOW_S seconds (the reports that came in, added up); the server's
+acceptance comes from the scraper's latest counters. A request to `/board?since=N` answers the
+state, the table and the points after N; `/feed` hands over what reached the records since the
+last call, per mode, for Locust's own statistics in the web UI. Both need the token the front was
+given (the port is loopback, but other users of the machine could reach it).
+
+The figures are the report's: goodput is requests within every SLO of their tenant, tokens per
+step is the chunks after each request's first, and latencies and tokens are those of the
+requests that succeeded; the percentiles are within 1% (loadtest.request.histogram).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import secrets
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from analysis.cells import ALL
-from analysis.live import COLUMNS, LAG_S, WINDOW_S, Totals, acceptance, ended_ns, good, groups, window_row
 from analysis.server import ACCEPTED, DRAFT_TOKENS
-from analysis.slo import SLO_COLUMNS, has_targets, join_targets
+from loadtest.records import CLIENT, FAILED, NOT_SENT, OK
 from loadtest.replay import protocol
 from loadtest.replay.front_process import TOKEN_HEADER
+from loadtest.request.exporter import key_of
+from loadtest.request.histogram import bucket_value
+from loadtest.request.tally import LiveTallies, TallyReport, TenantTally, added_up
 
 log = logging.getLogger("loadtest")
 TICK_S = 1.0
+WINDOW_S = 10.0            # the charts' trailing window: each point is what reached the records in 10 s
 HISTORY_POINTS = 3600      # an hour of one-second points; older ones drop off the charts
-FEED_KEEP = 20_000         # records waiting for the front's Locust statistics, at most
+FEED_KEEP = 2_000          # reports waiting for the front's Locust statistics, at most
+QUANTILES = (0.5, 0.9, 0.99)
+LATENCIES = ("ttft", "tpot", "itl", "e2e")
 
 Latest = Callable[[], dict[str, dict[str, dict[str, float]]]]   # Scraper.latest: mode -> replica -> name -> sum
+
+
+def _f(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(float(value), 3)
+
+
+def table_row(t: TenantTally, elapsed_s: float) -> dict:
+    """The table's figures: counts, percentiles (ms), and rates over `elapsed_s`."""
+    per_s = (lambda n: n / elapsed_s) if elapsed_s > 0 else (lambda n: None)
+    outcomes, recorded = t.outcomes, t.recorded
+    row: dict = {"ok": outcomes[OK], "errors": outcomes[FAILED], "client": outcomes[CLIENT],
+                 "not_sent": outcomes[NOT_SENT], "done": recorded - outcomes[NOT_SENT], "good": t.good,
+                 "goodput": _f(per_s(t.good)),
+                 # as the report's goodput share: of every request recorded, not_sent included
+                 "good_share": _f(t.good / recorded) if recorded else None,
+                 "output_tok_s": _f(per_s(t.tokens)), "tokens_per_step": _f(t.tokens_per_step)}
+    for metric in LATENCIES:
+        for q in QUANTILES:
+            row[f"{metric}_p{round(q * 100)}"] = _f(t.quantile(metric, q))
+    return row
+
+
+def window_row(t: TenantTally, window_s: float) -> dict:
+    """The charts' point: what reached the records in a window of `window_s` seconds, per second
+    (requests, errors, goodput, output tokens), the successful requests' p50 and p99 (ms) and
+    their tokens per step."""
+    outcomes = t.outcomes
+    row: dict = {"req_s": _f((t.recorded - outcomes[NOT_SENT]) / window_s), "errors_s": _f(outcomes[FAILED] / window_s),
+                 "goodput": _f(t.good / window_s), "output_tok_s": _f(t.tokens / window_s),
+                 "tokens_per_step": _f(t.tokens_per_step)}
+    for metric in LATENCIES:
+        for q in (0.5, 0.99):
+            row[f"{metric}_p{round(q * 100)}"] = _f(t.quantile(metric, q))
+    return row
+
+
+def acceptance(accepted: float, draft_tokens: float) -> float | None:
+    """The server's acceptance rate from its counters' deltas (None without drafts)."""
+    return _f(accepted / draft_tokens) if draft_tokens > 0 else None
+
+
+def feed_rows(mode: str, report: TallyReport) -> list:
+    """For Locust's statistics: [mode, {E2E ms: requests that succeeded}, {status: requests that
+    failed}, output tokens per successful request] of one report (E2E within 1%)."""
+    t = TenantTally()
+    for entry in report.tenants:
+        t.merge(entry)
+    e2e = t.logs.get("e2e")
+    times = {str(round(bucket_value(i), 3)): n for i, n in e2e.counts.items()} if e2e is not None else {}
+    failed: dict[str, int] = {}
+    for (status, _), n in t.requests.items():
+        if status not in (OK, NOT_SENT):
+            failed[status] = failed.get(status, 0) + n
+    ok = t.outcomes[OK]
+    return [mode, times, failed, round(t.tokens / ok) if ok else 0]
 
 
 class Board:
@@ -55,21 +115,16 @@ class Board:
         self._reset()
 
     def _reset(self) -> None:
-        self.run_dir: Path | None = None
-        self.targets: pa.Table | None = None
+        self.live = LiveTallies()
         self.latest: Latest = dict
         self.progress: dict[str, dict[str, int]] = {}
-        self.totals: dict[tuple[str, str], Totals] = {}
-        self.first_sent: dict[str, float] = {}
-        self.recent: pa.Table | None = None
+        self.arrived: dict[str, deque] = {}     # mode -> (time, TallyReport) of the last WINDOW_S
         self.counters: dict[str, deque] = {}    # mode -> (t, accepted, draft tokens) since the start, recent ticks
         self.server_prev: dict[tuple[str, str], tuple[float, float]] = {}   # (mode, replica) -> last counters
         self.server_sum: dict[str, tuple[float, float]] = {}   # mode -> increases since the start (resets handled)
-        self.last_end: dict[str, float] = {}
         self.points: deque = deque(maxlen=HISTORY_POINTS)
         self.seq = 0
         self.feed: deque = deque(maxlen=FEED_KEEP)
-        self._seen: set[Path] = set()
 
     # ---- what the command tells it ---------------------------------------------------------
     def starting(self, message: str) -> None:
@@ -78,19 +133,22 @@ class Board:
             self.state, self.message, self.report = "starting", message, None
             self.attempt += 1
 
-    def begin(self, run_id: str, run_dir: Path, modes: list[str], trace: pa.Table, latest: Latest) -> None:
-        """A replay of `modes` into `run_dir` starts (the trace's SLO targets judge goodput)."""
+    def begin(self, run_id: str, modes: list[str], total: int, live: LiveTallies, latest: Latest) -> None:
+        """A replay of `modes`, `total` requests each, starts; `live` is the command's tally of it."""
         with self._lock:
-            self.run_id, self.run_dir, self.modes, self.latest = run_id, run_dir, list(modes), latest
-            self.targets = trace.select(["request_id", *SLO_COLUMNS]) if has_targets(trace) else None
-            self.progress = {m: {"total": trace.num_rows, "sent": 0, "done": 0, "not_sent": 0} for m in modes}
+            self.run_id, self.modes, self.live, self.latest = run_id, list(modes), live, latest
+            self.progress = {m: {"total": total, "sent": 0, "done": 0, "not_sent": 0} for m in modes}
+            self.arrived = {m: deque() for m in modes}
             self.state, self.message = "running", f"replaying {', '.join(modes)}"
 
     def on_line(self, mode: str, msg: protocol.Line) -> None:
-        if isinstance(msg, protocol.Progress):
-            with self._lock:
+        with self._lock:
+            if isinstance(msg, protocol.Progress):
                 self.progress[mode] = {"total": msg.total, "sent": msg.sent, "done": msg.done,
                                        "not_sent": msg.not_sent}
+            elif isinstance(msg, protocol.Observed):
+                self.arrived.setdefault(mode, deque()).append((time.time(), msg.tally))
+                self.feed.append(feed_rows(mode, msg.tally))
 
     def refuse(self, message: str) -> None:
         """A Start this session will not take (its one run is over): said in the web UI."""
@@ -98,7 +156,7 @@ class Board:
             self.attempt += 1
             self.state, self.message = "failed", message
 
-    def end(self, state: str, message: str, report: Path | None = None) -> None:
+    def end(self, state: str, message: str, report: object | None = None) -> None:
         """The replay is over (`finished`) or could not start (`failed`); a last tick first."""
         if state == "finished":
             self.tick()
@@ -107,78 +165,48 @@ class Board:
             self.report = str(report) if report is not None else None
 
     # ---- every second ------------------------------------------------------------------------
-    def _new_records(self) -> tuple[pa.Table | None, list[Path]]:
-        """The parts not read yet, as one table (with their targets), and their paths."""
-        if self.run_dir is None or not (self.run_dir / "requests").is_dir():
-            return None, []
-        tables, paths = [], []
-        for path in sorted((self.run_dir / "requests").glob("mode=*/part-*.parquet")):
-            if path in self._seen:
-                continue
-            try:
-                t = pq.read_table(path, columns=[c for c in COLUMNS if c != "mode"])
-            except Exception as exc:   # a part replaced as it was read: the next tick reads it whole
-                log.debug("board: could not read %s: %s", path, exc)
-                continue
-            mode = path.parent.name.removeprefix("mode=")
-            tables.append(t.add_column(0, "mode", pa.array([mode] * t.num_rows, pa.string())))
-            paths.append(path)
-        if not tables:
-            return None, []
-        records = pa.concat_tables(tables)
-        if self.targets is not None:
-            records = join_targets(records, self.targets) or records
-        return records, paths
+    def _tallies(self) -> dict[str, dict[str, TenantTally]]:
+        """mode -> tenant (and ALL) -> its tally since the start."""
+        out = {}
+        for mode in self.modes:
+            tenants = self.live.of(key_of(self.run_id or "", mode))
+            if tenants:
+                out[mode] = {**tenants, ALL: added_up(tenants)}
+        return out
 
     def tick(self) -> None:
         with self._lock:
             if self.state != "running":
                 return
             now = time.time()
-            new, paths = self._new_records()
-            if new is not None and new.num_rows:
-                mask = good(new)
-                for key, rows in groups(new).items():
-                    self.totals.setdefault(key, Totals()).add(new.filter(pa.array(rows)), mask[rows])
-                sent = new["sent_ns"].to_numpy(zero_copy_only=False).astype(np.float64) / 1e9
-                for mode in set(new["mode"].to_pylist()):
-                    mine = sent[pc.equal(new["mode"], mode).to_numpy(zero_copy_only=False)]
-                    if np.isfinite(mine).any():
-                        self.first_sent[mode] = min(self.first_sent.get(mode, np.inf), float(np.nanmin(mine)))
-                new = new.append_column("good", pa.array(mask)).append_column("ended_s", pa.array(ended_ns(new) / 1e9))
-                for mode in set(new["mode"].to_pylist()):
-                    ends = new.filter(pc.equal(new["mode"], mode))["ended_s"].to_numpy()
-                    self.last_end[mode] = max(self.last_end.get(mode, 0.0), float(ends.max()))
-                self.feed.extend(zip(new["mode"].to_pylist(), new["status"].to_pylist(), new["e2e_ms"].to_pylist(),
-                                     new["completion_tokens"].to_pylist(), strict=True))
-                self.recent = new if self.recent is None else pa.concat_tables([self.recent, new])
-            self._seen.update(paths)   # counted: never again
-            upto = now - LAG_S         # the window ends where the records on disk are complete
-            if self.recent is not None:
-                self.recent = self.recent.filter(pc.greater_equal(self.recent["ended_s"], upto - WINDOW_S))
             self._count_server(now)
             self.seq += 1
-            self.points.append({"seq": self.seq, "t": round(upto, 3), "modes": self._window(upto)})
+            self.points.append({"seq": self.seq, "t": round(now, 3), "modes": self._window(now)})
 
-    def _window(self, upto: float) -> dict:
-        """Each mode's and tenant's point: the requests that ended in the WINDOW_S before `upto`."""
+    def _window(self, now: float) -> dict:
+        """Each mode's and tenant's point: what reached the records in the WINDOW_S before `now`."""
         out: dict[str, dict] = {m: {} for m in self.modes}
-        recent = self.recent
-        if recent is not None:
-            recent = recent.filter(pc.less(recent["ended_s"], upto))
-        keys = groups(recent) if recent is not None and recent.num_rows else {}
-        for (mode, tenant) in self.totals:
-            rows = keys.get((mode, tenant))
-            part = recent.filter(pa.array(rows)) if rows is not None else None
+        since = self._tallies()
+        for mode in self.modes:
+            arrived = self.arrived.get(mode, deque())
+            while arrived and arrived[0][0] < now - WINDOW_S:
+                arrived.popleft()
+            window: dict[str, TenantTally] = {}
+            for _, report in arrived:
+                for entry in report.tenants:
+                    window.setdefault(entry.tenant, TenantTally()).merge(entry)
+            first = since.get(mode, {}).get(ALL)
+            started = first.first_sent_ns / 1e9 if first is not None and first.first_sent_ns is not None else None
             # a mode's first seconds: the rates over the time it has run, not over a window it has not filled
-            span = min(WINDOW_S, upto - self.first_sent.get(mode, upto - WINDOW_S))
-            point = (window_row(part, part["good"].to_numpy(zero_copy_only=False), max(span, TICK_S))
-                     if part is not None else {})
-            if tenant == ALL:
-                point["acceptance"] = self._acceptance(mode, window=True)
-                point["in_flight"] = max(0, self.progress.get(mode, {}).get("sent", 0)
-                                         - self.progress.get(mode, {}).get("done", 0))
-            out.setdefault(mode, {})[tenant] = point
+            span = max(TICK_S, min(WINDOW_S, now - started)) if started is not None else WINDOW_S
+            for tenant in since.get(mode, {}):
+                t = added_up(window) if tenant == ALL else window.get(tenant, TenantTally())
+                point = window_row(t, span)
+                if tenant == ALL:
+                    point["acceptance"] = self._acceptance(mode, window=True)
+                    progress = self.progress.get(mode, {})
+                    point["in_flight"] = max(0, progress.get("sent", 0) - progress.get("done", 0))
+                out[mode][tenant] = point
         return out
 
     def _count_server(self, now: float) -> None:
@@ -213,20 +241,25 @@ class Board:
     def view(self, since: int = 0) -> dict:
         with self._lock:
             finished = self.state == "finished"
-            table = {}
-            for (mode, tenant), totals in self.totals.items():   # rates over the mode's first send to its last end
-                end = self.last_end.get(mode, time.time()) if finished else time.time()
-                row = totals.row(max(0.0, end - self.first_sent.get(mode, end)))
-                if tenant == ALL:
-                    row["acceptance"] = self._acceptance(mode, window=False)
-                    progress = self.progress.get(mode, {})   # "done" stays the records'
-                    row.update(total=progress.get("total", 0), sent=progress.get("sent", 0))
-                table.setdefault(mode, {})[tenant] = row
-            tenants = sorted({t for (_, t) in self.totals if t != ALL})
+            table: dict[str, dict] = {}
+            tallies = self._tallies()
+            for mode, tenants in tallies.items():
+                for tenant, t in tenants.items():   # rates over the mode's first send to its last end (or now)
+                    if finished:
+                        elapsed = t.span_s()
+                    else:
+                        elapsed = max(0.0, time.time() - t.first_sent_ns / 1e9) if t.first_sent_ns else 0.0
+                    row = table_row(t, elapsed)
+                    if tenant == ALL:
+                        row["acceptance"] = self._acceptance(mode, window=False)
+                        progress = self.progress.get(mode, {})   # "done" stays the records'
+                        row.update(total=progress.get("total", 0), sent=progress.get("sent", 0))
+                    table.setdefault(mode, {})[tenant] = row
+            names = sorted({t for tenants in tallies.values() for t in tenants if t != ALL})
             return {"state": self.state, "message": self.message, "attempt": self.attempt, "run_id": self.run_id,
-                    "modes": self.modes, "available": self.available, "tenants": tenants, "progress": self.progress,
+                    "modes": self.modes, "available": self.available, "tenants": names, "progress": self.progress,
                     "table": table, "points": [p for p in self.points if p["seq"] > since],
-                    "report": self.report, "window_s": WINDOW_S, "lag_s": LAG_S}
+                    "report": self.report, "window_s": WINDOW_S}
 
     def take_feed(self) -> list:
         with self._lock:
@@ -284,7 +317,7 @@ class BoardServer:
             try:
                 self.board.tick()
             except Exception:   # the board is a view: a bad part must not stop the replay
-                log.exception("the live board could not read the records")
+                log.exception("the live board could not tick")
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()

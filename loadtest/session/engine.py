@@ -26,6 +26,7 @@ from loadtest.manifest import Manifest, ModeRun
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig, ReplayError
 from loadtest.replay.process import LocustProcess, ReplayEnd
+from loadtest.request.exporter import key_of
 from loadtest.session.bringup import BringUp
 from loadtest.session.guard import Interrupted
 from loadtest.session.inputs import FleetChoice, Trace, default_workers
@@ -159,12 +160,12 @@ class Session:
         def show(msg: protocol.Line) -> None:
             if isinstance(msg, protocol.Progress):
                 progress.update(task, completed=msg.done, total=msg.total, counts=progress_counts(msg))
-            elif isinstance(msg, protocol.Live):
-                progress.update(task, live=live_text(msg))
+            elif isinstance(msg, protocol.Observed):   # added up by the process's reader, as /metrics reads it
+                progress.update(task, live=live_text(self.metrics.live.of(key_of(config.run_id, mode))))
             if self.on_line is not None:
                 self.on_line(mode, msg)
 
-        process = LocustProcess(config, show, {a.api_key_env: key} if key else {}, metrics=self.metrics.metrics)
+        process = LocustProcess(config, show, {a.api_key_env: key} if key else {}, live=self.metrics.live)
         self.signals.watch(process)
         try:
             if self.signals.count >= 3:   # killed before it started, as a third signal asks: nothing to record

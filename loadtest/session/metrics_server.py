@@ -30,6 +30,7 @@ from common import files
 from common.login import CHALLENGE, authorized, bind_error, credentials, is_loopback, login_problem
 from loadtest.manifest import Manifest
 from loadtest.request.exporter import ClientMetrics
+from loadtest.request.tally import LiveTallies
 from loadtest.session.options import MetricsOptions
 
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
@@ -69,7 +70,8 @@ class MetricsServer:
     def __init__(self, host: str, port: int, run_dir: Path | None, linger_s: float = 0.0,
                  enabled: bool = True) -> None:
         self.host, self.port, self.run_dir, self.linger_s, self.enabled = host, port, run_dir, linger_s, enabled
-        self.metrics = ClientMetrics()
+        self.live = LiveTallies()   # every replay's tally: what /metrics serves, the bars and the board show
+        self.metrics = ClientMetrics(self.live)
         self.replicas: dict[str, list[tuple[str, str]]] = {}
         self._server: WSGIServer | None = None
         self._lock = threading.Lock()
