@@ -1,17 +1,24 @@
 """Two runs of the same requests, compared: per mode and tenant, how each gated latency percentile
 moved from BASE to NEW, paired by request (only requests that succeeded in both count), with a
 paired bootstrap 95% interval on the ratio NEW / BASE. A metric regressed when it got worse by
-more than the threshold and the interval says it got worse at all (its low end is above 1)."""
+more than the threshold and the interval says it got worse at all (its low end is above 1).
+
+Requests pair only when both runs' traces hold the same request: the same id, tenant, API,
+prompt or messages and max_tokens, sent at the same offset (`common_requests`). Every trace
+numbers its requests from r000000, so ids alone would pair the prompts of unrelated scenarios."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 
 from analysis.long_summary import ALL
+from analysis.reader import read_requests
 from analysis.stats import Ratio, floats, paired_quantile_ratio_ci
 from loadtest.records import OK
 
@@ -50,6 +57,76 @@ class Change:
         if self.ratio.low > 1:
             return "regressed" if self.ratio.value > 1 + max_regression else "worse (within threshold)"
         return "better"
+
+
+# What makes two trace rows the same request (the body it sends and when), and when it is sent
+CONTENT = ("tenant", "api", "prompt", "messages", "max_tokens")
+SCHEDULE = ("offset_s",)
+
+
+@dataclass(frozen=True)
+class Common:
+    """The requests both runs' traces hold, the same in both: their ids, and each trace's size."""
+
+    ids: pa.Array
+    base: int
+    new: int
+
+    def text(self) -> str:
+        n = len(self.ids)
+        if n == self.base == self.new:
+            return f"paired by request: the same {n:,} requests in both"
+        return f"paired by request: the {n:,} requests both traces hold (BASE has {self.base:,}, NEW {self.new:,})"
+
+
+def read_trace(run_dir: Path) -> pa.Table:
+    """A run's trace (a soak's trace/ folder of parts too), the columns that identify a request."""
+    path, folder = Path(run_dir) / "trace.parquet", Path(run_dir) / "trace"
+    source = path if path.is_file() else folder if folder.is_dir() else None
+    if source is None:
+        raise CompareError(f"{run_dir}: no trace.parquet, so nothing says which requests it replayed")
+    return ds.dataset(source, format="parquet").to_table(columns=["request_id", *CONTENT, *SCHEDULE])
+
+
+def _fingerprint(t: pa.Table, columns: tuple[str, ...]) -> pa.Array:
+    """Per row, one string of `columns`' values (a null written apart from any text)."""
+    parts = [pc.fill_null(t[c].cast(pa.string()), "\x00null") for c in columns]
+    return pc.binary_join_element_wise(*parts, "\x1f").combine_chunks()
+
+
+def common_requests(base: pa.Table, new: pa.Table, base_name: str = "BASE", new_name: str = "NEW") -> Common:
+    """The requests both traces hold, the same in both (`read_trace`'s tables); CompareError when
+    there is none, or when the same requests were sent on different schedules (another rate
+    scale: their latencies were measured under different loads)."""
+    def keyed(t: pa.Table) -> pa.Table:
+        return pa.table({"request_id": t["request_id"], "content": _fingerprint(t, CONTENT),
+                         "schedule": _fingerprint(t, SCHEDULE)})
+
+    b, n = keyed(base), keyed(new)
+    same = b.join(n.rename_columns(["request_id", "content", "new_schedule"]), ["request_id", "content"],
+                  join_type="inner")
+    if not same.num_rows:
+        raise CompareError(f"{base_name} and {new_name} replayed different traces: no request is the same in both "
+                           "(compare runs of the same scenario and seed, or of the same --trace file)")
+    on_time = pc.equal(same["schedule"], same["new_schedule"])
+    if not pc.all(on_time).as_py():
+        raise CompareError(f"{base_name} and {new_name} sent the same requests on different schedules (another "
+                           "--rate-scale or --requests): their latencies were measured under different loads")
+    return Common(same.sort_by("request_id")["request_id"].combine_chunks(), base.num_rows, new.num_rows)
+
+
+COMPARED = ["mode", "tenant", "request_id", "status", "ttft_ms", "tpot_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms"]
+
+
+def read_compared(base_dir: Path, new_dir: Path) -> tuple[Common, pa.Table, pa.Table]:
+    """Two run folders' records of the requests both replayed, the same in both (`common_requests`)."""
+    for folder in (base_dir, new_dir):
+        if not (folder / "requests").is_dir():
+            raise CompareError(f"{folder}: not a run folder (no requests/)")
+    common = common_requests(read_trace(base_dir), read_trace(new_dir), str(base_dir), str(new_dir))
+    keep = pc.field("request_id").isin(common.ids)
+    base, new = (read_requests(folder, columns=COMPARED, filter=keep) for folder in (base_dir, new_dir))
+    return common, base, new
 
 
 def _ok(t: pa.Table, mode: str) -> pa.Table:

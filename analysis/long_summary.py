@@ -17,7 +17,8 @@ Metrics (latencies in ms, over requests that succeeded unless said):
   `steady_window_s` (`length`), `goodput_share` (of all scheduled); `in_flight` (`mid`, `end`:
   requests arrived and not done halfway through the arrivals and at the last one; `peak`: the
   most successful requests between send and last token at once), `arrival_span_s` (`length`:
-  first to last scheduled time) and `offered_req_per_s` (`trace`: scheduled requests over that
+  first to last scheduled time), `sent_span_s` (`length`: first to last send, shorter when the
+  replay was stopped) and `offered_req_per_s` (`trace`: scheduled requests over the arrival
   span), tenant `all`;
 - `tokens_per_step` (client: completion tokens after the first chunk over chunks after the
   first), `tokens_per_chunk`; the server's `acceptance_rate`, `mean_acceptance_length`,
@@ -129,6 +130,8 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
             e2e_p99 = next((v for metric, stat, v, _, _ in rows[(mode, ALL)] if (metric, stat) == ("e2e_ms", "p99")),
                            math.nan)
             sent_at = arrivals[s][sent[s]]
+            _add(rows, (mode, ALL), "sent_span_s", "length", (int(sent_at.max()) - int(sent_at.min())) / 1e9
+                 if len(sent_at) else 0.0)
             windows[mode] = steady_window(int(sent_at.min()), int(sent_at.max()), e2e_p99) if len(sent_at) else None
             mine = cells.order[s]
             in_steady[mine] = in_window(last_ns[mine], ok[mine], windows[mode])

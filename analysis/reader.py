@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from loadtest.records import ADDED_COLUMNS, REQUEST_SCHEMA, STATUSES
+from loadtest.request.compact import record_parts
 
 
 class ContractError(ValueError):
@@ -22,7 +23,11 @@ def requests_dataset(run_dir: Path) -> ds.Dataset:
     folder = Path(run_dir) / "requests"
     if not folder.is_dir():
         raise ContractError(f"{folder}: no request records (not a loadtest run folder?)")
-    return ds.dataset(folder, format="parquet", partitioning="hive")
+    # the record files of every mode, less the parts a compacted file already holds
+    paths = [str(p) for mode_dir in sorted(folder.glob("mode=*")) for p in record_parts(mode_dir)]
+    if not paths:
+        return ds.dataset(folder, format="parquet", partitioning="hive")
+    return ds.dataset(paths, format="parquet", partitioning="hive", partition_base_dir=str(folder))
 
 
 def read_requests(run_dir: Path, columns: list[str] | None = None, filter: pc.Expression | None = None) -> pa.Table:

@@ -36,6 +36,7 @@ class RunAnalysis:
     by_tenant: dict = field(default_factory=dict)           # tenant -> mode -> speedup (tenant_speedups)
     slos: list[Attainment] | None = None                 # None: the trace sets no SLO
     steady_note: str | None = None
+    stopped_note: str | None = None                         # the run was stopped: what that leaves out
     limited: list[str] = field(default_factory=list)        # client-limited modes, said as a reader must see it
     skipped: dict[str, str] = field(default_factory=dict)   # mode -> why --skip-unavailable left it out
     checks: list[ErrorCheck] = field(default_factory=list)  # the error gate per mode (when asked)
@@ -45,12 +46,25 @@ class RunAnalysis:
         return not self.summaries
 
 
+def stopped_note(manifest: Manifest, modes: list[str]) -> str | None:
+    """What a run that was stopped (a signal, Stop in the web UI) leaves out: its figures are of
+    the requests sent before the stop, and the modes it never reached have none (None when it was
+    not stopped)."""
+    if manifest.status != "interrupted":
+        return None
+    never = [m for m in modes if m not in manifest.skipped
+             and (m not in manifest.mode_runs or manifest.mode_runs[m].end in (None, "not started"))]
+    return ("interrupted (stopped before its trace ended): the figures are of the requests sent before the stop, "
+            "the rest recorded as not sent" + (f"; never started: {', '.join(never)}" if never else ""))
+
+
 def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                 max_error_share: float | None = None) -> RunAnalysis:
     """Summarise the run's records into its files (summary.parquet in long format, modes.parquet,
     tenant_speedups.parquet, report.md, report.html), put each tenant's SLOs in the manifest, and
     with `max_error_share` check each mode's errors. A run without records gives an empty one."""
-    found = RunAnalysis(manifest.run_id, manifest.status, list(modes), skipped=dict(manifest.skipped))
+    found = RunAnalysis(manifest.run_id, manifest.status, list(modes), skipped=dict(manifest.skipped),
+                        stopped_note=stopped_note(manifest, modes))
     # every column but the chunk lists; those are read a mode at a time (the long summary's chunks_of)
     table = read_requests(run_dir, columns=SCALAR_COLUMNS) if (run_dir / "requests").exists() else None
     if table is None or not table.num_rows:
@@ -80,11 +94,11 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
         manifest.slos = [{"mode": a.mode, "tenant": a.tenant, "passed": a.passed, "met_share": a.share,
                           "checks": {m: {"p99_ms": v, "target_ms": t} for m, (v, t) in a.checks.items()}}
                          for a in found.slos]
-    found.steady_note = steady_state_note(found.summaries)
+    found.steady_note = steady_state_note(found.summaries, stopped=found.stopped_note is not None)
     found.limited = [f"{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies include the "
                      "client's own delay; add workers (--workers) or client machines"
                      for mode, mr in manifest.mode_runs.items() if mr.client and mr.client.get("client_limited")]
-    notes = [*([found.steady_note] if found.steady_note else []), *found.limited,
+    notes = [*(n for n in (found.stopped_note, found.steady_note) if n), *found.limited,
              *(f"{mode}: skipped (--skip-unavailable): {why}" for mode, why in manifest.skipped.items())]
     about = (f"Run **{manifest.status}**: {manifest.requests:,} requests of scenario `{manifest.scenario.get('name')}` "
              f"against fleet `{manifest.fleet.get('name')}`, modes {', '.join(present)}.")

@@ -29,6 +29,7 @@ class ModeSummary:
     out_tok_per_s: float   # completion tokens (from usage) per second, the same
     offered_req_per_s: float   # scheduled requests / the span of their scheduled times (nan: closed loop)
     arrival_span_s: float      # first to last scheduled time
+    sent_span_s: float         # first to last send (shorter when the replay was stopped)
     peak_in_flight: int        # most requests between send and last token at once (ok requests)
     steady: bool               # it had a steady window (analysis.steady)
     ttft_p50_ms: float
@@ -83,6 +84,7 @@ def mode_summaries(long: pa.Table, modes: list[str]) -> list[ModeSummary]:
             out_tok_per_s=get("out_tok_per_s", "rate"),
             offered_req_per_s=get("offered_req_per_s", "trace"),
             arrival_span_s=get("arrival_span_s", "length", 0.0),
+            sent_span_s=get("sent_span_s", "length", 0.0),
             peak_in_flight=int(get("in_flight", "peak", 0.0)),
             steady=not math.isnan(steady_s),
             ttft_p50_ms=get("ttft_ms", "p50"),

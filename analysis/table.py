@@ -106,13 +106,16 @@ def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str,
     return t
 
 
-def steady_state_note(summaries: list[ModeSummary]) -> str | None:
-    """A warning when the arrivals were too short for a steady state (None when they were not)."""
-    short = [s for s in summaries if s.ok and not s.steady and s.arrival_span_s > 0]
+def steady_state_note(summaries: list[ModeSummary], stopped: bool = False) -> str | None:
+    """A warning when the sends were too short for a steady state (None when they were not);
+    `stopped`: the replay was stopped before its trace ended, which is why."""
+    short = [s for s in summaries if s.ok and not s.steady and s.sent_span_s > 0]
     if not short:
         return None
-    worst = max(short, key=lambda s: s.e2e_p99_ms)
-    return (f"too short for a steady state ({', '.join(s.mode for s in short)}): arrivals lasted "
-            f"{worst.arrival_span_s:,.1f} s, less than {STEADY_SPAN_OVER_E2E_P99:g} x the E2E p99 "
-            f"({worst.e2e_p99_ms / 1e3:,.1f} s in {worst.mode}) the in-flight count needs to settle, so no throughput "
-            "is given (replay more requests: --requests)")
+    worst = min(short, key=lambda s: s.sent_span_s / s.e2e_p99_ms * 1e3)
+    why = (f"the replay was stopped after {worst.sent_span_s:,.1f} s of sending" if stopped
+           else f"sends lasted {worst.sent_span_s:,.1f} s")
+    return (f"too short for a steady state ({', '.join(s.mode for s in short)}): {why}, less than "
+            f"{STEADY_SPAN_OVER_E2E_P99:g} x the E2E p99 ({worst.e2e_p99_ms / 1e3:,.1f} s in {worst.mode}) the "
+            "in-flight count needs to settle, so no throughput is given"
+            + ("" if stopped else " (replay more requests: --requests)"))

@@ -4,11 +4,15 @@ that cannot be compared (exit 2)."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from analysis.stats import paired_quantile_ratio_ci
+from scenarios.spec import load_scenario
+from scenarios.trace import build_trace, write_trace
 from tests.conftest import DATA, cli, sim_server
 
 pytestmark = pytest.mark.e2e
@@ -49,6 +53,16 @@ def test_compare_flags_a_slower_server_passes_a_faster_one_and_refuses_unrelated
     unrelated = cli("compare", base, other)
     assert unrelated.returncode == 2, unrelated.stdout + unrelated.stderr
     assert "the runs have no mode in common (BASE: baseline; NEW: eagle)" in unrelated.stderr
+    itself = cli("compare", base, base)
+    assert itself.returncode == 0, itself.stdout + itself.stderr
+    assert "paired by request: the same 40 requests in both" in itself.stdout.replace("\n", " ")
+    elsewhere = tmp_path / "elsewhere"   # the same records beside another scenario's trace
+    shutil.copytree(base, elsewhere)
+    chat = build_trace(load_scenario("chat")[0], requests=40, seed=7)
+    write_trace(chat, elsewhere / "trace.parquet", "chat", "0" * 64)
+    unpaired = cli("compare", base, str(elsewhere))
+    assert unpaired.returncode == 2 and "\n" not in unpaired.stderr.strip()
+    assert "replayed different traces: no request is the same in both" in unpaired.stderr
     missing = cli("compare", base, str(tmp_path / "nope"))
     assert missing.returncode == 2 and "nope: not a run folder (no requests/)" in missing.stderr
     bad = cli("compare", base, slower, "--metric", "e2e_max")

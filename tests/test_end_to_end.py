@@ -165,6 +165,10 @@ def test_a_signal_stops_gracefully_and_keeps_every_record(tmp_path, sig, fleet, 
     unsent = re.search(r"· ([\d,]+) not sent", bars["baseline"])
     assert "interrupted:" in bars["baseline"] and unsent, bars
     assert "waiting" in bars["draft"] and "-:--:--" in bars["draft"], bars  # never started: no time
+    said = " ".join(output.split())   # the console's and report.md's note on what the stop left out
+    assert "interrupted (stopped before its trace ended)" in said and "never started: draft" in said, output
+    assert "never started: draft" in (run_dir / "report.md").read_text()
+    assert "arrivals lasted" not in said and "replay more requests" not in said, output
     records = read_requests(run_dir)
     assert records.filter(pc.equal(records["status"], "not_sent")).num_rows == int(unsent.group(1).replace(",", ""))
     assert set(records["mode"].to_pylist()) == {"baseline"}  # the second mode never started

@@ -132,9 +132,17 @@ def test_offered_and_done_rates_peak_in_flight_and_the_steady_state():
     assert s.peak_in_flight == 6 and not s.steady  # 0.9 s < 2 x 600 ms: a burst being drained
     assert math.isnan(s.req_per_s) and math.isnan(s.out_tok_per_s)     # so no throughput is given
     note = steady_state_note([s])
-    assert note.startswith("too short for a steady state (baseline): arrivals lasted 0.9 s, less than 2 x the "
-                           "E2E p99 (0.6 s in baseline)")
+    assert note.startswith("too short for a steady state (baseline): sends lasted 0.9 s, less than 2 x the "
+                           "E2E p99 (0.6 s in baseline)") and note.endswith("(replay more requests: --requests)")
     assert steady_state_note(summarize(short, ["baseline"])) is None
+    # stopped after the first 4 sends (0.3 s of the 0.9 s scheduled): the stop is why, not the trace
+    stopped = pa.Table.from_pylist([_rec("baseline", i, 200.0, "ok" if i < 4 else "not_sent") for i in range(10)],
+                                   schema=REQUEST_SCHEMA)
+    (s,) = summarize(stopped, ["baseline"])
+    assert s.arrival_span_s == pytest.approx(0.9) and s.sent_span_s == pytest.approx(0.3) and not s.steady
+    assert steady_state_note([s], stopped=True) == (
+        "too short for a steady state (baseline): the replay was stopped after 0.3 s of sending, less than 2 x the "
+        "E2E p99 (0.2 s in baseline) the in-flight count needs to settle, so no throughput is given")
 
 
 def test_peak_in_flight_against_a_brute_force_count():

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.table import Table
 
-from analysis.compare import DEFAULT_METRICS, CompareError, compare_runs
+from analysis.compare import DEFAULT_METRICS, CompareError, compare_runs, read_compared
 from analysis.long_summary import LONG_SCHEMA
 from analysis.markdown import runs_markdown
-from analysis.reader import ContractError, read_requests
+from analysis.reader import ContractError
 from analysis.run_analysis import analyse_run
 from analysis.sweep import plan_vs_measured
 from common import exits, files
@@ -119,24 +119,17 @@ def main(args: ReportOptions) -> int:
     return exits.OK
 
 
-COMPARED = ["mode", "tenant", "request_id", "status", "ttft_ms", "tpot_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms"]
-
-
 def compare(args: CompareOptions) -> int:
     console = new_console()
     try:
-        tables = []
-        for text in (args.base or "", args.new or ""):
-            if not (Path(text) / "requests").is_dir():
-                raise CompareError(f"{text}: not a run folder (no requests/)")
-            tables.append(read_requests(Path(text), columns=COMPARED))
-        changes = compare_runs(*tables, args.metric or list(DEFAULT_METRICS))
+        common, base, new = read_compared(Path(args.base or ""), Path(args.new or ""))
+        changes = compare_runs(base, new, args.metric or list(DEFAULT_METRICS))
     except (CompareError, ContractError) as exc:
         print_error("loadtest compare", str(exc))
         return exits.BAD_INPUT
     limit = args.max_regression
     table = Table("mode", "tenant", "metric", "base ms", "new ms", "new / base (95% CI)", "verdict",
-                  title=f"{args.new} against {args.base} (paired by request)", header_style="bold")
+                  title=f"{args.new} against {args.base} ({common.text()})", header_style="bold")
     colour = {"regressed": "red bold", "better": "green", "worse (within threshold)": "yellow"}
     for c in changes:
         verdict = c.verdict(limit)

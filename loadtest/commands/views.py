@@ -12,6 +12,8 @@ from analysis.table import mode_table, slo_table, tenant_table
 
 def show_run(console: Console, found: RunAnalysis, slo_details: bool = False) -> None:
     """The run's tables and notes (`slo_details`: each SLO a tenant missed, as --slo-gate fails on)."""
+    if found.stopped_note:
+        console.print(f"[yellow]{found.stopped_note}[/yellow]", soft_wrap=True)
     if found.empty:
         return
     console.print(mode_table(found.summaries, title=f"{found.run_id} ({found.status})", skipped=found.skipped))

@@ -26,6 +26,7 @@ from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
 from loadtest.replay.shards import trace_rows, trace_tenants
 from loadtest.request.client_stats import ClientLoad, verdict
+from loadtest.request.compact import compact
 from loadtest.request.exporter import Key, key_of
 from loadtest.request.tally import LiveTallies, tally_of, tenant_targets
 
@@ -259,6 +260,10 @@ class LocustProcess:
             self.end.client = verdict(self._load, on_disk.total(), self.config.lateness_limit_ms)
         if self.live is not None:  # what reached us on the way may be short of the records (a lost worker)
             self.live.settle(self._key, on_disk)
+        try:   # the many small parts flushed on the way become a few files (nothing writes there now)
+            compact(self.config.records_dir)
+        except Exception as exc:   # the parts stay, whole: the dataset is as valid, only in more files
+            log.warning("could not compact the records in %s (%s): its part files stay", self.config.records_dir, exc)
         return self.end
 
     def kill(self) -> None:

@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from common.vllm_buckets import INTER_TOKEN_LATENCY_BUCKETS, REQUEST_LATENCY_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS
 from loadtest.records import OK, OUTCOMES, SLO_COLUMNS, meets_slos, outcome_of
+from loadtest.request.compact import record_parts
 from loadtest.request.histogram import LogHistogram
 
 # vLLM's inter-token buckets, with 1, 2.5, 5 and 7.5 ms added below its first (10 ms)
@@ -374,7 +375,7 @@ def tally_of(records_dir: Path, since_ns: int | None = None,
     """The tally of the records in a mode's folder (only rows scheduled from `since_ns` on): what
     the command settles its tally to when a replay ends, whatever reached it on the way."""
     out = Tally(targets or {})
-    parts = sorted(Path(records_dir).glob("part-*.parquet"))
+    parts = record_parts(Path(records_dir))
     if not parts:
         return out
     table = ds.dataset(parts, format="parquet").to_table(columns=TALLY_COLUMNS)

@@ -90,7 +90,7 @@ class Session:
                                self.manifest, self.run_dir, self.args.PROG, stack)
             bringup = BringUp(fleet, self.choice.modes, self.manifest, self.run_dir, self.console,
                               processes.parallel_modes)
-            progress = stack.enter_context(mode_progress(self.console))
+            progress = stack.enter_context(mode_progress(self.console, self.args.folder.progress_every))
             modes = self.choice.modes
             tasks = {m: progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting", live="")
                      for m in modes}

@@ -1,19 +1,65 @@
 """A replaying command's progress while it runs: one bar per mode, with what was done, sent and
-never sent, and the client's live latencies (from the replay's tally, loadtest.request.tally)."""
+never sent, and the client's live latencies (from the replay's tally, loadtest.request.tally).
+Without a terminal (a log file, CI, nohup, a scheduled job) the bars are drawn only at the end, so
+a line per running mode goes to the output every `--progress-every` seconds instead, as Locust's
+headless statistics lines do."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, Task, TextColumn, TimeElapsedColumn
 
 from loadtest.replay import protocol
 from loadtest.request.tally import TenantTally, added_up
 
 
-def mode_progress(console: Console) -> Progress:
-    """One bar per mode: what was done, sent and never sent, and the mode's own replay time."""
-    return Progress(TextColumn("{task.description:>10}"), BarColumn(), TextColumn("{task.fields[counts]}"),
-                    TimeElapsedColumn(), TextColumn("{task.fields[live]}"), console=console)
+@contextmanager
+def mode_progress(console: Console, log_every_s: float) -> Iterator[Progress]:
+    """One bar per mode: what was done, sent and never sent, and the mode's own replay time; on a
+    console that is not a terminal, also a line per running mode every `log_every_s` seconds."""
+    progress = Progress(TextColumn("{task.description:>10}"), BarColumn(), TextColumn("{task.fields[counts]}"),
+                        TimeElapsedColumn(), TextColumn("{task.fields[live]}"), console=console)
+    with progress:
+        if console.is_terminal:
+            yield progress
+            return
+        stop = threading.Event()
+        thread = threading.Thread(target=_log_lines, args=(progress, console, log_every_s, stop), daemon=True,
+                                  name="loadtest-progress-log")
+        thread.start()
+        try:
+            yield progress
+        finally:
+            stop.set()
+            thread.join(timeout=5)
+
+
+def _log_lines(progress: Progress, console: Console, every_s: float, stop: threading.Event) -> None:
+    while not stop.wait(every_s):
+        for task in list(progress.tasks):
+            if task.started and not task.finished and task.stop_time is None:
+                console.print(log_line(task), soft_wrap=True, highlight=False)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    m, s = divmod(round(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def log_line(task: Task) -> str:
+    """`10:31:05 baseline: 80/300 done · 88 sent · TTFT p50 … ms · 0m41s in, ETA 1m52s`: ETA from
+    the done rate so far (rich's estimate), - before it has one."""
+    live = task.fields.get("live") or ""
+    return (f"{time.strftime('%H:%M:%S')} {task.description}: {task.fields.get('counts', '')}"
+            + (f" · {live}" if live else "") + f" · {_duration(task.elapsed)} in, ETA {_duration(task.time_remaining)}")
 
 
 def progress_counts(p: protocol.Progress) -> str:

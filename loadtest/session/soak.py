@@ -24,6 +24,7 @@ from common import files
 from common.times import utc_now
 from loadtest.manifest import Manifest
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from loadtest.request.compact import record_parts
 from loadtest.request.sink import ParquetSink
 from loadtest.session.inputs import FleetChoice, choose_fleet, new_run_dir
 from loadtest.session.metrics_server import MetricsServer
@@ -209,7 +210,7 @@ def _drop_placeholders(folder: Path, after: int) -> int:
     """Remove the `not_sent` records an interrupted replay wrote for rows after row `after` (they
     were never sent: the resumed soak sends them), rewriting each part file atomically."""
     dropped = 0
-    for part in sorted(folder.glob("part-*.parquet")):
+    for part in record_parts(folder):
         table = pq.read_table(part)
         drop = pc.and_(pc.equal(table["status"], "not_sent"), pc.greater(_index(table["request_id"]), after))
         n = pc.sum(drop.cast("int64")).as_py() or 0
