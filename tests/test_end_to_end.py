@@ -19,6 +19,7 @@ import pytest
 
 from analysis.reader import read_requests
 from loadtest.records import STATUSES
+from loadtest.request.compact import replaced_by
 from tests.conftest import DATA, ROOT, loadtest, pid_alive
 
 pytestmark = pytest.mark.e2e
@@ -204,7 +205,9 @@ def test_a_lost_worker_is_noticed_and_its_share_recorded(tmp_path, world_fleet):
     assert lost.num_rows > 0
     assert all("lost" in e for e in lost["error"].to_pylist())
     assert set(lost["status"].to_pylist()) <= {"not_sent", "error"}
-    assert "master" in {p.name.split("-")[1] for p in (run_dir / "requests" / "mode=baseline").glob("part-*")}
+    folder = run_dir / "requests" / "mode=baseline"   # its parts, compacted into one file when the replay ended
+    assert [p.name for p in folder.iterdir()] == ["part-compact-00000.parquet"]
+    assert "master" in {name.split("-")[1] for name in replaced_by(folder / "part-compact-00000.parquet")}
     for pid in pids:
         assert not pid_alive(pid)
 

@@ -1,5 +1,6 @@
 """`loadtest run ... > log`: without a terminal the bars are drawn only at the end, so the log gets a
-progress line per running mode at a steady interval while it runs (nohup, CI, a CronJob)."""
+progress line per running mode at a steady interval while it runs (nohup, CI, a CronJob); and the
+dataset it leaves is one file per mode."""
 
 from __future__ import annotations
 
@@ -39,3 +40,6 @@ def test_a_run_into_a_log_file_says_how_far_each_mode_is_while_it_runs(tmp_path,
     assert seen_running is not None, text
     assert 0 <= int(seen_running.group(1)) <= int(seen_running.group(2)) <= 60
     assert "TTFT p50" in text and "Traceback" not in text
+    # and the mode's part files (one a second) were compacted into one when its replay ended
+    (folder,) = (tmp_path / "results").glob("*/requests/mode=baseline")
+    assert [p.name for p in folder.iterdir()] == ["part-compact-00000.parquet"]

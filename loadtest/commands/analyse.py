@@ -129,7 +129,7 @@ def compare(args: CompareOptions) -> int:
         return exits.BAD_INPUT
     limit = args.max_regression
     table = Table("mode", "tenant", "metric", "base ms", "new ms", "new / base (95% CI)", "verdict",
-                  title=f"{args.new} against {args.base} ({common.text()})", header_style="bold")
+                  title=f"{args.new} against {args.base}", header_style="bold")
     colour = {"regressed": "red bold", "better": "green", "worse (within threshold)": "yellow"}
     for c in changes:
         verdict = c.verdict(limit)
@@ -138,6 +138,7 @@ def compare(args: CompareOptions) -> int:
                       f"{r.value:.3f} [{r.low:.3f}, {r.high:.3f}]",
                       f"[{colour[verdict]}]{verdict}[/{colour[verdict]}]" if verdict in colour else verdict)
     console.print(table)
+    console.print(common.text(), soft_wrap=True)
     regressed = [c for c in changes if c.verdict(limit) == "regressed"]
     for c in regressed:
         console.print(f"[red bold]gate failed: {c.mode}/{c.tenant} {c.metric} regressed {c.ratio.value - 1:+.1%} "

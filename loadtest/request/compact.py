@@ -28,7 +28,8 @@ FILE_ROWS = 250_000               # rows in one compacted file at most (a 50,000
 ROW_GROUP_ROWS = 32_768           # rows per row group (readers skip by row group statistics)
 
 
-def _replaced(path: Path) -> list[str]:
+def replaced_by(path: Path) -> list[str]:
+    """The names of the part files a compacted file holds."""
     meta = pq.read_schema(path).metadata or {}
     return json.loads(meta.get(REPLACES, b"[]"))
 
@@ -36,7 +37,7 @@ def _replaced(path: Path) -> list[str]:
 def record_parts(folder: Path) -> list[Path]:
     """A mode's record files, in order, without the parts a compacted file already holds."""
     parts = sorted(Path(folder).glob("part-*.parquet"))
-    held = {name for p in parts if p.name.startswith(PREFIX) for name in _replaced(p)}
+    held = {name for p in parts if p.name.startswith(PREFIX) for name in replaced_by(p)}
     return [p for p in parts if p.name not in held]
 
 
