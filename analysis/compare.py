@@ -1,7 +1,9 @@
 """Two runs of the same requests, compared: per mode and tenant, how each gated latency percentile
 moved from BASE to NEW, paired by request (only requests that succeeded in both count), with a
 paired bootstrap 95% interval on the ratio NEW / BASE. A metric regressed when it got worse by
-more than the threshold and the interval says it got worse at all (its low end is above 1).
+more than the threshold and the interval says it got worse at all (its low end is above 1). A
+percentile over fewer pairs than it needs (analysis.stats.supported_count: a p99 368) is neither:
+"too few to judge", which fails no gate.
 
 Requests pair only when both runs' traces hold the same request: the same id, tenant, API,
 prompt or messages and max_tokens, sent at the same offset (`common_requests`). Every trace
@@ -19,7 +21,7 @@ import pyarrow.dataset as ds
 
 from analysis.long_summary import ALL
 from analysis.reader import read_requests
-from analysis.stats import Ratio, floats, paired_quantile_ratio_ci
+from analysis.stats import Ratio, floats, paired_quantile_ratio_ci, supported_count
 from loadtest.records import OK
 
 COLUMNS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms", "ttft_sched": "ttft_sched_ms",
@@ -50,8 +52,15 @@ class Change:
     base: float
     new: float
     ratio: Ratio            # new / base, paired, with its interval
+    needs: int = 0          # pairs the percentile needs to be judged at all (analysis.stats.supported_count)
+
+    @property
+    def too_few(self) -> bool:
+        return self.ratio.pairs < self.needs
 
     def verdict(self, max_regression: float) -> str:
+        if self.too_few:   # neither a pass nor a fail: the data cannot bound this percentile
+            return f"too few to judge ({self.ratio.pairs:,} pairs; needs {self.needs:,})"
         if not self.ratio.significant:
             return "no significant change"
         if self.ratio.low > 1:
@@ -157,7 +166,7 @@ def compare_runs(base: pa.Table, new: pa.Table, metrics: list[str], resamples: i
                 if r is not None:
                     keep = np.isfinite(bv) & np.isfinite(nv)
                     out.append(Change(mode, tenant, name, float(np.percentile(bv[keep], q)),
-                                      float(np.percentile(nv[keep], q)), r))
+                                      float(np.percentile(nv[keep], q)), r, supported_count(q / 100)))
     if not out:
         raise CompareError("the runs have no request in common that succeeded in both (compare runs of the same "
                            "trace: the same scenario and seed, or the same --trace file)")

@@ -1,12 +1,15 @@
 """The run's summary in long format (DESIGN, "Analysis"): one row per run, mode, tenant, metric
-and statistic, with a value and, for speedups, the bounds of its 95% interval. Tenant `all` is the
-whole mode. Every table, report and gate is a view of it.
+and statistic, with a value and, for speedups and latency percentiles, the bounds of its 95%
+interval (a percentile's is distribution-free, from its order statistics; NaN on a side its data
+cannot bound: too few requests, analysis.stats.supported_count). Tenant `all` is the whole mode.
+Every table, report and gate is a view of it.
 
 Metrics (latencies in ms, over requests that succeeded unless said):
 - `ttft_ms`, `tpot_ms`, `e2e_ms`; `ttft_sched_ms`, `e2e_sched_ms` (from the scheduled time, so a
   late send counts against the server's answer); `lateness_ms` (every sent request);
 - `itl_chunk_ms` (gaps between text chunks: what a user sees) and `itl_token_ms` (each gap over
-  the tokens its chunk carried); statistics p50, p90, p95, p99, max;
+  the tokens its chunk carried); statistics p50, p90, p95, p99, max, and `count` (the values
+  they are of);
 - `requests` by `status` and `status/error_kind`, and by outcome (`failed`, `client`: the one
   definition of `loadtest.records.outcomes` that the gate counts by);
 - `req_per_s`, `out_tok_per_s`, `goodput_req_per_s` (statistic `rate`: completions inside the
@@ -45,7 +48,7 @@ import pyarrow.compute as pc
 from analysis.cells import ALL, WORKERS, Cells, cell_stats, cells_of, codes
 from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
-from analysis.stats import Ratio, floats, paired_speedups_ci, percentiles
+from analysis.stats import Ratio, floats, paired_speedups_ci, percentiles_with_intervals
 from analysis.steady import in_window, steady_window
 from loadtest.records import CLIENT, FAILED, OK, REQUEST_SCHEMA, STATUSES, outcomes
 
@@ -90,10 +93,10 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
                 _add(rows, cell, "requests", name, count)
     columns = {m: lambda m=m: np.where(ok, floats(table[m]), math.nan) for m in LATENCIES}   # made in the threads
     columns["lateness_ms"] = lambda: floats(table["lateness_ms"])
-    for metric, by_cell in cell_stats(cells, columns, percentiles).items():
+    for metric, by_cell in cell_stats(cells, columns, percentiles_with_intervals).items():
         for cell, stats in by_cell.items():
-            for stat, value in stats.items():
-                _add(rows, cell, metric, stat, value)
+            for stat, (value, low, high) in stats.items():
+                _add(rows, cell, metric, stat, value, low, high)
     completion = np.nan_to_num(floats(table["completion_tokens"]))   # a reply without usage counts no tokens
     tokens = cells.sums(np.where(ok, completion, 0.0))
     chunks = cells.sums(np.where(ok, np.nan_to_num(floats(table["n_chunks"])), 0.0))
@@ -273,9 +276,10 @@ def _chunk_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> No
                                                                 ("itl_token_ms", per_token, pair_rows))
                 for cell, part in _split(mode, cells.tenants, bounds, values, per_row)]
         with ThreadPoolExecutor(WORKERS) as pool:     # numpy's partition releases the GIL
-            for (name, cell, _), stats in zip(jobs, pool.map(lambda job: percentiles(job[2]), jobs), strict=True):
-                for stat, value in stats.items():
-                    _add(rows, cell, name, stat, value)
+            for (name, cell, _), stats in zip(jobs, pool.map(lambda job: percentiles_with_intervals(job[2]), jobs),
+                                              strict=True):
+                for stat, (value, low, high) in stats.items():
+                    _add(rows, cell, name, stat, value, low, high)
         for cell, part in _split(mode, cells.tenants, bounds, step_tokens, token_rows):
             _add(rows, cell, "tokens_per_step", "mean", part.mean(dtype=np.float64) if len(part) else math.nan)
 
@@ -377,6 +381,19 @@ class SummaryView:
     def get(self, mode: str, metric: str, stat: str, tenant: str = ALL) -> float | None:
         cell = self.cells.get((mode, tenant, metric, stat))
         return None if cell is None or cell[0] is None or math.isnan(cell[0]) else cell[0]
+
+    def too_few(self, mode: str, metric: str, stat: str, tenant: str = ALL) -> bool:
+        """A percentile shown without the data to support it: its interval runs past the data on a
+        side (NaN there; a summary from before intervals has none and is not marked)."""
+        cell = self.cells.get((mode, tenant, metric, stat))
+        if cell is None or cell[0] is None or math.isnan(cell[0]):
+            return False
+        return any(b is not None and math.isnan(b) for b in cell[1:])
+
+    def interval(self, mode: str, metric: str, stat: str, tenant: str = ALL) -> tuple[float | None, float | None]:
+        """A statistic's interval, None on a side it does not have (NaN: the data cannot bound it)."""
+        cell = self.cells.get((mode, tenant, metric, stat))
+        return (None, None) if cell is None else (cell[1], cell[2])
 
     def ratio(self, mode: str, metric: str, tenant: str = ALL) -> Ratio | None:
         cell = self.cells.get((mode, tenant, metric, "geomean"))

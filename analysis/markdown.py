@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 from analysis.long_summary import ALL, LATENCIES, SummaryView
 from analysis.slo import Attainment
 from analysis.stats import PERCENTILES, Ratio, ms_text
+from analysis.summary import TOO_FEW, too_few_rule
 
 
 def _num(v: float | None, fmt: str = ".2f") -> str:
@@ -41,6 +42,11 @@ def _acceptance(v: SummaryView, by_position: str, source: str, title: str) -> li
     return [f"## Acceptance ({title})", "", _table(["mode", "rate", "mean length", *positions], rows), ""]
 
 
+def _ms(v: SummaryView, mode: str, metric: str, stat: str) -> str:
+    """A latency as the tables print it, marked when too few requests support it."""
+    return ms_text(v.get(mode, metric, stat)) + (TOO_FEW if v.too_few(mode, metric, stat) else "")
+
+
 def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attainment] | None,
                     notes: list[str]) -> str:
     v = SummaryView(summary)
@@ -55,9 +61,9 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
         share = v.get(m, "goodput_share", "share")
         rows.append([m, _num(v.get(m, "req_per_s", "rate")), _num(v.get(m, "out_tok_per_s", "rate"), ",.0f"),
                      "-" if share is None else f"{_num(good)} ({share:.0%})",
-                     f"{ms_text(v.get(m, 'ttft_ms', 'p50'))} / {ms_text(v.get(m, 'ttft_ms', 'p99'))}",
-                     f"{ms_text(v.get(m, 'tpot_ms', 'p50'))} / {ms_text(v.get(m, 'tpot_ms', 'p99'))}",
-                     ms_text(v.get(m, "e2e_ms", "p99")), _ratio(v.ratio(m, "speedup_e2e")),
+                     f"{_ms(v, m, 'ttft_ms', 'p50')} / {_ms(v, m, 'ttft_ms', 'p99')}",
+                     f"{_ms(v, m, 'tpot_ms', 'p50')} / {_ms(v, m, 'tpot_ms', 'p99')}",
+                     _ms(v, m, "e2e_ms", "p99"), _ratio(v.ratio(m, "speedup_e2e")),
                      _num(v.get(m, "acceptance_rate", "server"), ".0%"), _num(v.get(m, "tokens_per_step", "mean")),
                      f"{int(ok or 0):,}", errors, f"{int(v.get(m, 'requests', 'not_sent') or 0):,}"])
     out += ["## Modes", "", _table(["mode", "done req/s", "out tok/s", "goodput req/s (share)", "TTFT p50 / p99",
@@ -68,7 +74,9 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
             "holds 1.0 (no significant difference). Tokens/step: completion tokens after the first chunk over "
             "the chunks after the first (the client's view of the mean acceptance length). Errors: errors and "
             "timeouts the server is answerable for, as `--max-errors` counts them; *+N client*: ends the client "
-            "caused (stopped in flight, cut by `--deadline`, a lost worker), which are not.", ""]
+            "caused (stopped in flight, cut by `--deadline`, a lost worker), which are not. "
+            f"{too_few_rule()}; `summary.parquet` holds every percentile's interval (`ci_low`, `ci_high`, NaN "
+            "where the data cannot bound it) and its `count`.", ""]
     spec_modes = [m for m in v.modes if any(v.ratio(m, "speedup_e2e", t) for t in v.tenants)]
     if spec_modes and v.tenants:
         for metric, title in (("speedup_e2e", "E2E"), ("speedup_ttft", "TTFT"), ("speedup_tpot", "TPOT")):
@@ -108,8 +116,10 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
             "`_sched`: from the scheduled time (a late send counts); `itl_chunk`: gaps between text chunks "
             "(what a user sees); `itl_token`: each gap over the tokens its chunk carried.", ""]
     for m in v.modes:
-        rows = [[metric.removesuffix("_ms"), *[ms_text(v.get(m, metric, s)) for s in stats]] for metric in metrics]
-        out += [f"### {m}", "", _table(["metric", *stats], rows), ""]
+        rows = [[metric.removesuffix("_ms"), f"{int(v.get(m, metric, 'count') or 0):,}",
+                 *[ms_text(v.get(m, metric, s)) if s == "max" else _ms(v, m, metric, s) for s in stats]]
+                for metric in metrics]
+        out += [f"### {m}", "", _table(["metric", "n", *stats], rows), ""]
     out += _acceptance(v, "acceptance_at_position", "server", "server, from /metrics counter increases")
     out += _acceptance(v, "request_acceptance_at_position", "requests",
                        "server, per request: each response's metrics.speculative_decoding")
@@ -144,12 +154,13 @@ def runs_markdown(summary: pa.Table) -> str:
         v = SummaryView(summary.filter(pc.equal(summary["run_id"], run_id)))
         for m in v.modes:
             good = v.get(m, "goodput_req_per_s", "rate")
-            rows.append([run_id, m, _num(v.get(m, "req_per_s", "rate")), ms_text(v.get(m, "ttft_ms", "p99")),
-                         ms_text(v.get(m, "tpot_ms", "p99")), ms_text(v.get(m, "e2e_ms", "p99")),
+            rows.append([run_id, m, _num(v.get(m, "req_per_s", "rate")), _ms(v, m, "ttft_ms", "p99"),
+                         _ms(v, m, "tpot_ms", "p99"), _ms(v, m, "e2e_ms", "p99"),
                          _ratio(v.ratio(m, "speedup_e2e")), _num(good), f"{int(v.get(m, 'requests', 'ok') or 0):,}"])
     return "\n".join(["# Runs side by side", "",
                       "Latencies in ms, from the send; rates over each mode's steady window (`-`: too short for "
-                      "one); speedup over the run's own baseline, paired by request, with its 95% interval.", "",
+                      "one); speedup over the run's own baseline, paired by request, with its 95% interval. "
+                      f"{too_few_rule()}.", "",
                       _table(["run", "mode", "done req/s", "TTFT p99", "TPOT p99", "E2E p99", "speedup E2E (95% CI)",
                               "goodput req/s", "ok"], rows), ""])
 

@@ -19,7 +19,14 @@ from analysis.markdown import report_markdown
 from analysis.reader import read_requests
 from analysis.server import load_server_metrics, spec_decode_stats
 from analysis.slo import Attainment, attainment, has_slos, with_slos
-from analysis.summary import ModeSummary, mode_summaries, tenant_speedups, write_summary, write_tenant_speedups
+from analysis.summary import (
+    ModeSummary,
+    mode_summaries,
+    tenant_speedups,
+    too_few_note,
+    write_summary,
+    write_tenant_speedups,
+)
 from analysis.table import steady_state_note
 from common import files
 from loadtest.manifest import Manifest
@@ -37,6 +44,7 @@ class RunAnalysis:
     slos: list[Attainment] | None = None                 # None: the trace sets no SLO
     steady_note: str | None = None
     stopped_note: str | None = None                         # the run was stopped: what that leaves out
+    too_few_note: str | None = None                         # percentiles too few requests support, with intervals
     limited: list[str] = field(default_factory=list)        # client-limited modes, said as a reader must see it
     skipped: dict[str, str] = field(default_factory=dict)   # mode -> why --skip-unavailable left it out
     checks: list[ErrorCheck] = field(default_factory=list)  # the error gate per mode (when asked)
@@ -95,10 +103,11 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                           "checks": {m: {"p99_ms": v, "target_ms": t} for m, (v, t) in a.checks.items()}}
                          for a in found.slos]
     found.steady_note = steady_state_note(found.summaries, stopped=found.stopped_note is not None)
+    found.too_few_note = too_few_note(long, found.summaries)
     found.limited = [f"{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies include the "
                      "client's own delay; add workers (--workers) or client machines"
                      for mode, mr in manifest.mode_runs.items() if mr.client and mr.client.get("client_limited")]
-    notes = [*(n for n in (found.stopped_note, found.steady_note) if n), *found.limited,
+    notes = [*(n for n in (found.stopped_note, found.steady_note, found.too_few_note) if n), *found.limited,
              *(f"{mode}: skipped (--skip-unavailable): {why}" for mode, why in manifest.skipped.items())]
     about = (f"Run **{manifest.status}**: {manifest.requests:,} requests of scenario `{manifest.scenario.get('name')}` "
              f"against fleet `{manifest.fleet.get('name')}`, modes {', '.join(present)}.")

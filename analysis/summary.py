@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from analysis.long_summary import SummaryView, long_summary
 from analysis.server import spec_decode_stats
-from analysis.stats import Ratio
+from analysis.stats import PERCENTILES, Ratio, ms_text, supported_count
 from common import files
 from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, STATUSES
 
@@ -49,12 +49,18 @@ class ModeSummary:
     goodput_req_per_s: float = math.nan          # requests within every SLO of their tenant, per steady second
     goodput_share: float = math.nan              # ... as a share of the requests scheduled (nan: no SLOs)
     steady_s: float = math.nan                   # the steady window's length (nan: too short for one)
+    too_few: tuple[str, ...] = ()                # "metric stat" of the shown percentiles too few requests support
 
     @property
     def speedup_ratio(self) -> Ratio | None:
         if self.speedup is None or self.speedup_low is None or self.speedup_high is None:
             return None
         return Ratio(self.speedup, self.speedup_low, self.speedup_high, 0)
+
+
+# the percentiles the console table and report.md's modes table show
+SHOWN = (("ttft_ms", "p50"), ("ttft_ms", "p99"), ("tpot_ms", "p50"), ("tpot_ms", "p99"), ("e2e_ms", "p50"),
+         ("e2e_ms", "p99"), ("lateness_ms", "p50"), ("lateness_ms", "p99"))
 
 
 def mode_summaries(long: pa.Table, modes: list[str]) -> list[ModeSummary]:
@@ -104,6 +110,7 @@ def mode_summaries(long: pa.Table, modes: list[str]) -> list[ModeSummary]:
             goodput_req_per_s=get("goodput_req_per_s", "rate"),
             goodput_share=get("goodput_share", "share"),
             steady_s=steady_s,
+            too_few=tuple(f"{metric} {stat}" for metric, stat in SHOWN if view.too_few(mode, metric, stat)),
         ))
     return out
 
@@ -130,7 +137,8 @@ def tenant_speedups(long: pa.Table, modes: list[str]) -> dict[str, dict[str, Rat
 
 
 SUMMARY_SCHEMA = pa.schema([pa.field(f.name, pa.string() if f.name == "mode" else pa.bool_() if f.type == "bool"
-                                     else pa.int64() if f.type == "int" else pa.float64())
+                                     else pa.int64() if f.type == "int" else pa.list_(pa.string())
+                                     if f.type.startswith("tuple") else pa.float64())
                             for f in fields(ModeSummary)])
 TENANT_SPEEDUP_SCHEMA = pa.schema([pa.field("tenant", pa.string()), pa.field("mode", pa.string()),
                                    pa.field("speedup", pa.float64()), pa.field("speedup_low", pa.float64()),
@@ -147,3 +155,33 @@ def write_tenant_speedups(speedups: dict[str, dict[str, Ratio]], path: Path) -> 
 def write_summary(summaries: list[ModeSummary], path: Path) -> None:
     table = pa.Table.from_pylist([asdict(s) for s in summaries], schema=SUMMARY_SCHEMA)
     files.write_table(table, path)
+
+
+TOO_FEW = "†"   # beside a percentile too few requests support (analysis.stats.supported_count)
+
+
+def ms_cell(s: ModeSummary, metric: str, stat: str, value: float) -> str:
+    """A latency as the tables print it, marked when too few requests support it."""
+    return ms_text(value) + (TOO_FEW if f"{metric} {stat}" in s.too_few else "")
+
+
+def too_few_rule() -> str:
+    """The rule behind the mark, in words."""
+    needs = ", ".join(f"a p{p} {supported_count(p / 100)}" for p in reversed(PERCENTILES))
+    return (f"{TOO_FEW} too few requests for this percentile: its distribution-free 95% interval runs past the "
+            f"data ({needs} at least)")
+
+
+def too_few_note(long: pa.Table, summaries: list[ModeSummary]) -> str | None:
+    """Each marked percentile with its interval and its count (None when none is marked)."""
+    view = SummaryView(long)
+    shown = []
+    for s in summaries:
+        for key in s.too_few:
+            metric, stat = key.split()
+            low, high = view.interval(s.mode, metric, stat)
+            n = int(view.get(s.mode, metric, "count") or 0)
+            bounds = ", ".join("-" if b is None or math.isnan(b) else ms_text(b) for b in (low, high))
+            shown.append(f"{s.mode} {metric.removesuffix('_ms').upper()} {stat} "
+                         f"{ms_text(view.get(s.mode, metric, stat))} ms [{bounds}] of {n:,}")
+    return f"{too_few_rule()}: " + "; ".join(shown) if shown else None

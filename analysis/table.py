@@ -7,9 +7,9 @@ import math
 from rich.table import Table
 
 from analysis.slo import Attainment
-from analysis.stats import Ratio, ms_text
+from analysis.stats import Ratio
 from analysis.steady import STEADY_SPAN_OVER_E2E_P99
-from analysis.summary import ModeSummary
+from analysis.summary import ModeSummary, ms_cell
 
 
 def ratio_cell(r: Ratio | None) -> str:
@@ -85,10 +85,13 @@ def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str,
         speed = ratio_cell(s.speedup_ratio) if s.speedup is not None else "ref" if s.mode == "baseline" else "-"
         good = "-" if math.isnan(s.goodput_share) else f"{_rate(s.goodput_req_per_s)} ({s.goodput_share:.0%})"
         t.add_row(s.mode, f"{_rate(s.offered_req_per_s)} / {_rate(s.req_per_s)}", f"{s.peak_in_flight:,}",
-                  _rate(s.out_tok_per_s), f"{ms_text(s.ttft_p50_ms)} / {ms_text(s.ttft_p99_ms)}",
-                  f"{ms_text(s.tpot_p50_ms)} / {ms_text(s.tpot_p99_ms)}", ms_text(s.e2e_p99_ms),
+                  _rate(s.out_tok_per_s),
+                  f"{ms_cell(s, 'ttft_ms', 'p50', s.ttft_p50_ms)} / {ms_cell(s, 'ttft_ms', 'p99', s.ttft_p99_ms)}",
+                  f"{ms_cell(s, 'tpot_ms', 'p50', s.tpot_p50_ms)} / {ms_cell(s, 'tpot_ms', 'p99', s.tpot_p99_ms)}",
+                  ms_cell(s, "e2e_ms", "p99", s.e2e_p99_ms),
                   "-" if math.isnan(s.tokens_per_chunk) else f"{s.tokens_per_chunk:.2f}", _accept(s), speed, good,
-                  f"{ms_text(s.lateness_p50_ms)} / {ms_text(s.lateness_p99_ms)}", _errors(s), _count(s.not_sent))
+                  f"{ms_cell(s, 'lateness_ms', 'p50', s.lateness_p50_ms)} / "
+                  f"{ms_cell(s, 'lateness_ms', 'p99', s.lateness_p99_ms)}", _errors(s), _count(s.not_sent))
     for mode in skipped or {}:
         t.add_row(f"[yellow]{mode}[/yellow]", "[yellow]skipped[/yellow]", *["-"] * (len(t.columns) - 2))
     t.caption = ("latencies in ms; req/s offered = the trace's arrival rate, done = completed requests per second "

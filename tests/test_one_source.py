@@ -56,6 +56,11 @@ def test_the_console_modes_parquet_report_md_and_html_show_the_long_summary(sess
         def v(metric: str, stat: str, mode: str = mode) -> float:
             return _nan(long[mode, metric, stat][0]) if (mode, metric, stat) in long else math.nan
 
+        def ms(metric: str, stat: str, mode: str = mode) -> str:
+            """As printed: marked when the percentile's interval runs past the data (NaN there)."""
+            _, low, high = long[mode, metric, stat]
+            return ms_text(v(metric, stat)) + ("†" if math.isnan(low) or math.isnan(high) else "")
+
         failed, client = int(v("requests", "failed")), int(v("requests", "client"))
         # modes.parquet: the same numbers, not numbers computed again
         for field, (metric, stat) in {"ok": ("requests", "ok"), "errors": ("requests", "failed"),
@@ -72,17 +77,23 @@ def test_the_console_modes_parquet_report_md_and_html_show_the_long_summary(sess
         cells = _row(ran.stdout, "│", mode)
         assert cells[1] == f"{_rate(v('offered_req_per_s', 'trace'))} / {_rate(v('req_per_s', 'rate'))}", cells
         assert cells[2] == f"{int(v('in_flight', 'peak')):,}"
-        assert cells[4] == f"{ms_text(v('ttft_ms', 'p50'))} / {ms_text(v('ttft_ms', 'p99'))}"
-        assert cells[5] == f"{ms_text(v('tpot_ms', 'p50'))} / {ms_text(v('tpot_ms', 'p99'))}"
-        assert cells[6] == ms_text(v("e2e_ms", "p99"))
+        assert cells[4] == f"{ms('ttft_ms', 'p50')} / {ms('ttft_ms', 'p99')}"
+        assert cells[5] == f"{ms('tpot_ms', 'p50')} / {ms('tpot_ms', 'p99')}"
+        assert cells[6] == ms("e2e_ms", "p99")
         assert cells[3] == _rate(v("out_tok_per_s", "rate")) and cells[7] == f"{v('tokens_per_chunk', 'mean'):.2f}"
         assert cells[10].startswith(_rate(v("goodput_req_per_s", "rate")))
         assert cells[-2].split()[0] == f"{failed:,}" and cells[-1] == f"{int(v('requests', 'not_sent')):,}"
         # report.md's modes table, and the same cells in report.html
         md = _row(report, "|", mode)
         assert md[1] == f"{v('req_per_s', 'rate'):.2f}" and md[2] == f"{v('out_tok_per_s', 'rate'):,.0f}"
-        assert md[4] == f"{ms_text(v('ttft_ms', 'p50'))} / {ms_text(v('ttft_ms', 'p99'))}"
-        assert md[6] == ms_text(v("e2e_ms", "p99"))
+        assert md[4] == f"{ms('ttft_ms', 'p50')} / {ms('ttft_ms', 'p99')}"
+        assert md[6] == ms("e2e_ms", "p99")
+        # 24 requests a mode: a p99 needs 368, so it is marked, its interval said
+        assert v("e2e_ms", "count") == v("requests", "ok") < 368 and md[6].endswith("†")
+        _, low, high = long[mode, "e2e_ms", "p99"]
+        assert math.isnan(high) and low <= v("e2e_ms", "p99")
+        note = f"{mode} E2E p99 {ms_text(v('e2e_ms', 'p99'))} ms [{ms_text(low)}, -] of {int(v('e2e_ms', 'count')):,}"
+        assert note in " ".join(ran.stdout.split()) and note in report
         errors = f"{failed:,}" + (f" (+{client:,} client)" if client else "")
         assert md[-3:] == [f"{int(v('requests', 'ok')):,}", errors, f"{int(v('requests', 'not_sent')):,}"]
         assert _html_row(page, mode) == [c.replace("**", "") for c in md], mode

@@ -14,12 +14,16 @@ from hypothesis import strategies as st
 
 from analysis.slo import attainment, request_meets
 from analysis.stats import (
+    EXACT_RANKS_MAX,
     counter_increase,
     itl_per_chunk,
     itl_per_token,
     paired_speedup_ci,
     paired_speedups_ci,
     percentiles,
+    percentiles_with_intervals,
+    quantile_ranks,
+    supported_count,
     tokens_per_step,
 )
 from analysis.summary import summarize
@@ -309,3 +313,33 @@ def test_per_request_acceptance_against_numpy_on_raw_rows():
         for pos in (1, 2, 3):   # steps that accepted at least `pos` drafts
             share = got[(tenant, "request_acceptance_at_position", f"pos{pos}")]
             assert share == pytest.approx(hist[pos:].sum() / steps)
+
+
+@pytest.mark.parametrize(("n", "q"), [(5, 0.5), (6, 0.5), (35, 0.9), (36, 0.9), (50, 0.9), (367, 0.99), (368, 0.99),
+                                      (400, 0.95), (1000, 0.5)])
+def test_a_percentiles_ranks_are_the_binomials_own(n, q):
+    """The interval's ranks against the binomial computed term by term (math.comb): the lowest
+    rank leaves at most 2.5% below it, the highest at most 2.5% above; past the data, 0 or n + 1."""
+    def cdf(k: int) -> float:
+        return sum(math.comb(n, j) * q**j * (1 - q) ** (n - j) for j in range(k + 1)) if k >= 0 else 0.0
+
+    low, high = quantile_ranks(n, q)
+    assert cdf(low - 1) <= 0.025 < cdf(low)
+    assert (high == n + 1 and 1 - cdf(n - 1) > 0.025) or (1 - cdf(high - 1) <= 0.025 < 1 - cdf(high - 2))
+    bounded = 1 <= low and high <= n
+    assert bounded == (n >= supported_count(q)), (n, q, low, high)   # the stated rule: p50 6, p90 36, p99 368
+
+
+def test_a_percentiles_interval_covers_it_and_too_few_runs_past_the_data():
+    rng = np.random.default_rng(5)
+    truth = math.log(10)   # the exponential's p90
+    hits = 0
+    for _ in range(2000):
+        _, low, high = percentiles_with_intervals(rng.exponential(size=50))["p90"]
+        hits += low <= truth <= high
+    assert hits / 2000 >= 0.94            # distribution-free: at least its 95%, less sampling noise
+    few = percentiles_with_intervals(rng.exponential(size=100))
+    assert few["count"][0] == 100 and math.isnan(few["p99"][2]) and not math.isnan(few["p99"][1])
+    assert not any(math.isnan(b) for b in few["p50"][1:])
+    exact, normal = quantile_ranks(EXACT_RANKS_MAX, 0.99), quantile_ranks(EXACT_RANKS_MAX + 1, 0.99)
+    assert normal[0] == pytest.approx(exact[0], abs=2) and normal[1] == pytest.approx(exact[1], abs=3)

@@ -18,6 +18,7 @@ from analysis.long_summary import LONG_SCHEMA
 from analysis.markdown import runs_markdown
 from analysis.reader import ContractError
 from analysis.run_analysis import analyse_run
+from analysis.summary import too_few_rule
 from analysis.sweep import plan_vs_measured
 from common import exits, files
 from common.exits import print_error
@@ -136,7 +137,8 @@ def compare(args: CompareOptions) -> int:
         r = c.ratio
         table.add_row(c.mode, c.tenant, c.metric, f"{c.base:,.1f}", f"{c.new:,.1f}",
                       f"{r.value:.3f} [{r.low:.3f}, {r.high:.3f}]",
-                      f"[{colour[verdict]}]{verdict}[/{colour[verdict]}]" if verdict in colour else verdict)
+                      f"[{colour[verdict]}]{verdict}[/{colour[verdict]}]" if verdict in colour
+                      else f"[dim]{verdict}[/dim]" if c.too_few else verdict)
     console.print(table)
     console.print(common.text(), soft_wrap=True)
     regressed = [c for c in changes if c.verdict(limit) == "regressed"]
@@ -144,6 +146,12 @@ def compare(args: CompareOptions) -> int:
         console.print(f"[red bold]gate failed: {c.mode}/{c.tenant} {c.metric} regressed {c.ratio.value - 1:+.1%} "
                       f"(95% CI {c.ratio.low - 1:+.1%} to {c.ratio.high - 1:+.1%}; --max-regression "
                       f"{limit:.0%})[/red bold]", soft_wrap=True)
+    unjudged = [c for c in changes if c.too_few]
+    if unjudged:
+        console.print(f"[yellow]{len(unjudged)} of {len(changes)} figures had too few requests in both runs to judge "
+                      f"(neither passed nor failed): {too_few_rule()}; replay more requests, or compare a lower "
+                      "percentile (--metric e2e_p90)[/yellow]", soft_wrap=True)
     if not regressed:
-        console.print(f"no metric regressed beyond {limit:.0%} with significance ({len(changes)} compared)")
+        console.print(f"no metric regressed beyond {limit:.0%} with significance "
+                      f"({len(changes) - len(unjudged)} of {len(changes)} judged)")
     return exits.GATE_FAILED if regressed else exits.OK

@@ -28,8 +28,8 @@ def show_run(console: Console, found: RunAnalysis, slo_details: bool = False) ->
                 console.print(f"[red]{a.mode}: {a.tenant} missed its SLO: {'; '.join(a.missed())}[/red]")
     else:
         console.print("no SLOs in this trace (its tenants set none): no goodput or SLO attainment to report")
-    for note in [*([found.steady_note] if found.steady_note else []), *found.limited]:
-        console.print(f"[yellow]{note}[/yellow]")
+    for note in [*(n for n in (found.steady_note, found.too_few_note) if n), *found.limited]:
+        console.print(f"[yellow]{note}[/yellow]", soft_wrap=True)
     for c in found.checks:
         if c.kinds:
             colour = "green" if c.passed else "red"
