@@ -21,8 +21,10 @@ Metrics (latencies in ms, over requests that succeeded unless said):
   requests arrived and not done halfway through the arrivals and at the last one; `peak`: the
   most successful requests between send and last token at once), `arrival_span_s` (`length`:
   first to last scheduled time), `sent_span_s` (`length`: first to last send, shorter when the
-  replay was stopped) and `offered_req_per_s` (`trace`: scheduled requests over the arrival
-  span), tenant `all`;
+  replay was stopped), `drain_req_per_s` (`rate`) and `drain_completions` (`count`): how fast the
+  requests in flight at the last arrival ended, until half of them had (about the offered rate
+  when the fleet keeps up, its capacity when it cannot), and `offered_req_per_s` (`trace`:
+  scheduled requests over the arrival span), tenant `all`;
 - `tokens_per_step` (client: completion tokens after the first chunk over chunks after the
   first), `tokens_per_chunk`; the server's `acceptance_rate`, `mean_acceptance_length`,
   `acceptance_at_position` (statistic `pos1`, `pos2`, ...) from /metrics counter increases
@@ -133,6 +135,17 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
             e2e_p99 = next((v for metric, stat, v, _, _ in rows[(mode, ALL)] if (metric, stat) == ("e2e_ms", "p99")),
                            math.nan)
             sent_at = arrivals[s][sent[s]]
+            if len(sent_at):
+                # the drain: how fast the requests in flight at the last arrival ended, until half of them
+                # had (a fleet that keeps up ends them about as fast as they came; a saturated one at its
+                # capacity)
+                mine = sent[s] & ok_ordered[s]
+                ends, starts, last = done_ordered[s][mine], arrivals[s][mine], int(sent_at.max())
+                waiting = np.sort(ends[(starts <= last) & (ends > last)])
+                half = (len(waiting) + 1) // 2
+                took = (int(waiting[half - 1]) - last) / 1e9 if half else 0.0
+                _add(rows, (mode, ALL), "drain_req_per_s", "rate", half / took if took > 0 else math.nan)
+                _add(rows, (mode, ALL), "drain_completions", "count", half)
             _add(rows, (mode, ALL), "sent_span_s", "length", (int(sent_at.max()) - int(sent_at.min())) / 1e9
                  if len(sent_at) else 0.0)
             windows[mode] = steady_window(int(sent_at.min()), int(sent_at.max()), e2e_p99) if len(sent_at) else None

@@ -12,9 +12,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analysis.decision import Decision, decide_run
 from analysis.gate import ErrorCheck, error_checks
 from analysis.html import report_html
-from analysis.long_summary import LIST_COLUMNS, SCALAR_COLUMNS, long_summary
+from analysis.long_summary import LIST_COLUMNS, LONG_SCHEMA, SCALAR_COLUMNS, SummaryView, long_summary
 from analysis.markdown import report_markdown
 from analysis.reader import read_requests
 from analysis.server import load_server_metrics, spec_decode_stats
@@ -45,6 +46,7 @@ class RunAnalysis:
     steady_note: str | None = None
     stopped_note: str | None = None                         # the run was stopped: what that leaves out
     too_few_note: str | None = None                         # percentiles too few requests support, with intervals
+    decision: Decision | None = None                        # what to deploy, said first everywhere
     limited: list[str] = field(default_factory=list)        # client-limited modes, said as a reader must see it
     skipped: dict[str, str] = field(default_factory=dict)   # mode -> why --skip-unavailable left it out
     checks: list[ErrorCheck] = field(default_factory=list)  # the error gate per mode (when asked)
@@ -91,6 +93,9 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
 
     long = long_summary(table, manifest.run_id, present, server=server, memory=memory, client_limited=limited,
                         chunks_of=chunks_of)
+    found.decision = decide_run(long, SummaryView(long).get(present[0], "offered_req_per_s", "trace"))
+    manifest.decision = found.decision.record()
+    long = pa.concat_tables([long, pa.Table.from_pylist(found.decision.rows(manifest.run_id), schema=LONG_SCHEMA)])
     files.write_table(long, run_dir / "summary.parquet")
     found.summaries = mode_summaries(long, present)          # the console table: a view of the long summary
     write_summary(found.summaries, run_dir / "modes.parquet")
@@ -109,7 +114,8 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                      for mode, mr in manifest.mode_runs.items() if mr.client and mr.client.get("client_limited")]
     notes = [*(n for n in (found.stopped_note, found.steady_note, found.too_few_note) if n), *found.limited,
              *(f"{mode}: skipped (--skip-unavailable): {why}" for mode, why in manifest.skipped.items())]
-    about = (f"Run **{manifest.status}**: {manifest.requests:,} requests of scenario `{manifest.scenario.get('name')}` "
+    about = (f"**Decision: {found.decision.text}**\n\n"
+             f"Run **{manifest.status}**: {manifest.requests:,} requests of scenario `{manifest.scenario.get('name')}` "
              f"against fleet `{manifest.fleet.get('name')}`, modes {', '.join(present)}.")
     report_md = report_markdown(manifest.run_id, about, long, found.slos, notes)
     files.write_text(run_dir / "report.md", report_md)

@@ -18,14 +18,13 @@ from analysis.stats import Ratio, ms_text
 LEVEL_SCHEMA = pa.schema([*LONG_SCHEMA, pa.field("level", pa.string()), pa.field("offered_req_per_s", pa.float64()),
                           pa.field("concurrency", pa.int64())])   # closed loop: requests in flight (else null)
 # A level saturated when its completions fall this far behind what was offered (over the steady
-# window): the fleet no longer keeps up, and higher levels only grow the queue.
+# window, or while the requests held at the last arrival end): the fleet no longer keeps up, and
+# higher levels only grow the queue ...
 SATURATED_BELOW = 0.9
-# ... or, without a steady window, when the requests in flight at the last arrival exceed those
-# halfway through the arrivals by this factor (a queue growing linearly doubles; a stationary one
-# stays level) and by at least MIN_BACKLOG requests (so a handful of long requests is no verdict).
-QUEUE_GROWTH = 1.5
-MIN_BACKLOG = 5
+# ... by more than this many square roots of the completions counted (a Poisson count's noise) ...
 NOISE_SIGMAS = 3.0
+# ... judged on at least this many completions (fewer: too few requests to judge).
+MIN_BACKLOG = 5
 # A closed-loop level saturated when its completions per second grew by less than a tenth of
 # what its requests in flight grew by over the level below (4x as many in flight, under 30% more).
 CLOSED_GAIN = 0.1
@@ -55,21 +54,32 @@ def _ratio(cells: dict, level: str, mode: str, tenant: str) -> Ratio | None:
                                                                             "pairs")) or 0))
 
 
-def saturated(cells: dict, level: str, mode: str, offered: float) -> bool:
-    """Open loop: the fleet fell behind: completions under SATURATED_BELOW of the offered rate
-    over the steady window, or, where a growing queue left none, a backlog that grew from halfway
-    through the arrivals to their end (by QUEUE_GROWTH times, and by at least MIN_BACKLOG)."""
+def saturated(cells: dict, level: str, mode: str, offered: float) -> bool | None:
+    """Open loop: the fleet fell behind (`behind`): its completions over the steady window, or,
+    where the arrivals were too short for one (or a growing queue left none), the requests it held
+    at the last arrival ending, until half of them had, under SATURATED_BELOW of the offered rate
+    by more than their count's noise. Without a steady window a level that did not fall behind,
+    or had fewer than MIN_BACKLOG such completions, has too few requests to judge (None)."""
     done = _value(cells, (level, mode, ALL, "req_per_s", "rate"))
-    if done is not None:   # against what was offered and could succeed: refusals are no backlog, timeouts are
+    window = _value(cells, (level, mode, ALL, "steady_window_s", "length"))
+    if done is not None and window:   # against what was offered and could succeed: refusals are no backlog
         counts = {s: _value(cells, (level, mode, ALL, "requests", s)) or 0 for s in ("ok", "error", "timeout")}
         sent = sum(counts.values())
-        return done < SATURATED_BELOW * offered * ((counts["ok"] + counts["timeout"]) / sent if sent else 1.0)
-    mid = _value(cells, (level, mode, ALL, "in_flight", "mid"))
-    end = _value(cells, (level, mode, ALL, "in_flight", "end"))
-    if mid is None or end is None:
-        return False
-    # a stationary count of requests in flight varies by about its square root: three of those
-    return end > QUEUE_GROWTH * mid and end - mid >= max(MIN_BACKLOG, NOISE_SIGMAS * math.sqrt(mid))
+        return behind(done * window, window, offered * ((counts["ok"] + counts["timeout"]) / sent if sent else 1.0))
+    drained = _value(cells, (level, mode, ALL, "drain_completions", "count"))
+    rate = _value(cells, (level, mode, ALL, "drain_req_per_s", "rate"))
+    if drained is None or rate is None or drained < MIN_BACKLOG:
+        return None
+    # a fleet that keeps up ends the requests it holds at the last arrival about as fast as they
+    # came (each one a request's life after it was sent); a saturated one at its capacity. That
+    # can show a fleet fell behind; that it kept up needs the steady window the level lacked.
+    return True if behind(drained, drained / rate, offered) else None
+
+
+def behind(completions: float, seconds: float, offered: float) -> bool:
+    """`completions` in `seconds` fell short of SATURATED_BELOW of `offered` req/s, by more than
+    their count's noise (a Poisson count: NOISE_SIGMAS square roots)."""
+    return completions + NOISE_SIGMAS * math.sqrt(completions) < SATURATED_BELOW * offered * seconds
 
 
 def steady_or_makespan(cells: dict, key: tuple[str, str, str, str]) -> tuple[float | None, str]:
@@ -84,8 +94,9 @@ def completed_rate(cells: dict, level: str, mode: str) -> float | None:
     return steady_or_makespan(cells, (level, mode, ALL, "req_per_s"))[0]
 
 
-def saturation(sweep: pa.Table) -> dict[tuple[str, str], bool]:
-    """Per (level, mode): saturated or not. Open loop by `saturated`; closed loop (a level's
+def saturation(sweep: pa.Table) -> dict[tuple[str, str], bool | None]:
+    """Per (level, mode): saturated or not (None: too few requests to judge). Open loop by
+    `saturated`; closed loop (a level's
     `concurrency`) when its completions per second grew by under CLOSED_GAIN of the growth in
     flight over the level below: the fleet's throughput has stopped following its load."""
     cells = _cells(sweep)
@@ -141,9 +152,11 @@ def sweep_markdown(sweep: pa.Table, title: str) -> str:
     out = [f"# {title}", "",
            "Per level (offered load), over each mode's steady window: done req/s and output tok/s; latencies "
            "in ms from the send; the E2E speedup over the baseline, paired by request, with its 95% interval. "
-           f"*saturated*: completions under {SATURATED_BELOW:.0%} of the offered rate over the steady window or, "
-           f"where a growing queue left none, requests in flight growing {QUEUE_GROWTH:g}x (and by more than "
-           f"{NOISE_SIGMAS:g} square roots of the count) from halfway through the arrivals to their end; "
+           f"*saturated*: completions under {SATURATED_BELOW:.0%} of the offered rate, by more than "
+           f"{NOISE_SIGMAS:g} square roots of their count, over the steady window or, where the level had none, "
+           "while the requests in flight at the last arrival ended (until half of them had: a fleet that keeps up "
+           "ends them about as fast as they came); *too few to judge*: no steady window, and not behind (or fewer "
+           f"than {MIN_BACKLOG} such completions): the arrivals were too short to show the fleet keeping up; "
            "closed loop (requests in flight), completions per second growing by under "
            f"{CLOSED_GAIN:.0%} of the growth in flight over the level below; in brackets, where a level had no "
            "steady window, completions per second from the first send to the last completion.", ""]
@@ -154,7 +167,7 @@ def sweep_markdown(sweep: pa.Table, title: str) -> str:
             departing = _value(cells, (level, mode, ALL, "req_per_s", "makespan"))
             r = _ratio(cells, level, mode, ALL)
             speed = "-" if r is None else r.text()
-            flag = " *saturated*" if flags.get((level, mode)) else ""
+            flag = {True: " *saturated*", None: " *too few to judge*"}.get(flags.get((level, mode), False), "")
             shown = f"{done:,.2f}" if done is not None else "-" if departing is None else f"({departing:,.2f})"
             rows.append([level, f"{load:,.0f}" if closed else f"{load:,.2f}", shown + flag,
                          "-" if (t := _value(cells, (level, mode, ALL, "out_tok_per_s", "rate"))) is None

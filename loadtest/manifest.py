@@ -73,6 +73,7 @@ class Manifest:
     gate: str | None = None                # passed or failed (set when the run completed)
     checks: list[dict] = field(default_factory=list)  # per mode: the error gate (analysis.gate.ErrorCheck)
     slos: list[dict] = field(default_factory=list)    # per mode and tenant: p99s against targets (analysis.slo)
+    decision: dict | None = None                      # what the run says to deploy (analysis.decision)
     levels: list[dict] = field(default_factory=list)  # a sweep's levels: name, load, saturated and skipped modes
     level_duration_s: float | None = None             # a sweep's --level-duration
     metrics: str | None = None                        # where the command served the client's /metrics

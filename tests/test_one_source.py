@@ -5,6 +5,7 @@ printed precision, read off the session's one `loadtest run`."""
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 
@@ -97,6 +98,18 @@ def test_the_console_modes_parquet_report_md_and_html_show_the_long_summary(sess
         errors = f"{failed:,}" + (f" (+{client:,} client)" if client else "")
         assert md[-3:] == [f"{int(v('requests', 'ok')):,}", errors, f"{int(v('requests', 'not_sent')):,}"]
         assert _html_row(page, mode) == [c.replace("**", "") for c in md], mode
+    # the decision: one, the same words first in the console and report.md, in report.html, the
+    # manifest and summary.parquet, its figure the long summary's speedup
+    decision = json.loads((run_dir / "manifest.json").read_text())["decision"]
+    said = " ".join(ran.stdout.split())
+    assert f"decision: {decision['text']}" in said
+    assert said.index("decision:") < said.index("TTFT")     # above the table
+    assert report.splitlines()[2] == f"**Decision: {decision['text']}**"
+    assert decision["text"] in html.unescape(page)
+    rows = [r for r in pq.read_table(run_dir / "summary.parquet").to_pylist() if r["metric"] == "decision"]
+    assert [(r["mode"], r["statistic"]) for r in rows] == [(decision["mode"] or "baseline", decision["kind"])]
+    if decision["speedup"] is not None:
+        assert decision["speedup"]["value"] == pytest.approx(long[decision["mode"], "speedup_e2e", "geomean"][0])
     eagle = long["eagle", "speedup_e2e", "geomean"]
     printed = _row(ran.stdout, "│", "eagle")[9]
     assert f"{eagle[0]:.2f}x" in printed        # the speedup and, when significant, its interval

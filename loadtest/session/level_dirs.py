@@ -29,6 +29,7 @@ class LevelDir:
     trace: pa.Table
     manifest: Manifest
     saturated: list[str] = field(default_factory=list)     # modes that saturated here
+    unjudged: list[str] = field(default_factory=list)      # modes with too few requests here to judge saturation
     skipped: dict[str, str] = field(default_factory=dict)  # mode -> why it was not replayed here
 
     @property
@@ -39,7 +40,8 @@ class LevelDir:
         """The level as the sweep's manifest lists it."""
         return {"name": self.level.name, "folder": str(self.dir), "rate_scale": self.level.rate_scale,
                 "concurrency": self.level.concurrency, "offered_req_per_s": self.offered,
-                "saturated": list(self.saturated), "skipped": dict(self.skipped)}
+                "saturated": list(self.saturated), "too_few_to_judge": list(self.unjudged),
+                "skipped": dict(self.skipped)}
 
     def records(self, mode: str) -> pa.Table:
         """`mode`'s records at this level, without their chunk lists."""

@@ -51,7 +51,13 @@ class SweepLevels:
             records = lv.records(mode)
             curves.append(with_level(long_summary(records, lv.manifest.run_id, [mode]), lv.level.name, lv.offered,
                                      lv.level.concurrency))
-            if saturation(pa.concat_tables(curves).cast(LEVEL_SCHEMA)).get((lv.level.name, mode)):
+            judged = saturation(pa.concat_tables(curves).cast(LEVEL_SCHEMA)).get((lv.level.name, mode), False)
+            if judged is None:   # its in-flight count was still filling: no verdict, and the sweep goes on
+                lv.unjudged.append(mode)
+                session.console.print(f"{mode}: too few requests at {lv.level.name} to judge saturation (its first "
+                                      "requests took more than half its arrivals' span; replay more: --requests or "
+                                      "--level-duration); its higher levels are replayed", soft_wrap=True)
+            if judged:
                 lv.saturated.append(mode)
                 saturated_at = saturated_at or lv.level.name
                 session.console.print(f"{mode}: saturated at {lv.level.name} (completions no longer follow the load)"
