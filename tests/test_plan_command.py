@@ -130,10 +130,11 @@ def test_failed_requests_are_not_a_backlog(tmp_path):
 
     cells = {("L", "m", "all", "req_per_s", "rate"): {"value": 8.0},      # 8 done a second of 10 offered ...
              ("L", "m", "all", "requests", "ok"): {"value": 80.0},
-             ("L", "m", "all", "requests", "error"): {"value": 20.0}}     # ... because 20% were refused
-    assert not saturated(cells, "L", "m", 10.0)
+             ("L", "m", "all", "requests", "error"): {"value": 20.0},     # ... because 20% were refused
+             ("L", "m", "all", "steady_window_s", "length"): {"value": 20.0}}
+    assert saturated(cells, "L", "m", 10.0) is False
     cells[("L", "m", "all", "req_per_s", "rate")] = {"value": 5.0}
-    assert saturated(cells, "L", "m", 10.0)
+    assert saturated(cells, "L", "m", 10.0) is True
 
 
 def test_a_closed_loop_scenario_is_refused_before_anything_is_written(tmp_path):
