@@ -103,7 +103,7 @@ def test_the_console_modes_parquet_report_md_and_html_show_the_long_summary(sess
     decision = json.loads((run_dir / "manifest.json").read_text())["decision"]
     said = " ".join(ran.stdout.split())
     assert f"decision: {decision['text']}" in said
-    assert said.index("decision:") < said.index("TTFT")     # above the table
+    assert said.index("decision:") < said.index("h (completed)")     # above the table (its title)
     assert report.splitlines()[2] == f"**Decision: {decision['text']}**"
     assert decision["text"] in html.unescape(page)
     rows = [r for r in pq.read_table(run_dir / "summary.parquet").to_pylist() if r["metric"] == "decision"]
