@@ -70,9 +70,11 @@ def _needed(r: Ratio) -> int:
     return max(r.pairs + 1, math.ceil(r.pairs * (half / (RESOLUTION * r.value)) ** 2))
 
 
-def decide_run(summary: pa.Table, offered: float | None = None) -> Decision:
-    """The decision of one run (its long summary); `offered`: the load it was run at (req/s)."""
+def decide_run(summary: pa.Table, offered: float | None = None, stopped: bool = False) -> Decision:
+    """The decision of one run (its long summary); `offered`: the load it was run at (req/s);
+    `stopped`: it was stopped before its trace ended (then more data is the rest of the run)."""
     v = SummaryView(summary)
+    more = "run it to its end" if stopped else "replay more requests: --requests"
     at = f" at {offered:,.2f} req/s offered" if offered and math.isfinite(offered) else ""
     if BASELINE not in v.modes:
         return Decision(TOO_FEW, "no decision: this run has no baseline mode to measure speculation against "
@@ -80,7 +82,7 @@ def decide_run(summary: pa.Table, offered: float | None = None) -> Decision:
     ratios = {m: r for m in v.modes if m != BASELINE and (r := v.ratio(m, "speedup_e2e")) is not None}
     if not ratios:
         return Decision(TOO_FEW, "not enough data to say: no speculative mode has a request in common with the "
-                        "baseline that succeeded in both (replay more requests: --requests)")
+                        f"baseline that succeeded in both ({more})")
     base_failed = _failed_share(v, BASELINE)
     failing = [m for m in ratios if _failed_share(v, m) > base_failed + MAX_EXTRA_FAILED]
     judged = {m: r for m, r in ratios.items() if m not in failing}
@@ -101,6 +103,7 @@ def decide_run(summary: pa.Table, offered: float | None = None) -> Decision:
         needed = max(_needed(r) for r in unresolved.values())
         shown = ", ".join(f"{m} {r.value:.2f}x [{r.low:.2f}, {r.high:.2f}]" for m, r in unresolved.items())
         return Decision(TOO_FEW, f"not enough data to say{at}: {shown} could be {RESOLUTION:.0%} better or worse "
-                        f"than the baseline; about {needed:,} requests per mode would tell (--requests){left_out}")
+                        f"than the baseline; about {needed:,} requests per mode would tell "
+                        f"({'run it to its end' if stopped else '--requests'}){left_out}")
     shown = ", ".join(f"{m} {r.text()}" for m, r in judged.items()) or "none judged"
     return Decision(NONE_BETTER, f"no mode is better than the baseline here{at}: {shown}{left_out}")

@@ -154,13 +154,28 @@ def over_time(records: pa.Table, metrics: pa.Table | None, modes: list[str]) -> 
     return figs
 
 
+def has_data(fig: go.Figure) -> bool:
+    """Whether any trace of `fig` has a value to draw (a bar of NaN draws nothing)."""
+    return any(np.isfinite(np.asarray([np.nan if v is None else v for v in t.y], dtype=np.float64)).any()
+               for t in fig.data if t.y is not None)
+
+
+def _plot(fig: go.Figure, why_empty: str) -> str:
+    """The plot, or where it has nothing to draw, a line that says so and why (never empty axes)."""
+    if has_data(fig):
+        return f'<div class="plot">{fig.to_html(full_html=False, include_plotlyjs=False)}</div>'
+    return f'<p class="no-plot"><b>{html.escape(fig.layout.title.text or "")}</b>: nothing to plot, {why_empty}.</p>'
+
+
 def report_html(title: str, report_md: str, records: pa.Table, summary: pa.Table, metrics: pa.Table | None,
                 modes: list[str]) -> str:
-    figs = [f for f in (goodput_by_mode(summary, modes), speedup_by_tenant(summary, modes)) if f is not None]
-    figs += latency_cdfs(records, modes)
-    figs += [f for f in (acceptance_by_position(summary, modes),) if f is not None]
-    figs += over_time(records, metrics, modes)
-    plots = "\n".join(f'<div class="plot">{f.to_html(full_html=False, include_plotlyjs=False)}</div>' for f in figs)
+    figs = [(goodput_by_mode(summary, modes), "since no mode had a steady window to measure a rate over (its "
+             "arrivals were too short: replay more requests, --requests)"),
+            (speedup_by_tenant(summary, modes), "since no request succeeded in both the baseline and another mode")]
+    figs += [(f, "since no request succeeded") for f in latency_cdfs(records, modes)]
+    figs += [(acceptance_by_position(summary, modes), "since the server sent no acceptance counts")]
+    figs += [(f, "since no request succeeded") for f in over_time(records, metrics, modes)]
+    plots = "\n".join(_plot(f, why) for f, why in figs if f is not None)
     cut = report_md.find("\n## ", report_md.find("## Modes") + 1)   # the modes table, then the plots
     head, rest = (report_md, "") if cut < 0 else (report_md[:cut], report_md[cut:])
     md = lambda text: markdown.markdown(text, extensions=["tables"])  # noqa: E731

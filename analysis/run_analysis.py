@@ -93,7 +93,8 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
 
     long = long_summary(table, manifest.run_id, present, server=server, memory=memory, client_limited=limited,
                         chunks_of=chunks_of)
-    found.decision = decide_run(long, SummaryView(long).get(present[0], "offered_req_per_s", "trace"))
+    found.decision = decide_run(long, SummaryView(long).get(present[0], "offered_req_per_s", "trace"),
+                                stopped=found.stopped_note is not None)
     manifest.decision = found.decision.record()
     long = pa.concat_tables([long, pa.Table.from_pylist(found.decision.rows(manifest.run_id), schema=LONG_SCHEMA)])
     files.write_table(long, run_dir / "summary.parquet")

@@ -157,6 +157,7 @@ def write_summary(summaries: list[ModeSummary], path: Path) -> None:
     files.write_table(table, path)
 
 
+NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E", "lateness_ms": "send lateness"}
 TOO_FEW = "†"   # beside a percentile too few requests support (analysis.stats.supported_count)
 
 
@@ -182,6 +183,6 @@ def too_few_note(long: pa.Table, summaries: list[ModeSummary]) -> str | None:
             low, high = view.interval(s.mode, metric, stat)
             n = int(view.get(s.mode, metric, "count") or 0)
             bounds = ", ".join("-" if b is None or math.isnan(b) else ms_text(b) for b in (low, high))
-            shown.append(f"{s.mode} {metric.removesuffix('_ms').upper()} {stat} "
+            shown.append(f"{s.mode} {NAMES.get(metric, metric)} {stat} "
                          f"{ms_text(view.get(s.mode, metric, stat))} ms [{bounds}] of {n:,}")
     return f"{too_few_rule()}: " + "; ".join(shown) if shown else None
