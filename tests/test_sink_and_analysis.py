@@ -13,7 +13,8 @@ import pytest
 from gevent import GreenletExit
 
 from analysis.gate import error_checks
-from analysis.long_summary import long_summary, peak_in_flight
+from analysis.html import goodput_by_mode, has_data, report_html
+from analysis.long_summary import LONG_SCHEMA, long_summary, peak_in_flight
 from analysis.reader import ContractError, read_requests
 from analysis.summary import summarize, tenant_speedups
 from analysis.table import steady_state_note
@@ -225,3 +226,17 @@ def test_a_reply_without_usage_counts_no_tokens_rather_than_wiping_out_the_rates
     assert s.out_tok_per_s > 0 and long[("baseline", "all", "out_tok_per_s", "rate")]["value"] == pytest.approx(
         s.out_tok_per_s)
     assert long[("baseline", "all", "tokens_per_chunk", "mean")]["value"] == pytest.approx(s.tokens_per_chunk)
+
+
+def test_a_plot_with_nothing_to_draw_is_a_line_that_says_why():
+    """A run too short for a steady window has no goodput rate: report.html says so in a line where
+    the goodput plot would be, and draws no empty axes (nor for plots of records there are none of)."""
+    modes = ["baseline", "eagle"]
+    summary = pa.Table.from_pylist([{"run_id": "r", "mode": m, "tenant": "all", "metric": "goodput_req_per_s",
+                                     "statistic": "rate", "value": math.nan} for m in modes], schema=LONG_SCHEMA)
+    figure = goodput_by_mode(summary, modes)
+    assert figure is not None and not has_data(figure)
+    page = report_html("r", "# r\n\n## Modes\n", REQUEST_SCHEMA.empty_table(), summary, None, modes)
+    assert '<div class="plot">' not in page
+    assert ("<b>goodput: requests within every SLO of their tenant, per second</b>: nothing to plot, since no mode "
+            "had a steady window") in page
