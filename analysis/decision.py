@@ -13,7 +13,9 @@ with its 95% bootstrap interval; analysis.stats):
 - deploy the better mode with the highest lower bound (the speedup it is surest of); where a
   tenant's own interval says that mode is worse for it, keep the baseline for that tenant;
 - no mode better and one unresolved: not enough data (with the requests that would resolve it,
-  the interval narrowing as one over the square root of the pairs); else no mode is better.
+  the interval narrowing as one over the square root of the pairs); else no mode is better;
+- a run whose baseline had no steady window (analysis.steady) says its answer holds for the
+  burst it measured, not a sustained load.
 """
 
 from __future__ import annotations
@@ -83,6 +85,9 @@ def decide_run(summary: pa.Table, offered: float | None = None, stopped: bool = 
     if not ratios:
         return Decision(TOO_FEW, "not enough data to say: no speculative mode has a request in common with the "
                         f"baseline that succeeded in both ({more})")
+    burst = ("" if v.get(BASELINE, "steady_window_s", "length") is not None else
+             f"; measured on a burst too short for a steady state, so it holds for that burst, not a sustained load "
+             f"({more})")
     base_failed = _failed_share(v, BASELINE)
     failing = [m for m in ratios if _failed_share(v, m) > base_failed + MAX_EXTRA_FAILED]
     judged = {m: r for m, r in ratios.items() if m not in failing}
@@ -97,7 +102,7 @@ def decide_run(summary: pa.Table, offered: float | None = None, stopped: bool = 
         if keep:
             text += "; keep the baseline for " + ", ".join(
                 f"{t} ({v.ratio(mode, 'speedup_e2e', t).text()})" for t in keep)
-        return Decision(DEPLOY, text + left_out, mode, r, keep)
+        return Decision(DEPLOY, text + left_out + burst, mode, r, keep)
     unresolved = {m: r for m, r in judged.items() if r.significant is False and not _resolved(r)}
     if unresolved:
         needed = max(_needed(r) for r in unresolved.values())
@@ -106,4 +111,4 @@ def decide_run(summary: pa.Table, offered: float | None = None, stopped: bool = 
                         f"than the baseline; about {needed:,} requests per mode would tell "
                         f"({'run it to its end' if stopped else '--requests'}){left_out}")
     shown = ", ".join(f"{m} {r.text()}" for m, r in judged.items()) or "none judged"
-    return Decision(NONE_BETTER, f"no mode is better than the baseline here{at}: {shown}{left_out}")
+    return Decision(NONE_BETTER, f"no mode is better than the baseline here{at}: {shown}{left_out}{burst}")

@@ -174,15 +174,17 @@ def too_few_rule() -> str:
 
 
 def too_few_note(long: pa.Table, summaries: list[ModeSummary]) -> str | None:
-    """Each marked percentile with its interval and its count (None when none is marked)."""
+    """Each marked percentile with its interval and count, a clause per mode (None when none is marked)."""
     view = SummaryView(long)
-    shown = []
+    clauses = []
     for s in summaries:
+        shown = []
         for key in s.too_few:
             metric, stat = key.split()
             low, high = view.interval(s.mode, metric, stat)
-            n = int(view.get(s.mode, metric, "count") or 0)
             bounds = ", ".join("-" if b is None or math.isnan(b) else ms_text(b) for b in (low, high))
-            shown.append(f"{s.mode} {NAMES.get(metric, metric)} {stat} "
-                         f"{ms_text(view.get(s.mode, metric, stat))} ms [{bounds}] of {n:,}")
-    return f"{too_few_rule()}: " + "; ".join(shown) if shown else None
+            shown.append(f"{NAMES.get(metric, metric)} {stat} {ms_text(view.get(s.mode, metric, stat))} [{bounds}] "
+                         f"of {int(view.get(s.mode, metric, 'count') or 0):,}")
+        if shown:
+            clauses.append(f"{s.mode}: " + ", ".join(shown))
+    return f"{too_few_rule()}; in ms: " + "; ".join(clauses) if clauses else None
