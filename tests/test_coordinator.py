@@ -69,6 +69,23 @@ def _coordinator(tmp_path, clients=("a", "b"), recorded=None):
     return c, loop, master, sink, said
 
 
+def test_no_shard_goes_to_a_worker_before_it_says_it_is_ready(tmp_path):
+    """A Locust worker takes messages while it connects, before its handlers are in: a shard sent
+    then would be dropped (a clean-clone CI run lost a worker so). The shards wait for every
+    connected worker's WorkerReady, the test's start or a tick sending them once all have said it."""
+    c, _loop, master, _, _ = _coordinator(tmp_path)
+    c.ready = set()
+    c.on_message("a", protocol.WorkerReady())
+    c.start()
+    assert master.sent == [] and c.t0 is None      # b is still setting up
+    c.tick()
+    assert master.sent == []
+    c.on_message("b", protocol.WorkerReady())
+    assert sorted(client for client, _ in master.sent) == ["a", "b"] and c.t0 is not None
+    c.on_message("b", protocol.WorkerReady())       # said twice: still one shard each
+    assert len(master.sent) == 2
+
+
 def _report(sent: int, recorded: int, not_sent: int = 0) -> protocol.WorkerReport:
     return protocol.WorkerReport(protocol.Counts(recorded, sent, not_sent), ClientStats().take(0.1))
 

@@ -93,21 +93,29 @@ class Coordinator:
     workers: dict[str, _Worker] = field(default_factory=dict)  # Locust client id -> its shard
     stats: ClientStats = field(default_factory=ClientStats)
     tally: Tally = field(default_factory=Tally)  # the workers' and our own rows since the last Observed
+    # with the real master: the workers that said they are ready (protocol.WorkerReady); None: no
+    # handshake (every connected worker takes its shard at once)
+    ready: set[str] | None = None
     t0: float | None = None
     finished: bool = False
     not_written: protocol.NotWritten | None = None   # a worker's records (or ours) could not be written
     _sink: Sink | None = None
+    _start_asked: bool = False                 # the test started: shards go out once the workers are ready
     _lost: int = 0                             # rows our own sink could not write (counted as recorded)
     _records: EpochClock | None = None
 
     # ---- the test starts ---------------------------------------------------------------------
     def start(self) -> None:
-        """Send each connected worker its shard, with one offset 0 for all. Never after the rows were
-        recorded as unstarted (a worker connecting while record_unstarted writes them would replay
-        them again), and never twice."""
+        """Send each connected worker its shard, with one offset 0 for all, once every one of them
+        said it is ready (with `ready` kept); until then the next tick tries again. Never after the
+        rows were recorded as unstarted (a worker connecting while record_unstarted writes them
+        would replay them again), and never twice."""
+        self._start_asked = True
         if self.finished or self.t0 is not None:
             return
         clients = sorted(self.master.clients())
+        if self.ready is not None and not set(clients) <= self.ready:
+            return   # a worker still setting up would drop its shard
         t0_epoch = self.epoch() + self.opts.start_delay_s + T0_MARGIN_S
         self._records = EpochClock(round(self.epoch() * 1e9), self.clock.now())
         self.t0 = self.clock.now() + (t0_epoch - self.epoch()) - self.opts.resume_at_s
@@ -118,6 +126,12 @@ class Coordinator:
 
     # ---- what workers say --------------------------------------------------------------------
     def on_message(self, client_id: str, msg: protocol.Wire) -> None:
+        if isinstance(msg, protocol.WorkerReady):
+            if self.ready is not None:
+                self.ready.add(client_id)
+            if self._start_asked:
+                self.start()
+            return
         w = self.workers.get(client_id)
         if w is None or w.lost_at is not None:  # not ours, or declared lost: ignored
             return
@@ -136,6 +150,8 @@ class Coordinator:
 
     # ---- twice a second ----------------------------------------------------------------------
     def tick(self) -> None:
+        if self.t0 is None and self._start_asked and not self.finished:
+            self.start()   # the workers that were still setting up
         if self.finished or self.t0 is None:
             return
         now = self.clock.now()

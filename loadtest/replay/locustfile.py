@@ -37,6 +37,7 @@ PARENT_CHECK_S = 1.0    # how often the parent is looked for, in case its PARENT
 SHARD_WAIT_S = 60.0     # a worker without a shard this long after its user started gives up
 HISTORY_KEEP = 720      # Locust's chart history entries kept (an hour at its default interval)
 MASTER_SILENT_S = 10.0  # a worker that hears no heartbeat from its master this long quits
+INIT_WAIT_S = 60.0      # a message that comes before the process set its replay up waits this long for it
 
 
 def say(msg: protocol.Line) -> None:
@@ -55,6 +56,14 @@ class Session:
 
 
 def session(environment) -> Session:
+    """This process's session. A worker's runner takes messages (Locust's spawn among them) while it
+    connects, before Locust fires `init`, which makes the session: wait for it."""
+    waited = 0.0
+    while not hasattr(environment, "loadtest_session"):
+        if waited >= INIT_WAIT_S:
+            raise RuntimeError(f"the replay was not set up within {INIT_WAIT_S:g} s")
+        gevent.sleep(0.05)
+        waited += 0.05
     return environment.loadtest_session
 
 
@@ -85,6 +94,7 @@ def _on_init(environment, **_kw) -> None:
             "loadtest_shard", msg.data)))
         runner.register_message("loadtest_abandon", lambda msg, **_: _abandoned())
         runner.register_message("loadtest_stop_now", lambda msg, **_: gevent.spawn(s.replay.stop_now))
+        runner.send_message(*protocol.to_locust(protocol.WorkerReady()))   # only now can it take its shard
     else:
         s.replay = ShardReplay(opts, parsed.worker_id, tell_command(say),
                                request_event(environment))

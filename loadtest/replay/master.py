@@ -56,8 +56,8 @@ def start_coordinator(environment, opts: ReplayConfig, say: Callable[[protocol.L
                            opts.first_row, opts.resume_at_s),
         GeventClock(), time.time, say,
         lambda: ParquetSink(opts.records_dir, "master", REQUEST_SCHEMA, ThreadPoolExecutor(1), flush_s=opts.flush_s),
-        lambda worker: recorded_ids(opts.records_dir, worker))
-    for kind in ("loadtest_report", "loadtest_done"):
+        lambda worker: recorded_ids(opts.records_dir, worker), ready=set())
+    for kind in ("loadtest_ready", "loadtest_report", "loadtest_done"):
         environment.runner.register_message(
             kind, lambda msg, kind=kind, **_: c.on_message(msg.node_id, protocol.from_locust(kind, msg.data)))
 

@@ -174,6 +174,12 @@ class WorkerDone:
 
 
 @dataclass(frozen=True)
+class WorkerReady:
+    """Worker to master: its message handlers are in, so it can take its shard. (A Locust worker
+    takes messages while it connects, before Locust fires `init`; one sent before then is dropped.)"""
+
+
+@dataclass(frozen=True)
 class Abandon:
     """Master to worker: you were declared lost and your rows recorded; write nothing more."""
 
@@ -183,8 +189,9 @@ class StopNow:
     """Master to worker: the command's second signal; stop now (workers on Ray nodes get no signal)."""
 
 
-Wire = ShardAssignment | WorkerReport | WorkerDone | Abandon | StopNow
-_WIRE: dict[str, type] = {"loadtest_shard": ShardAssignment, "loadtest_report": WorkerReport,
+Wire = ShardAssignment | WorkerReady | WorkerReport | WorkerDone | Abandon | StopNow
+_WIRE: dict[str, type] = {"loadtest_shard": ShardAssignment, "loadtest_ready": WorkerReady,
+                          "loadtest_report": WorkerReport,
                           "loadtest_done": WorkerDone, "loadtest_abandon": Abandon, "loadtest_stop_now": StopNow}
 WIRE_NAMES = tuple(_WIRE)
 
