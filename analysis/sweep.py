@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from analysis.cells import ALL
 from analysis.crossover import crossover
+from analysis.decision import BASELINE, DEPLOY, NONE_BETTER, RESOLUTION, TOO_FEW, Decision
 from analysis.long_summary import LONG_SCHEMA
 from analysis.stats import Ratio, ms_text
 
@@ -144,12 +145,56 @@ def crossovers(sweep: pa.Table) -> dict[tuple[str, str], str]:
     return out
 
 
+def decide_sweep(sweep: pa.Table) -> Decision:
+    """A sweep's decision: the mode whose E2E speedup over the baseline lies above 1.0 (and that
+    had not saturated) at every level from the lowest up to the highest load, deployed up to that
+    load, and what happened above it; the mode paying up to the highest load wins, then the
+    surest speedup there. None paying at the lowest level: no mode is better, or, where an
+    interval holding 1.0 is wider than +-RESOLUTION, not enough data (analysis.decision's rule)."""
+    cells, levels, flags, unit = _cells(sweep), levels_of(sweep), saturation(sweep), load_unit(sweep)
+    modes = [m for m in dict.fromkeys(sweep["mode"].to_pylist()) if m != BASELINE]
+    if BASELINE not in set(sweep["mode"].to_pylist()):
+        return Decision(TOO_FEW, "no decision: this sweep has no baseline mode to measure speculation against")
+    pays: dict[str, tuple[str, float, Ratio]] = {}
+    for mode in modes:
+        for level, load, _ in levels:
+            r = _ratio(cells, level, mode, ALL)
+            if flags.get((level, mode)) is True or r is None or r.low <= 1.0:
+                break
+            pays[mode] = (level, load, r)
+    if not pays:
+        lowest = levels[0][0] if levels else ""
+        wide = [f"{m} {r.text()}" for m in modes if (r := _ratio(cells, lowest, m, ALL)) is not None
+                and r.significant is False and (r.high - r.low) / 2 > RESOLUTION * r.value]
+        if wide:
+            return Decision(TOO_FEW, f"not enough data to say: at the lowest level ({lowest}) {', '.join(wide)} could "
+                            f"be {RESOLUTION:.0%} better or worse than the baseline (--requests, --level-duration)")
+        return Decision(NONE_BETTER, f"no mode is better than the baseline at any level swept (from {lowest})")
+    mode = max(pays, key=lambda m: (pays[m][1], pays[m][2].low))
+    level, load, r = pays[mode]
+    shown = f"{load:,.0f} in flight" if unit == "in flight" else f"{load:,.2f} req/s offered"
+    text = (f"deploy {mode} up to {shown} ({level}: E2E {r.value:.2f}x faster than the baseline "
+            f"[{r.low:.2f}, {r.high:.2f}])")
+    if flags.get((level, mode)) is None:
+        text += f"; whether it keeps up at {level} the level had too few requests to judge"
+    above = [lv for lv, x, _ in levels if x > load]
+    if not above:
+        text += ", the highest level swept: it may pay higher still"
+    else:
+        nxt = above[0]
+        after = _ratio(cells, nxt, mode, ALL)
+        why = ("it saturated" if flags.get((nxt, mode)) is True else "it was not replayed" if after is None
+               else f"its speedup is {after.text()}")
+        text += f"; at {nxt} {why}"
+    return Decision(DEPLOY, text, mode, r)
+
+
 def sweep_markdown(sweep: pa.Table, title: str) -> str:
     cells = _cells(sweep)
     levels = levels_of(sweep)
     flags = saturation(sweep)
     modes = list(dict.fromkeys(sweep["mode"].to_pylist()))
-    out = [f"# {title}", "",
+    out = [f"# {title}", "", f"**Decision: {decide_sweep(sweep).text}**", "",
            "Per level (offered load), over each mode's steady window: done req/s and output tok/s; latencies "
            "in ms from the send; the E2E speedup over the baseline, paired by request, with its 95% interval. "
            f"*saturated*: completions under {SATURATED_BELOW:.0%} of the offered rate, by more than "

@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from analysis.decision import DEPLOY, NONE_BETTER, TOO_FEW, decide_run
 from analysis.long_summary import long_summary
+from analysis.sweep import LEVEL_SCHEMA, decide_sweep, with_level
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 
 
@@ -73,3 +74,24 @@ def test_a_run_too_short_to_tell_says_so_and_how_many_requests_would():
     assert needed > 8
     assert decide_run(_run(8, {"eagle": {"chat": 1.0, "code": 1.0}}, noise=0.1)).kind == NONE_BETTER
     assert decide_run(_run(50, {}, noise=0.1)).kind == TOO_FEW   # nothing but the baseline
+
+
+def _sweep(levels: dict[str, tuple[float, dict[str, dict[str, float]]]]) -> pa.Table:
+    """A sweep of levels name -> (offered req/s, the modes' speedups as `_run` takes them), 400
+    requests each (a steady window at every level)."""
+    parts = [with_level(_run(400, faster, noise=0.1, seed=k), name, offered)
+             for k, (name, (offered, faster)) in enumerate(levels.items())]
+    return pa.concat_tables(parts).cast(LEVEL_SCHEMA)
+
+
+def test_a_sweep_deploys_the_mode_that_pays_up_to_the_highest_load_and_says_what_happens_above():
+    both = {"chat": 1.0, "code": 1.0}
+    sweep = _sweep({"low": (2.0, {"eagle": {"chat": 2.0, "code": 2.0}, "draft": {"chat": 1.5, "code": 1.5}}),
+                    "mid": (4.0, {"eagle": {"chat": 1.5, "code": 1.5}, "draft": both}),
+                    "high": (8.0, {"eagle": both, "draft": both})})
+    d = decide_sweep(sweep)
+    assert d.kind == DEPLOY and d.mode == "eagle"
+    assert d.text.startswith("deploy eagle up to 4.00 req/s offered (mid: E2E ") and abs(d.speedup.value - 1.5) < 0.05
+    assert d.text.endswith("; at high its speedup is 1.00x (n.s.)")
+    none = decide_sweep(_sweep({"low": (2.0, {"eagle": both}), "high": (8.0, {"eagle": both})}))
+    assert none.kind == NONE_BETTER and none.text == "no mode is better than the baseline at any level swept (from low)"
