@@ -104,7 +104,7 @@ def search_range(args: CapacityOptions, native: float) -> tuple[float, float]:
     return start, max(args.max_rate or native * 8, start)
 
 
-def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeats: int) -> str:
+def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeats: int, probe_s: float) -> str:
     rows = []
     for mode, r in results.items():
         f = r.found
@@ -122,4 +122,8 @@ def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeat
         f"Bracketed by doubling, then bisected to {precision:.0%}; each rate near the boundary decided by the "
         f"majority of {repeats} probe(s). Per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the "
         "target's). Goodput: requests within every target per second, at the rate found. Binding: what failed "
-        "just above it.", "", *table, "", choice, ""])
+        "just above it.", "", *table, "", choice, "",
+        f"Each probe here is {probe_s:g} s of arrivals at its rate (rate x {probe_s:g} requests); `loadtest plan "
+        "--capacity` probes its trace's `--requests` whatever the rate, so its p99s are of other sample sizes and "
+        f"of a longer or shorter burst, and its figure can differ: plan with `--requests` near the rate found x "
+        f"{probe_s:g} for like with like.", ""])

@@ -37,7 +37,7 @@ from loadtest.request.body import request_body
 from loadtest.session.inputs import new_run_dir
 from loadtest.session.level_dirs import new_level
 from loadtest.session.levels import Level, levels_of, native_rate
-from loadtest.session.options import DEFAULT_FLEET, PlanOptions
+from loadtest.session.options import DEFAULT_FLEET, CapacityOptions, PlanOptions
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import (
@@ -176,8 +176,16 @@ def capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list[
         "## Capacity: the highest offered rate within every tenant's SLOs", "",
         f"Bracketed by doubling from 1/16 of the scenario's rate, then bisected to {CAPACITY_PRECISION:.0%}; "
         f"per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the target's). Binding: the tenants "
-        "that missed just above it.", "",
-        *table, "", choice, ""])
+        "that missed just above it.", "", *table, "", choice, "", probe_difference(base.num_rows), ""])
+
+
+def probe_difference(requests: int) -> str:
+    """Why the model's capacity and `loadtest capacity`'s measured one can differ, in one line."""
+    seconds = CapacityOptions.probe_duration
+    return (f"Each probe here is this trace's {requests:,} requests at the probed rate, however long that lasts; "
+            f"`loadtest capacity` probes {seconds:g} s of arrivals instead (rate x {seconds:g} requests), so at "
+            "another rate its p99s are of other sample sizes and of a longer or shorter burst, and its figure can "
+            f"differ: for like with like, plan with `--requests` near the rate found x {seconds:g}.")
 
 
 def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServer], fleet: FleetSpec,
