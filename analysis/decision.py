@@ -81,6 +81,9 @@ def decide_run(summary: pa.Table, offered: float | None = None, stopped: bool = 
     if BASELINE not in v.modes:
         return Decision(TOO_FEW, "no decision: this run has no baseline mode to measure speculation against "
                         "(add --modes baseline,...)")
+    if v.modes == [BASELINE]:
+        return Decision(TOO_FEW, "no decision: this run replayed only the baseline, so there is no speculation to "
+                        "measure (--modes baseline,eagle,...)")
     ratios = {m: r for m in v.modes if m != BASELINE and (r := v.ratio(m, "speedup_e2e")) is not None}
     if not ratios:
         return Decision(TOO_FEW, "not enough data to say: no speculative mode has a request in common with the "

@@ -73,7 +73,8 @@ def test_a_run_too_short_to_tell_says_so_and_how_many_requests_would():
     needed = int(d.text.split("about ")[1].split(" requests")[0].replace(",", ""))
     assert needed > 8
     assert decide_run(_run(8, {"eagle": {"chat": 1.0, "code": 1.0}}, noise=0.1)).kind == NONE_BETTER
-    assert decide_run(_run(50, {}, noise=0.1)).kind == TOO_FEW   # nothing but the baseline
+    alone = decide_run(_run(50, {}, noise=0.1))   # nothing but the baseline
+    assert alone.kind == TOO_FEW and alone.text.startswith("no decision: this run replayed only the baseline")
 
 
 def _sweep(levels: dict[str, tuple[float, dict[str, dict[str, float]]]]) -> pa.Table:
