@@ -202,6 +202,11 @@ class TenantTally:
         self.first_sent_ns = _min(self.first_sent_ns, report.first_sent_ns)
         self.last_end_ns = _max(self.last_end_ns, report.last_end_ns)
 
+    def copy(self) -> TenantTally:
+        out = TenantTally()
+        out.merge(self.report(""))
+        return out
+
     def report(self, tenant: str) -> TenantReport:
         return TenantReport(tenant, [[s, k, n] for (s, k), n in self.requests.items()],
                             [[m, h.sum, h.counts.tolist(), self.logs[m].to_dict()] for m, h in self.hists.items()],
@@ -278,10 +283,6 @@ class Tally:
         self.tenants = {}
         return out
 
-    def report(self) -> TallyReport:
-        """Everything, kept."""
-        return TallyReport([t.report(name) for name, t in self.tenants.items()])
-
     def total(self) -> TenantTally:
         """Every tenant's counts added up."""
         return added_up(self.tenants)
@@ -348,22 +349,15 @@ class LiveTallies:
     def read(self) -> list[tuple[tuple, list[str], dict[str, TenantTally], tuple[int, int] | None]]:
         """A copy of every replay's: (key, its tenants, tenant -> its tally, its progress)."""
         with self._lock:
-            return [(key, self._tenants.get(key, []), _copy(t), self._progress.get(key))
+            return [(key, self._tenants.get(key, []), {n: x.copy() for n, x in t.tenants.items()},
+                     self._progress.get(key))
                     for key, t in self._tallies.items()]
 
     def of(self, key: tuple) -> dict[str, TenantTally]:
         """A copy of one replay's tally per tenant (empty before it started)."""
         with self._lock:
             t = self._tallies.get(key)
-            return _copy(t) if t is not None else {}
-
-
-def _copy(t: Tally) -> dict[str, TenantTally]:
-    out = {}
-    for name, mine in t.tenants.items():
-        out[name] = TenantTally()
-        out[name].merge(mine.report(name))
-    return out
+            return {n: x.copy() for n, x in t.tenants.items()} if t is not None else {}
 
 
 TALLY_COLUMNS = ["tenant", "status", "error_kind", "sent_ns", "scheduled_ns", "completion_tokens", "chunk_tokens",
