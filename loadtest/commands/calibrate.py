@@ -31,8 +31,10 @@ def main(args: CalibrateOptions) -> int:
 
 
 def _print(console, prior, hw_fit, acc_report) -> None:
-    t = Table(title=f"Hardware: fitted to {hw_fit.requests} baseline requests "
-              f"(mean step time, RMS residual {hw_fit.residual_pct:.1f}%)")
+    # the fit's one sentence is never broken by a narrow terminal (a log, CI): a reader greps it
+    console.print(f"Hardware: fitted to {hw_fit.requests} baseline requests "
+                  f"(mean step time, RMS residual {hw_fit.residual_pct:.1f}%)", soft_wrap=True)
+    t = Table()
     for col in ("constant", "prior", "fitted", "ratio"):
         t.add_column(col, justify="left" if col == "constant" else "right")
     for name in FITTED_HARDWARE:
@@ -43,7 +45,9 @@ def _print(console, prior, hw_fit, acc_report) -> None:
     console.print(t)
     if not acc_report:
         return
-    a = Table(title="Acceptance per method and domain (tokens per decode step: measured, and the fitted profile's)")
+    console.print("Acceptance per method and domain (tokens per decode step: measured, and the fitted profile's)",
+                  soft_wrap=True)
+    a = Table()
     for col in ("mode", "domain", "requests", "per position", "spread", "match", "measured", "profile", "diff"):
         a.add_column(col, justify="left" if col in ("mode", "domain", "per position") else "right")
     for mode, domain, fit in acc_report:
