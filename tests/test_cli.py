@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from loadtest.commands.arguments import build_parser, subparsers
@@ -15,13 +17,17 @@ def test_top_level_help_lists_commands():
     assert "run" in out.stdout and "sim" in out.stdout
 
 
-@pytest.mark.parametrize("command", ["run", "sim"])
+@pytest.mark.parametrize("command", sorted(subparsers(build_parser())))
 def test_every_option_has_help_text(command):
-    out = cli(command, "--help")
+    out = cli(*command.split(), "--help")
     assert out.returncode == 0
     sub = subparsers(build_parser())[command]
     for action in sub._actions:
+        if isinstance(action, argparse._SubParsersAction) or action.help == argparse.SUPPRESS:
+            continue   # the subcommands (each with its own --help) and the options a command hides
         assert action.help and len(action.help) > 10, f"{command} {action.option_strings} has no help"
+        assert "{default" not in action.help and "{scope" not in action.help, \
+            f"{command} {action.option_strings}: a placeholder left in its help: {action.help!r}"
         for flag in action.option_strings:
             assert flag in out.stdout
 

@@ -117,7 +117,7 @@ class FolderOptions:
     run_id: str | None = option(help="name of this run's folder under --out (default: UTC time and scenario)",
                                 parse=plain_name, metavar="ID")
     progress_every: float = option(30.0, "when the output is not a terminal (a log, CI, nohup), a progress line per "
-                                   "running mode every S seconds (default {default:g})", parse=positive_float,
+                                   "running mode every S seconds (default {default})", parse=positive_float,
                                    metavar="S")
 
 
