@@ -6,7 +6,9 @@ does not count: requests never sent (a deadline, an interrupt), in flight when t
 stopped (`interrupted`) or its --deadline came (`timeout/deadline`), or on a worker that was lost
 (`worker_lost`, reported as the mode's end): the outcome `client` of `loadtest.records.outcomes`, the one
 definition the console, the reports, capacity probes and soak windows count by too.
-The gate turns into exit code 1 (DESIGN.md, "Exit codes").
+The gate turns into exit code 1 (DESIGN.md, "Exit codes"); with --slo-gate a tenant's missed SLO
+fails it too, and an SLO the data cannot judge (analysis.slo) leaves it not judged: exit 3, the
+check could not complete.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import asdict, dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analysis.slo import MISSED, SLO_TOO_FEW_RULE, UNJUDGED
 from loadtest.manifest import Manifest
 from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, kinds, outcomes
 
@@ -81,12 +84,33 @@ def error_checks(records: pa.Table, modes: list[str], max_share: float) -> list[
     return out
 
 
-def gate_failures(manifest: Manifest, checks: list[ErrorCheck], slo_gate: bool = False) -> list[str]:
+@dataclass(frozen=True)
+class GateVerdict:
+    """The gate's answer: why it failed, and what it could not judge (--slo-gate on p99s of too
+    few requests: analysis.slo), a line each; it passed when both are empty."""
+
+    failed: list[str]
+    unjudged: list[str]
+
+    @property
+    def state(self) -> str:
+        return "failed" if self.failed else "not judged" if self.unjudged else "passed"
+
+
+def judge_gate(manifest: Manifest, checks: list[ErrorCheck], slo_gate: bool = False) -> GateVerdict:
     """Put the gate in the manifest (the error checks, and with `slo_gate` every tenant's SLOs
-    as the analysis put them there); why it failed, one line each (none: it passed)."""
+    as the analysis put them there: failed on a p99 whose interval lies above its target, not
+    judged on one whose interval holds it or is open above) and return it."""
     manifest.checks = [c.as_dict() for c in checks]
-    failed = [c.reason() for c in checks if not c.passed]
-    if slo_gate:
-        failed += [f"{s['mode']}: {s['tenant']} missed its SLO (--slo-gate)" for s in manifest.slos if not s["passed"]]
-    manifest.gate = "failed" if failed else "passed"
-    return failed
+    slos = slo_gate_lines(manifest.slos) if slo_gate else GateVerdict([], [])
+    verdict = GateVerdict([c.reason() for c in checks if not c.passed] + slos.failed, slos.unjudged)
+    manifest.gate = verdict.state
+    return verdict
+
+
+def slo_gate_lines(slos: list[dict], prefix: str = "") -> GateVerdict:
+    """--slo-gate on a manifest's `slos`: the tenants that missed, and those too few requests judge."""
+    return GateVerdict(
+        [f"{prefix}{s['mode']}: {s['tenant']} missed its SLO (--slo-gate)" for s in slos if s["verdict"] == MISSED],
+        [f"{prefix}{s['mode']}: {s['tenant']}: {'; '.join(s['unjudged'])}: {SLO_TOO_FEW_RULE}" for s in slos
+         if s["verdict"] == UNJUDGED])

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.long_summary import ALL, LATENCIES, SummaryView
-from analysis.slo import Attainment
+from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
 from analysis.stats import PERCENTILES, Ratio, ms_text
 from analysis.summary import TOO_FEW, too_few_rule
 
@@ -103,11 +103,14 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
             line = [t]
             for m in shown:
                 a = cells.get((t, m))
-                line.append("-" if a is None else f"met ({a.share:.0%})" if a.passed
-                            else f"**missed** ({a.share:.0%}): " + "; ".join(a.missed()))
+                mark = TOO_FEW if a is not None and a.verdict == UNJUDGED else ""
+                line.append("-" if a is None else f"met{mark} ({a.share:.0%})" if a.passed
+                            else f"**missed**{mark} ({a.share:.0%}): " + "; ".join(a.missed()))
             rows.append(line)
+        unjudged = [f"{a.mode} {a.tenant}: {'; '.join(a.unjudged())}" for a in slos if a.verdict == UNJUDGED]
         out += ["## SLOs by tenant", "", "Requests within every target of their tenant, and whether the tenant's "
-                "p99s met the targets.", "", _table(["tenant", *shown], rows), ""]
+                "p99s met the targets.", "", _table(["tenant", *shown], rows), "",
+                *([f"{TOO_FEW} {SLO_TOO_FEW_RULE}: " + "; ".join(unjudged) + ".", ""] if unjudged else [])]
     elif slos is None:
         out += ["## SLOs", "", "This trace sets no SLO targets: no goodput or attainment.", ""]
     metrics = [*LATENCIES, "itl_chunk_ms", "itl_token_ms", "lateness_ms"]

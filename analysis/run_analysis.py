@@ -105,7 +105,8 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
         write_tenant_speedups(found.by_tenant, run_dir / "tenant_speedups.parquet")
     if has_slos(table):
         found.slos = attainment(table, [s.mode for s in found.summaries])
-        manifest.slos = [{"mode": a.mode, "tenant": a.tenant, "passed": a.passed, "met_share": a.share,
+        manifest.slos = [{"mode": a.mode, "tenant": a.tenant, "passed": a.passed, "verdict": a.verdict,
+                          "unjudged": a.unjudged(), "met_share": a.share,
                           "checks": {m: {"p99_ms": v, "target_ms": t} for m, (v, t) in a.checks.items()}}
                          for a in found.slos]
     found.steady_note = steady_state_note(found.summaries, stopped=found.stopped_note is not None)

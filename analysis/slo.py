@@ -3,13 +3,20 @@ trace (`slo_ttft_p99_ms`, `slo_tpot_p99_ms`, `slo_e2e_p99_ms`; the scenario's, p
 
 Goodput is the rate of requests that succeeded within every target of their tenant (latencies
 from the send, as vLLM's `bench serve --goodput` counts them); attainment is a tenant's p99
-against its target, pass or fail. A run whose trace carries no targets has no goodput, and
-says so rather than printing zeros."""
+against its target. A run whose trace carries no targets has no goodput, and says so rather
+than printing zeros.
+
+Attainment is judged on the p99's distribution-free 95% interval (analysis.stats), not on the
+p99 alone: *met* when every interval lies within its target, *missed* when one lies above it
+(or no request succeeded), and *too few* to judge otherwise: an interval that holds the target,
+or one the data cannot close on the side that decides (a p99 is bounded above only from
+`supported_count(0.99)`, 368, requests). The gate (--slo-gate) fails on *missed* only, and
+passes on *met* only."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +25,12 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from analysis.stats import floats, ms_text
+from analysis.stats import floats, ms_text, percentiles_with_intervals, supported_count
 from loadtest.records import OK, SLO_COLUMNS, meets_slos
 
+MET, MISSED, UNJUDGED = "met", "missed", "too few to judge"   # Attainment.verdict
+SLO_TOO_FEW_RULE = (f"too few requests to judge the p99 against its target: its 95% interval holds the target or "
+                    f"is open above (a p99's interval closes from {supported_count(0.99)} requests)")
 METRIC_OF = {"slo_ttft_p99_ms": "ttft_ms", "slo_tpot_p99_ms": "tpot_ms", "slo_e2e_p99_ms": "e2e_ms"}
 
 
@@ -79,6 +89,7 @@ class Attainment:
     requests: int
     met: int                                   # requests within every target
     checks: dict[str, tuple[float, float]]     # metric -> (p99 measured over ok requests, target)
+    bounds: dict[str, tuple[float, float, int]] = field(default_factory=dict)   # metric -> the p99's interval, n
 
     @property
     def share(self) -> float:
@@ -86,7 +97,32 @@ class Attainment:
 
     @property
     def passed(self) -> bool:
+        """Every p99 within its target, as measured (the point; `verdict` says whether the data
+        supports it)."""
         return all(not math.isnan(p99) and p99 <= target for p99, target in self.checks.values())
+
+    @property
+    def verdict(self) -> str:
+        """MISSED when a p99's interval lies above its target (or no request succeeded), MET when
+        every interval lies within its target, UNJUDGED otherwise."""
+        verdicts = []
+        for m, (p99, target) in self.checks.items():
+            low, high, _ = self.bounds.get(m, (math.nan, math.nan, 0))
+            if math.isnan(p99) or low > target:
+                return MISSED
+            verdicts.append(high <= target)    # False for an open (NaN) upper end
+        return MET if all(verdicts) else UNJUDGED
+
+    def unjudged(self) -> list[str]:
+        """The p99s the data cannot judge against their targets: value, interval, count, target."""
+        out = []
+        for m, (p99, target) in self.checks.items():
+            low, high, n = self.bounds.get(m, (math.nan, math.nan, 0))
+            if math.isnan(p99) or low > target or high <= target:
+                continue
+            ends = ", ".join("-" if math.isnan(b) else ms_text(b) for b in (low, high))
+            out.append(f"{m} p99 {ms_text(p99)} [{ends}] of {n:,} against {ms_text(target)} ms")
+        return out
 
     def missed(self) -> list[str]:
         return [f"{m} p99 {ms_text(p99)} > {ms_text(target)} ms" if not math.isnan(p99)
@@ -104,15 +140,16 @@ def attainment(table: pa.Table, modes: list[str]) -> list[Attainment]:
     for mode in modes:
         for tenant in sorted(set(tenants_col[modes_col == mode])):
             rows = (modes_col == mode) & (tenants_col == tenant)
-            checks = {}
+            checks, bounds = {}, {}
             for slo in SLO_COLUMNS:
                 targets = floats(table[slo])[rows]
                 if np.isnan(targets).all():
                     continue
                 values = floats(table[METRIC_OF[slo]])[rows & ok]
-                values = values[np.isfinite(values)]
-                p99 = float(np.percentile(values, 99)) if len(values) else math.nan
-                checks[METRIC_OF[slo].removesuffix("_ms")] = (p99, float(np.nanmax(targets)))
+                p99, low, high = percentiles_with_intervals(values)["p99"]
+                name = METRIC_OF[slo].removesuffix("_ms")
+                checks[name] = (p99, float(np.nanmax(targets)))
+                bounds[name] = (low, high, int(np.isfinite(values).sum()))
             if checks:
-                out.append(Attainment(mode, tenant, int(rows.sum()), int(meets[rows].sum()), checks))
+                out.append(Attainment(mode, tenant, int(rows.sum()), int(meets[rows].sum()), checks, bounds))
     return out

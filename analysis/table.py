@@ -6,10 +6,10 @@ import math
 
 from rich.table import Table
 
-from analysis.slo import Attainment
+from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
 from analysis.stats import Ratio
 from analysis.steady import STEADY_SPAN_OVER_E2E_P99
-from analysis.summary import ModeSummary, ms_cell
+from analysis.summary import TOO_FEW, ModeSummary, ms_cell
 
 
 def ratio_cell(r: Ratio | None) -> str:
@@ -34,7 +34,8 @@ def tenant_table(speedups: dict[str, dict[str, Ratio]], modes: list[str]) -> Tab
 
 def slo_table(rows: list[Attainment], modes: list[str]) -> Table:
     """Per tenant (rows) and mode (columns): the share of requests within every target, and
-    whether the tenant's p99s met them (which missed, when not)."""
+    whether the tenant's p99s met them (which missed, when not), marked where too few requests
+    judge it (analysis.slo)."""
     shown = [m for m in modes if any(a.mode == m for a in rows)]
     t = Table("tenant", *shown, title="SLOs by tenant: requests within every target; p99 against target",
               header_style="bold")
@@ -43,13 +44,17 @@ def slo_table(rows: list[Attainment], modes: list[str]) -> Table:
         line = []
         for m in shown:
             a = cells.get((tenant, m))
+            mark = TOO_FEW if a is not None and a.verdict == UNJUDGED else ""
             if a is None:
                 line.append("-")
             elif a.passed:
-                line.append(f"[green]met[/green] {a.share:.0%}")
+                line.append(f"[green]met[/green]{mark} {a.share:.0%}")
             else:
-                line.append(f"[red]missed[/red] {a.share:.0%}: " + ", ".join(x.split(" ")[0] for x in a.missed()))
+                line.append(f"[red]missed[/red]{mark} {a.share:.0%}: "
+                            + ", ".join(x.split(" ")[0] for x in a.missed()))
         t.add_row(tenant, *line)
+    if any(a.verdict == UNJUDGED for a in rows):
+        t.caption = f"{TOO_FEW} {SLO_TOO_FEW_RULE}"
     return t
 
 

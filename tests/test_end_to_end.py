@@ -213,9 +213,9 @@ def test_a_lost_worker_is_noticed_and_its_share_recorded(tmp_path, world_fleet):
 
 
 def test_parallel_modes_replay_every_mode_at_once(tmp_path):
-    # a fleet of its own: --parallel-modes brings every mode up at once (the plan's one turn)
+    # a fleet of its own: --mode-order parallel brings every mode up at once (the plan's one turn)
     out = loadtest("run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "fast-sim.toml"),
-                   "--modes", "baseline,ngram", "--parallel-modes", "--workers", "1", "--out", str(tmp_path),
+                   "--modes", "baseline,ngram", "--mode-order", "parallel", "--workers", "1", "--out", str(tmp_path),
                    "--run-id", "par", timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     manifest = json.loads((tmp_path / "par" / "manifest.json").read_text())

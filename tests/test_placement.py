@@ -10,6 +10,7 @@ import pytest
 from cluster.fleet import FleetSpec
 from cluster.placement import Node, PlanError, fits, make_plan, nodes_from_ray, replica_bundles
 from cluster.rollout import Rollout
+from loadtest.session.bringup import at_once
 
 FIVE = ["baseline", "draft", "medusa", "eagle", "ngram"]
 
@@ -155,3 +156,16 @@ def test_a_failed_start_is_raised_to_the_replay_that_waits_for_it():
     rollout.up_future("baseline").set_exception(RuntimeError("replica baseline-0 exited with code 1"))
     with pytest.raises(RuntimeError, match="exited with code 1"):
         rollout.ready("baseline")
+
+
+@pytest.mark.parametrize("spec, nodes, order, expected", [
+    (fleet(), gpu_nodes(8, 8, 4), "auto", True),                      # GPUs for every mode: side by side
+    (fleet(), gpu_nodes(8), "auto", False),                           # three turns
+    (fleet(), gpu_nodes(8, 8, 4), "turns", False),
+    (fleet(engine="sim", tp=4, cpus=0.2, accelerator=None), gpu_nodes(0, cpus=2), "auto", True),  # the simulator
+    (fleet(engine="vllm", tp=1, cpus=0.2, accelerator=None, device="cpu"), gpu_nodes(0, cpus=2), "auto", False),
+    (fleet(), gpu_nodes(8), "parallel", True),                        # insisted on (and refused by the pre-flight)
+])
+def test_modes_replay_side_by_side_by_default_only_where_they_share_no_processor(spec, nodes, order, expected):
+    assert at_once(order, spec, make_plan(spec, FIVE, nodes)) is expected
+    assert at_once(order, None, None) is (order == "parallel")        # --endpoints: its hardware unseen

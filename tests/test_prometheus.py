@@ -136,7 +136,7 @@ def test_a_real_prometheus_scrapes_a_run_and_agrees_with_its_parquet(tmp_path, w
             assert time.monotonic() < deadline, "prometheus never became ready"
             time.sleep(0.2)
         out = cli("run", "--scenario", str(DATA / "tiny-mix.toml"), "--endpoints", str(world_fleet.state),
-                  "--modes", "baseline,ngram", "--requests", "80", "--parallel-modes", "--workers", "2",
+                  "--modes", "baseline,ngram", "--requests", "80", "--mode-order", "parallel", "--workers", "2",
                   "--metrics-linger", "4", "--out", str(tmp_path / "results"), "--run-id", "p1")
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         assert "client metrics: http://127.0.0.1:" in out.stdout

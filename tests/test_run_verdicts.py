@@ -90,21 +90,30 @@ def test_slo_attainment_is_shown_and_gated_with_slo_gate(tmp_path):
                     "--out", str(tmp_path), "--run-id", "shown")
         gated = cli("run", "--endpoints", f"baseline={url}", "--scenario", str(strict), "--requests", "20",
                     "--out", str(tmp_path), "--run-id", "gated", "--slo-gate")
+        # every target met as measured, but by 20 requests: a p99 the gate does not judge (exit 3)
+        few = cli("run", "--endpoints", f"baseline={url}", "--scenario", str(DATA / "tiny-mix.toml"), "--requests",
+                  "20", "--out", str(tmp_path), "--run-id", "few", "--slo-gate")
+    assert few.returncode == 3, few.stdout + few.stderr
+    said = " ".join(few.stdout.split())
+    assert "gate failed" not in said and "gate not judged: baseline: chat: ttft p99 " in said
+    assert "too few requests to judge the p99 against its target" in said and "closes from 368 requests" in said
+    assert json.loads((tmp_path / "few" / "manifest.json").read_text())["gate"] == "not judged"
+    assert "met† 100%" in few.stdout
     assert shown.returncode == 0, shown.stdout + shown.stderr   # shown, not gated
     assert "SLOs by tenant" in shown.stdout and "missed" in shown.stdout
     assert gated.returncode == 1, gated.stdout + gated.stderr
     assert "gate failed: baseline: rust missed its SLO (--slo-gate)" in gated.stdout
     assert "baseline: rust missed its SLO: e2e p99" in gated.stdout and "> 1.0 ms" in gated.stdout
     slos = {s["tenant"]: s for s in json.loads((tmp_path / "gated" / "manifest.json").read_text())["slos"]}
-    assert slos["chat"]["passed"] and slos["chat"]["met_share"] == 1.0
-    assert not slos["rust"]["passed"] and slos["rust"]["met_share"] == 0.0
+    assert slos["chat"]["passed"] and slos["chat"]["met_share"] == 1.0 and slos["chat"]["verdict"] == "too few to judge"
+    assert not slos["rust"]["passed"] and slos["rust"]["met_share"] == 0.0 and slos["rust"]["verdict"] == "missed"
     assert slos["rust"]["checks"]["e2e"]["target_ms"] == 1.0
     # The same answer from the folder alone, again: `loadtest report`.
     again = cli("report", str(tmp_path / "gated"), str(tmp_path / "shown"), "--slo-gate")
     assert again.returncode == 1, again.stdout + again.stderr
     assert "gate failed: gated: baseline: rust missed its SLO (--slo-gate)" in again.stdout
     report = (tmp_path / "gated" / "report.md").read_text()
-    assert "| rust | **missed** (0%): e2e p99" in report and "| chat | met (100%) |" in report
+    assert "| rust | **missed** (0%): e2e p99" in report and "| chat | met† (100%) |" in report
     long = pq.read_table(tmp_path / "gated" / "summary.parquet")
     assert long.schema.names == ["run_id", "mode", "tenant", "metric", "statistic", "value", "ci_low", "ci_high"]
     rows = {(r["tenant"], r["metric"], r["statistic"]): r["value"] for r in long.to_pylist()}

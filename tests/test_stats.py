@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.slo import attainment, request_meets
+from analysis.slo import MET, MISSED, UNJUDGED, attainment, request_meets
 from analysis.stats import (
     EXACT_RANKS_MAX,
     counter_increase,
@@ -343,3 +343,26 @@ def test_a_percentiles_interval_covers_it_and_too_few_runs_past_the_data():
     assert not any(math.isnan(b) for b in few["p50"][1:])
     exact, normal = quantile_ranks(EXACT_RANKS_MAX, 0.99), quantile_ranks(EXACT_RANKS_MAX + 1, 0.99)
     assert normal[0] == pytest.approx(exact[0], abs=2) and normal[1] == pytest.approx(exact[1], abs=3)
+
+
+@pytest.mark.parametrize("n, above, verdict", [
+    (100, 0, UNJUDGED),    # every request within 50 ms, but 100 cannot bound a p99 above: not a pass
+    (400, 0, MET),         # 400 can: the p99's interval [.., ..] lies within the target
+    (100, 10, MISSED),     # a tenth above the target: the p99's interval lies above it, even of 100
+    (400, 4, UNJUDGED),    # 1% above (the p99 itself within): the interval holds the target
+    (5, 0, UNJUDGED),
+])
+def test_an_slo_is_met_or_missed_only_where_the_p99s_interval_says_so(n, above, verdict):
+    rows = [_row("baseline", i, "chat", e2e=1000.0, tpot=80.0 if i < above else 20.0 + i % 20) for i in range(n)]
+    table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
+    for col, value in (("slo_ttft_p99_ms", math.nan), ("slo_tpot_p99_ms", 50.0), ("slo_e2e_p99_ms", math.nan)):
+        table = table.append_column(col, pa.array([value] * n, pa.float64()))
+    (a,) = attainment(table, ["baseline"])
+    assert a.verdict == verdict
+    low, high, count = a.bounds["tpot"]
+    assert count == n and (a.passed or above)        # as measured, within target where none is above
+    assert (verdict == UNJUDGED) == bool(a.unjudged())
+    if verdict == MET:
+        assert high <= 50.0 and n >= supported_count(0.99)
+    if verdict == MISSED:
+        assert low > 50.0

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 from rich.table import Table
 
 from analysis.compare import DEFAULT_METRICS, CompareError, compare_runs, read_compared
+from analysis.gate import slo_gate_lines
 from analysis.long_summary import LONG_SCHEMA
 from analysis.markdown import runs_markdown
 from analysis.reader import ContractError
@@ -23,7 +24,7 @@ from analysis.sweep import plan_vs_measured
 from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console, say_summaries_not_written
-from loadtest.commands.views import show_run
+from loadtest.commands.views import show_gate, show_run
 from loadtest.manifest import Manifest
 from loadtest.session.tool_options import CompareOptions, ReportOptions
 
@@ -85,7 +86,8 @@ def main(args: ReportOptions) -> int:
     except ValueError as exc:
         print_error("loadtest report", str(exc))
         return exits.BAD_INPUT
-    missed = []
+    missed: list[str] = []
+    unjudged: list[str] = []
     for run_dir, manifest in runs:
         try:
             show_run(console, analyse_run(run_dir, manifest.modes, manifest), slo_details=args.slo_gate)
@@ -95,7 +97,9 @@ def main(args: ReportOptions) -> int:
         except files.NotWritten as exc:  # a full disk: each summary is written whole or not at all, the last kept
             say_summaries_not_written("loadtest report", run_dir, exc)
             return exits.INCOMPLETE
-        missed += [f"{manifest.run_id}: {s['mode']}: {s['tenant']}" for s in manifest.slos if not s["passed"]]
+        gate = slo_gate_lines(manifest.slos, f"{manifest.run_id}: ")
+        missed += gate.failed
+        unjudged += gate.unjudged
         if args.slo_gate and not manifest.slos:
             print_error("loadtest report", f"--slo-gate: {run_dir} has no SLO targets to check")
             return exits.BAD_INPUT
@@ -113,11 +117,7 @@ def main(args: ReportOptions) -> int:
             print_error("loadtest report", f"--out {out}: {exc.strerror or exc}")
             return exits.BAD_INPUT
         console.print(f"every run: {out / 'report.md'}  (summary: {out / 'summary.parquet'})")
-    if args.slo_gate and missed:
-        for m in missed:
-            console.print(f"[red bold]gate failed: {m} missed its SLO (--slo-gate)[/red bold]")
-        return exits.GATE_FAILED
-    return exits.OK
+    return show_gate(console, missed, unjudged) if args.slo_gate else exits.OK
 
 
 def compare(args: CompareOptions) -> int:

@@ -86,7 +86,7 @@ ABOUT: dict[str, tuple[str, str]] = {
         "Locust's web UI: start a run of several modes from the form, compare them live",
         "Open Locust's web UI once; its start form chooses the scenario, the modes and the rate scale (Custom"
         ' parameters). Start replays every chosen mode side by side, each with its own Locust process(es), '
-        'writing the same dataset, manifest and report as `loadtest run --parallel-modes`; Stop ends them '
+        'writing the same dataset, manifest and report as `loadtest run --mode-order parallel`; Stop ends them '
         '(the rest is recorded as not_sent). The Comparison tab (a row per mode) and the Comparison page (per'
         ' mode, and per tenant on demand) show TTFT, TPOT, ITL and E2E percentiles, output tokens/s, goodput,'
         " tokens per step and the server's acceptance; the page as a table and charts over time, every "

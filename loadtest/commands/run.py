@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from analysis.gate import gate_failures
+from analysis.gate import judge_gate
 from analysis.run_analysis import analyse_run
 from cluster import FleetError
 from common import exits, files
@@ -60,8 +60,8 @@ def main(args: RunOptions) -> int:
         say_summaries_not_written("loadtest run", run_dir, exc)
         code = exits.INCOMPLETE if code == exits.OK else code
     if code == exits.OK:
-        if not show_gate(console, gate_failures(manifest, checks, args.gate.slo_gate)):
-            code = exits.GATE_FAILED
+        gate = judge_gate(manifest, checks, args.gate.slo_gate)
+        code = show_gate(console, gate.failed, gate.unjudged)
         manifest.write(run_dir)
     code = exits.INCOMPLETE if manifest.unwritten and code in (exits.OK, exits.GATE_FAILED) else code  # said once
     if (run_dir / "report.md").exists():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 from rich.console import Console
 
-from analysis.gate import gate_failures
+from analysis.gate import judge_gate
 from analysis.reader import ContractError
 from analysis.run_analysis import analyse_run
 from analysis.soak import analyse_soak
@@ -46,7 +46,8 @@ def main(args: SoakOptions) -> int:
 def _soak(console: Console, soak: Soak) -> int:
     run_dir, manifest, stream, p = soak.run_dir, soak.manifest, soak.stream, soak.params
     manifest.write(run_dir)
-    args = with_values(soak.options, parallel_modes=len(soak.choice.modes) > 1)   # every mode at once
+    # every mode at once
+    args = with_values(soak.options, mode_order="parallel" if len(soak.choice.modes) > 1 else "turns")
     at_s = max((e.get("resume_at_s", 0.0) for e in soak.extra.values()), default=0.0)   # the mode furthest on
     writer = PartWriter(stream, run_dir / "trace", at_s)
     writer.start()
@@ -89,7 +90,7 @@ def verdict(console: Console, soak: Soak, code: int) -> int:
     if not soaked.findings:
         console.print(f"soak: no SLO window missed{'' if soak.targets else ' (no targets set)'} and no drift found "
                       f"over {soaked.windows.num_rows // max(1, len(soak.choice.modes))} windows", soft_wrap=True)
-    passed = show_gate(console, gate_failures(manifest, analysed.checks)) and not soaked.findings
+    passed = show_gate(console, judge_gate(manifest, analysed.checks).failed) == exits.OK and not soaked.findings
     p["findings"], p["ended_at"] = len(soaked.findings), utc_now()
     manifest.gate = "passed" if passed else "failed"
     manifest.write(run_dir)

@@ -59,13 +59,13 @@ def main(args: SweepOptions) -> int:
         # a simulator fleet, started here or held up (its state file names it): the model beside it
         predicted = (plan_beside(choice.spec, choice.modes, trace.table, dirs, run_dir, manifest, args.level_duration)
                      if code == exits.OK else None)
-        checks = write_report(console, run_dir, title, dirs, manifest.status, gpus, predicted, args.gate.max_errors)
+        checks = write_report(console, run_dir, title, dirs, manifest, gpus, predicted, args.gate.max_errors)
     except Exception as exc:   # the replays are on disk: say what failed, and that `loadtest report` reads them
         print_error("loadtest sweep", f"the analysis failed ({type(exc).__name__}: {exc}); the records are in "
                     f"{run_dir / 'levels'}")
         return exits.INCOMPLETE
     failed = [f"{name}: {c.reason()}" for name, level_checks in checks for c in level_checks if not c.passed]
-    if not show_gate(console, failed) and code == exits.OK:
+    if show_gate(console, failed) != exits.OK and code == exits.OK:
         code = exits.GATE_FAILED
     console.print(f"sweep: {run_dir / 'report.md'}  (curves: {run_dir / 'sweep.parquet'}, {run_dir / 'report.html'}; "
                   f"levels as run folders under {run_dir / 'levels'}) in {time.monotonic() - started:.1f} s",

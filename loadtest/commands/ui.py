@@ -2,7 +2,7 @@
 
 The web UI is its own Locust process (loadtest/replay/front.py), which sends no request. Its start
 form's Start (scenario, modes, rate scale) reaches this command as a line; the command then does
-what `loadtest run --parallel-modes` does with those values (the trace, the run folder, one
+what `loadtest run --mode-order parallel` does with those values (the trace, the run folder, one
 headless LocustProcess per mode, the same records, manifest, summary, report and gate) while a
 board (board.py) reads the replays' live tally (what reached their records) and serves the live
 comparison back to the web UI. Stop in the UI stops the replays as a first Ctrl-C does. The UI
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from analysis.gate import gate_failures
+from analysis.gate import judge_gate
 from analysis.run_analysis import analyse_run
 from cluster import FleetError
 from common import exits, files
@@ -208,8 +208,9 @@ class WebSession:
         except files.NotWritten as exc:   # a full disk: the records stay, each summary whole or not at all
             say_summaries_not_written(PROG, run_dir, exc)
             checks, code = [], exits.INCOMPLETE if code == exits.OK else code
-        if code == exits.OK and not show_gate(self.console, gate_failures(manifest, checks, a.gate.slo_gate)):
-            code = exits.GATE_FAILED
+        if code == exits.OK:
+            gate = judge_gate(manifest, checks, a.gate.slo_gate)
+            code = show_gate(self.console, gate.failed, gate.unjudged)
         manifest.write(run_dir)
         report = next((p for p in (run_dir / "report.html", run_dir / "report.md") if p.exists()), None)
         if report is not None:

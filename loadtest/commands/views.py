@@ -7,7 +7,9 @@ from __future__ import annotations
 from rich.console import Console
 
 from analysis.run_analysis import RunAnalysis
+from analysis.slo import MISSED
 from analysis.table import mode_table, slo_table, tenant_table
+from common import exits
 
 
 def show_run(console: Console, found: RunAnalysis, slo_details: bool = False) -> None:
@@ -27,7 +29,7 @@ def show_run(console: Console, found: RunAnalysis, slo_details: bool = False) ->
     if found.slos is not None:
         console.print(slo_table(found.slos, found.modes))
         for a in found.slos if slo_details else []:   # why the gate fails (report.md has them all)
-            if not a.passed:
+            if a.verdict == MISSED:
                 console.print(f"[red]{a.mode}: {a.tenant} missed its SLO: {'; '.join(a.missed())}[/red]")
     else:
         console.print("no SLOs in this trace (its tenants set none): no goodput or SLO attainment to report")
@@ -39,8 +41,12 @@ def show_run(console: Console, found: RunAnalysis, slo_details: bool = False) ->
             console.print(f"[{colour}]{c.mode}: {c.failed:,} of {c.sent:,} sent failed: {c.kinds_text()}[/{colour}]")
 
 
-def show_gate(console: Console, failed: list[str]) -> bool:
-    """Why the gate failed, a line each; whether it passed."""
+def show_gate(console: Console, failed: list[str], unjudged: list[str] | None = None) -> int:
+    """Why the gate failed, or what it could not judge, a line each; its exit code."""
     for reason in failed:
         console.print(f"[red bold]gate failed: {reason}[/red bold]", soft_wrap=True)
-    return not failed
+    if failed:
+        return exits.GATE_FAILED
+    for reason in unjudged or []:
+        console.print(f"[yellow bold]gate not judged: {reason}[/yellow bold]", soft_wrap=True)
+    return exits.INCOMPLETE if unjudged else exits.OK

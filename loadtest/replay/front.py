@@ -2,7 +2,7 @@
 started by the command (loadtest/commands/ui.py). It sends no request itself: Start and Stop, and
 the start form's custom parameters (scenario, modes, rate scale), become lines on its stdout
 (`protocol.StartAsked`, `protocol.StopAsked`); the command replays every chosen mode side by side
-with headless Locust processes, as `loadtest run --parallel-modes` does, into the same dataset.
+with headless Locust processes, as `loadtest run --mode-order parallel` does, into the same dataset.
 
 What it shows comes back from the command's loopback board (loadtest/session/board.py), polled
 every second: the "Comparison" tab (a table per mode) and page (charts over time, per tenant on

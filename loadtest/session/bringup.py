@@ -17,7 +17,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from cluster.placement import PlanError
+from cluster.fleet import FleetSpec
+from cluster.placement import Plan, PlanError
 from cluster.provision import Fleet, Replica
 from cluster.rollout import Rollout
 from cluster.state import ExistingFleet
@@ -29,13 +30,29 @@ from loadtest.session.inputs import replica_entry
 log = logging.getLogger("loadtest")
 
 
+def at_once(order: str, spec: FleetSpec | None, plan: Plan | None) -> bool:
+    """Whether --mode-order `order` replays the modes of `spec` all at once: `parallel` always
+    (refused by the pre-flight when the cluster cannot hold them), `turns` never, and `auto` where
+    the pre-flight's `plan` holds every mode at once and no two replicas compute on the same
+    processor: the simulator (its steps are timed sleeps, a fraction of a core each) or GPUs. A vLLM
+    fleet on CPUs (each server takes every core) and a fleet already running (no plan: its hardware
+    unseen) go in turns."""
+    if order != "auto":
+        return order == "parallel"
+    return (spec is not None and plan is not None and plan.all_at_once
+            and (spec.engine == "sim" or spec.device == "gpu"))
+
+
 class BringUp:
     def __init__(self, fleet: Fleet | ExistingFleet, modes: list[str], manifest: Manifest, run_dir: Path,
-                 console: Console, parallel: bool) -> None:
+                 console: Console, order: str) -> None:
         self.fleet, self.modes, self.manifest, self.run_dir, self.console = fleet, modes, manifest, run_dir, console
         self.replicas: dict[str, list] = {}   # mode -> its replicas, kept after they stop for the manifest
         self.announced = False                # "fleet ready" said
-        self.rollout = self._rollout(parallel) if isinstance(fleet, Fleet) else None
+        provisioned = isinstance(fleet, Fleet)
+        self.at_once = len(modes) > 1 and at_once(order, fleet.spec if provisioned else None,
+                                                  fleet.plan if provisioned else None)
+        self.rollout = self._rollout(order == "parallel") if isinstance(fleet, Fleet) else None
         if isinstance(fleet, Fleet):
             fleet.supervisor.on_restart = self._restarted
             fleet.on_stopped = self.record   # when the replicas stopped, also on the way out of a failure
@@ -49,8 +66,8 @@ class BringUp:
                 self.manifest.mode_runs.setdefault(mode, ModeRun()).turn = i + 1
         self.manifest.write(self.run_dir)
         if parallel and not plan.all_at_once:
-            raise PlanError(f"--parallel-modes: the cluster holds {plan.at_once} of {len(plan.modes)} modes at a "
-                            f"time ({len(plan.turns)} turns); drop --parallel-modes to run them in turns")
+            raise PlanError(f"--mode-order parallel: the cluster holds {plan.at_once} of {len(plan.modes)} modes at "
+                            f"a time ({len(plan.turns)} turns); drop it to run them in turns")
 
         def on_up(mode: str) -> None:
             self.manifest.mode_runs[mode].provision_started_at = utc_now()

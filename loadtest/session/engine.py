@@ -89,13 +89,13 @@ class Session:
             fleet = join_fleet(self.choice, self.args.fleet.address, processes.ray_workers, self.signals,
                                self.manifest, self.run_dir, self.args.PROG, stack)
             bringup = BringUp(fleet, self.choice.modes, self.manifest, self.run_dir, self.console,
-                              processes.parallel_modes)
+                              processes.mode_order)
             progress = stack.enter_context(mode_progress(self.console, self.args.folder.progress_every))
             modes = self.choice.modes
             tasks = {m: progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting", live="")
                      for m in modes}
             self.stage = stage = Stage(progress, tasks, stack.enter_context(Scraper(self.run_dir)), bringup)
-            if processes.parallel_modes:
+            if bringup.at_once:
                 self.manifest.mode_order = "parallel (all modes at once, sharing the client machine)"
                 self._up(stage, modes)
                 with ThreadPoolExecutor(len(modes)) as pool:

@@ -38,6 +38,7 @@ from loadtest.session.values import (
 DEFAULT_FLEET = "local-sim"          # the simulator on a local Ray: what runs on any machine
 DEFAULT_SCENARIO = "saas-mix"        # the built-in multi-tenant mix
 DEFAULT_RATE_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)   # a sweep's levels, as multiples of the scenario's rate
+MODE_ORDERS = ("auto", "parallel", "turns")   # --mode-order: resolved by bringup.at_once
 COOLDOWN_S = 2.0                     # between modes (and levels, and probes): the last one's requests drain
 # A mode fails the error gate past this share of failed requests (the gate's definition:
 # loadtest.records.outcomes). DESIGN.md's default.
@@ -148,10 +149,13 @@ class ClientOptions:
 class ProcessOptions:
     """How the modes are replayed: in turn or at once, and by how many Locust processes."""
 
-    parallel_modes: bool = option(
-        False, "replay all modes at once, each with its own Locust process(es), instead of one after the other "
-        "(faster; the modes share the client machine, and the manifest says so); refused (exit 2) when the "
-        "cluster cannot hold every mode at once")
+    mode_order: str = option(
+        "auto", "how the modes share the time: auto (default) replays them all at once where the pre-flight holds "
+        "every mode on the cluster at once and no two replicas compute on the same processor (the simulator, or "
+        "GPUs), and in turns otherwise (a vLLM fleet on CPUs, whose servers would each take every core, or "
+        "--endpoints, whose hardware this cannot see); parallel insists on all at once (refused, exit 2, when "
+        "the cluster cannot hold every mode); turns replays one mode after the other. At once, the modes share "
+        "the client machine and the manifest says so", choices=MODE_ORDERS)
     workers: int | None = option(
         help="Locust worker processes: 1 runs one process; more run a master and N workers, each replaying its "
         "shard of the trace (default: one per core, minus what local simulator replicas reserve)",
@@ -260,8 +264,9 @@ FORM = " (the start form's default)"
 
 
 def _all_at_once() -> ProcessOptions:
-    """A command that always replays its modes at once (ui, soak): --parallel-modes is implied, and hidden."""
-    return ProcessOptions(parallel_modes=True)
+    """A command that always replays its modes at once (ui, soak): --mode-order parallel is implied, and
+    hidden."""
+    return ProcessOptions(mode_order="parallel")
 
 
 @dataclass(frozen=True)
@@ -278,7 +283,7 @@ class UIOptions(Replaying):
     folder: FolderOptions = group(FolderOptions)
     client: ClientOptions = group(ClientOptions)
     gate: GateOptions = group(GateOptions)
-    processes: ProcessOptions = group(_all_at_once, hide=("parallel_modes",))
+    processes: ProcessOptions = group(_all_at_once, hide=("mode_order",))
     metrics: MetricsOptions = group(MetricsOptions)
 
 
@@ -362,7 +367,7 @@ class SoakOptions(Replaying):
         "duration, modes and targets come from its manifest; rows already due are not sent again, the rest go on "
         "where it stopped", metavar="RUN")
     slo: SloChoice = group(SloChoice)
-    processes: ProcessOptions = group(_all_at_once, hide=("parallel_modes",))
+    processes: ProcessOptions = group(_all_at_once, hide=("mode_order",))
     metrics: MetricsOptions = group(MetricsOptions)
 
 

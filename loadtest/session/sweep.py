@@ -17,7 +17,7 @@ from rich.console import Console
 
 from analysis.gate import ErrorCheck
 from analysis.long_summary import long_summary
-from analysis.sweep import LEVEL_SCHEMA, plan_vs_measured, saturation, sweep_markdown, with_level
+from analysis.sweep import LEVEL_SCHEMA, decide_sweep, plan_vs_measured, saturation, sweep_markdown, with_level
 from analysis.sweep_html import sweep_html
 from cluster.fleet import FleetSpec
 from common import files
@@ -82,16 +82,19 @@ def plan_beside(spec: FleetSpec | None, modes: list[str], base: pa.Table, levels
                        stop_s=stop_s)
 
 
-def write_report(console: Console, run_dir: Path, title: str, levels: list[LevelDir], status: str, gpus: int,
+def write_report(console: Console, run_dir: Path, title: str, levels: list[LevelDir], manifest: Manifest, gpus: int,
                  predicted: pa.Table | None, max_errors: float | None) -> list[tuple[str, list[ErrorCheck]]]:
-    """Every level analysed as a run, then the sweep's curves; each level's error gate."""
-    checks = [(lv.level.name, summarise(lv, status, max_errors)) for lv in levels]
+    """Every level analysed as a run, then the sweep's curves and its decision (also into the
+    manifest); each level's error gate."""
+    checks = [(lv.level.name, summarise(lv, manifest.status, max_errors)) for lv in levels]
     parts = [with_level(pq.read_table(lv.dir / "summary.parquet"), lv.level.name, lv.offered, lv.level.concurrency)
              for lv in levels if (lv.dir / "summary.parquet").is_file()]
     if not parts:
         return checks
     sweep = pa.concat_tables(parts).cast(LEVEL_SCHEMA)
     files.write_table(sweep, run_dir / "sweep.parquet")
+    manifest.decision = decide_sweep(sweep).record()
+    manifest.write(run_dir)
     report = sweep_markdown(sweep, title)
     if predicted is not None:
         report += "\n" + plan_vs_measured(predicted, sweep)
@@ -126,4 +129,4 @@ def reanalyse(console: Console, run_dir: Path, max_errors: float | None = None) 
     gpus = spec.gpus_per_mode if spec is not None else 1
     title = (f"Sweep {manifest.run_id} ({manifest.status}): {manifest.scenario.get('name')} on fleet "
              f"{manifest.fleet.get('name')}, measured")
-    write_report(console, run_dir, title, levels, manifest.status, gpus, predicted, max_errors)
+    write_report(console, run_dir, title, levels, manifest, gpus, predicted, max_errors)
