@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from analysis.decision import BASELINE, DEPLOY, NONE_BETTER, NONE_MET, TOO_FEW, Decision
+from analysis.stats import supported_count
+
 
 @dataclass(frozen=True)
 class Probe:
@@ -93,22 +96,57 @@ def search_capacity(probe: Callable[[float], bool], start: float, max_rate: floa
     return Capacity(low, high, log, f"bracket within {precision:.0%}")
 
 
-def choose(answers: dict[str, tuple[float, bool]], raise_with: str | None = None) -> str:
-    """The mode to choose from each mode's (highest rate within the SLOs, whether that was the
-    top of the search), in words; ties and an answer at the top of the search said as such (with
-    the option that searches higher, `raise_with`)."""
-    best_value = max(answers.values(), default=(0.0, False))
-    best = [m for m, v in answers.items() if v[0] == best_value[0] and v[0] > 0]
-    higher = f": raise {raise_with} to find its limit" if raise_with else ""
-    top = (f" (it met the SLOs up to the top of the search, {best_value[0]:,.2f} req/s{higher})"
-           if best_value[1] else "")
-    if not best:
-        return "No mode met the SLOs at any rate probed."
+def decide_capacity(rows: list[CapacityRow], raise_with: str | None = None,
+                    more_with: str = "a longer --probe-duration") -> Decision:
+    """A capacity search's decision, from each mode's highest rate within every tenant's SLOs:
+    deploy the mode that holds them up to the highest rate when that is above the baseline's (or
+    no baseline was searched), with the bracket its search ended in; no mode better when the
+    baseline's is the highest; no decision on a tie, on one mode, or when no mode met the SLOs at
+    any rate. An answer at the top of the search says so (with `raise_with`, the option that
+    searches higher); one reached on probes whose p99s too few requests support says how many
+    (`CapacityRow.unjudged`), and what would give them more (`more_with`)."""
+    found = {r.mode: r.found for r in rows if r.found is not None and r.found.rate is not None}
+    if not found:
+        return Decision(NONE_MET, "no mode met every tenant's SLOs at any rate probed (lower --start-rate, or "
+                        "loosen the targets)" if raise_with else "no mode met every tenant's SLOs at any rate probed")
+    best_rate = max(f.rate or 0.0 for f in found.values())
+    best = [m for m, f in found.items() if f.rate == best_rate]
+    caveat = _few(rows, more_with)
+
+    def held(m: str) -> str:
+        f = found[m]
+        return (f"{m} {f.rate:,.2f} req/s" + (f" (failed at {f.failed_at:,.2f})" if f.failed_at is not None
+                                              else " (the top of its search)"))
+    others = ", ".join(held(m) for m in found if m not in best)
     if len(best) > 1:
-        return f"{', '.join(best)} met the SLOs up to {best_value[0]:,.2f} req/s alike: no choice between them here."
-    if len(answers) == 1:
-        return f"{best[0]} is the only mode searched{top}: give --modes to choose between modes."
-    return f"For this traffic choose **{best[0]}**{top}."
+        return Decision(TOO_FEW, f"no choice between {', '.join(best)}: they met every tenant's SLOs up to "
+                        f"{best_rate:,.2f} req/s alike (a finer --precision or more --repeats may separate them)"
+                        + caveat)
+    mode = best[0]
+    top = found[mode].failed_at is None
+    higher = f": raise {raise_with} to find its limit" if raise_with else ""
+    at_top = f", the top of its search{higher}" if top else f" (it failed at {found[mode].failed_at:,.2f})"
+    if len(rows) == 1:
+        return Decision(TOO_FEW, f"no decision: {mode} is the only mode searched (up to {best_rate:,.2f} req/s"
+                        f"{at_top}); give --modes to choose between modes" + caveat)
+    if mode == BASELINE:
+        return Decision(NONE_BETTER, f"no mode is better than the baseline here: it met every tenant's SLOs up to "
+                        f"{best_rate:,.2f} req/s offered{at_top}, " + (others or "no other mode at any rate")
+                        + caveat)
+    return Decision(DEPLOY, f"deploy {mode} up to {best_rate:,.2f} req/s offered: every tenant within its SLOs"
+                    f"{at_top}; " + (others or "no other mode met them at any rate") + caveat, mode)
+
+
+def _few(rows: list[CapacityRow], more_with: str) -> str:
+    """The probes that decided on p99s too few requests support, said once (empty: none)."""
+    unjudged = sum(r.unjudged for r in rows)
+    probes = sum(len(r.found.probes) for r in rows if r.found is not None)
+    fewest = min((r.fewest for r in rows if r.fewest is not None), default=None)
+    if not unjudged or fewest is None:
+        return ""
+    return (f"; {unjudged} of {probes} probes passed or failed on p99s their data cannot bound (a tenant's p99 of "
+            f"{fewest:,} requests at fewest; its interval closes from {supported_count(0.99)}), so these rates are "
+            f"where the measured p99s held, not where they are known to ({more_with})")
 
 
 @dataclass(frozen=True)
@@ -122,17 +160,19 @@ class CapacityRow:
     binding: str = "-"
     goodput_req_per_s: float | None = None
     why: str = "not searched"
+    unjudged: int = 0                     # its probes decided on p99s their data cannot bound (analysis.slo)
+    fewest: int | None = None             # the fewest requests of a tenant in any of its probes
 
 
 def capacity_table(rows: list[CapacityRow], gpus: int, with_goodput: bool,
-                   raise_with: str | None = None) -> tuple[list[str], str]:
-    """The capacity table's lines (header first) and the choice between the modes in words: one
+                   raise_with: str | None = None, more_with: str = "a longer --probe-duration",
+                   ) -> tuple[list[str], Decision]:
+    """The capacity table's lines (header first) and the decision (`decide_capacity`): one
     rendering for the measured search (`loadtest capacity`) and the model's (`plan --capacity`).
     A rate found at the top of the search is shown as `>= rate`; per GPU is over the fleet's
     `gpus` a mode."""
     header = ["mode", "max req/s", "per GPU", *(["goodput req/s"] if with_goodput else []), "binding SLOs", "search"]
     lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|" + ("---:|" if with_goodput else "") + "---|---|"]
-    answers: dict[str, tuple[float, bool]] = {}
     for r in rows:
         f = r.found
         if f is None:
@@ -143,7 +183,6 @@ def capacity_table(rows: list[CapacityRow], gpus: int, with_goodput: bool,
         rate = "-" if f.rate is None else f"{above}{f.rate:,.2f}"
         per_gpu = "-" if f.rate is None else f"{above}{f.rate / gpus:,.3f}"
         goodput = ["-" if r.goodput_req_per_s is None else f"{r.goodput_req_per_s:,.2f}"] if with_goodput else []
-        answers[r.mode] = (f.rate or 0.0, top)
         lines.append("| " + " | ".join([r.mode, rate, per_gpu, *goodput, r.binding or "-",
                                          f"{f.reason} ({len(f.probes)} probes)"]) + " |")
-    return lines, choose(answers, raise_with)
+    return lines, decide_capacity(rows, raise_with, more_with)

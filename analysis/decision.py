@@ -33,11 +33,12 @@ BASELINE = "baseline"
 RESOLUTION = 0.10          # a speedup interval narrower than +-10% resolves "no different"
 MAX_EXTRA_FAILED = 0.01    # a mode failing 1 point more of its requests than the baseline is not deployed
 DEPLOY, NONE_BETTER, TOO_FEW = "deploy", "none_better", "too_few"
+NONE_MET = "none_met"      # a capacity search: no mode met the SLOs at any rate
 
 
 @dataclass(frozen=True)
 class Decision:
-    kind: str                                   # DEPLOY, NONE_BETTER or TOO_FEW
+    kind: str                                   # DEPLOY, NONE_BETTER, TOO_FEW (or a capacity's NONE_MET)
     text: str                                   # the one line every view shows
     mode: str | None = None                     # the mode to deploy (DEPLOY)
     speedup: Ratio | None = None                # its E2E speedup over the baseline

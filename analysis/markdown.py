@@ -8,8 +8,9 @@ import pyarrow.compute as pc
 
 from analysis.long_summary import ALL, LATENCIES, SummaryView
 from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
-from analysis.stats import PERCENTILES, Ratio, ms_text
+from analysis.stats import PERCENTILES, Ratio
 from analysis.summary import TOO_FEW, too_few_rule
+from common.times import ms_text
 
 
 def _num(v: float | None, fmt: str = ".2f") -> str:

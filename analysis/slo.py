@@ -25,7 +25,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from analysis.stats import floats, ms_text, percentiles_with_intervals, supported_count
+from analysis.stats import floats, percentiles_with_intervals, supported_count
+from common.times import ms_text
 from loadtest.records import OK, SLO_COLUMNS, meets_slos
 
 MET, MISSED, UNJUDGED = "met", "missed", "too few to judge"   # Attainment.verdict

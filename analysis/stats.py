@@ -96,12 +96,6 @@ def percentiles_with_intervals(values: np.ndarray, confidence: float = CONFIDENC
     return out
 
 
-def ms_text(v: float | None) -> str:
-    """A latency as every table prints it: whole milliseconds from 100 up, one decimal below,
-    `-` when there is none."""
-    return "-" if v is None or math.isnan(v) else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
-
-
 @dataclass(frozen=True)
 class Ratio:
     """A paired speedup: the geometric mean over requests of baseline / mode, and its CI."""

@@ -12,8 +12,9 @@ import pyarrow as pa
 
 from analysis.long_summary import SummaryView, long_summary
 from analysis.server import spec_decode_stats
-from analysis.stats import PERCENTILES, Ratio, ms_text, supported_count
+from analysis.stats import PERCENTILES, Ratio, supported_count
 from common import files
+from common.times import ms_text
 from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, STATUSES
 
 

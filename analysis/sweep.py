@@ -14,7 +14,8 @@ from analysis.cells import ALL
 from analysis.crossover import crossover
 from analysis.decision import BASELINE, DEPLOY, NONE_BETTER, RESOLUTION, TOO_FEW, Decision
 from analysis.long_summary import LONG_SCHEMA
-from analysis.stats import Ratio, ms_text
+from analysis.stats import Ratio
+from common.times import ms_text
 
 LEVEL_SCHEMA = pa.schema([*LONG_SCHEMA, pa.field("level", pa.string()), pa.field("offered_req_per_s", pa.float64()),
                           pa.field("concurrency", pa.int64())])   # closed loop: requests in flight (else null)

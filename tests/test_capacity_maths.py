@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis.capacity import Capacity, CapacityRow, Probe, capacity_table, search_capacity
+from analysis.capacity import Capacity, CapacityRow, Probe, capacity_table, decide_capacity, search_capacity
 from analysis.crossover import BEYOND, CROSSES, NEVER_PAYS, crossover
 from analysis.stats import Ratio
 
@@ -101,14 +101,28 @@ def test_the_search_says_when_the_range_holds_no_boundary():
     assert none.rate is None and none.reason == "even 1 failed its SLOs"
 
 
-def test_the_mode_to_choose_is_said_plainly_with_ties_and_the_top_of_the_search():
-    from analysis.capacity import choose
+def _rows(**rates: tuple[float | None, float | None]) -> list[CapacityRow]:
+    """mode=(highest rate that passed, lowest that failed) -> capacity rows."""
+    return [CapacityRow(m, Capacity(r, f, [Probe(r or f or 1.0, r is not None, 0, "bisect")])) for m, (r, f) in
+            rates.items()]
 
-    assert choose({"baseline": (2.0, False), "eagle": (9.0, False)}) == "For this traffic choose **eagle**."
-    top = choose({"baseline": (2.0, False), "eagle": (64.0, True)}, "--max-rate")
-    assert top.startswith("For this traffic choose **eagle**") and "raise --max-rate" in top
-    assert "no choice between them" in choose({"medusa": (9.0, False), "eagle": (9.0, False)})
-    assert choose({"baseline": (0.0, False)}) == "No mode met the SLOs at any rate probed."
+
+def test_a_capacity_search_decides_like_a_run_with_ties_the_top_of_the_search_and_too_few_said():
+    d = decide_capacity(_rows(baseline=(2.0, 2.2), eagle=(9.0, 9.9)))
+    assert d.kind == "deploy" and d.mode == "eagle"
+    assert d.text == ("deploy eagle up to 9.00 req/s offered: every tenant within its SLOs (it failed at 9.90); "
+                      "baseline 2.00 req/s (failed at 2.20)")
+    top = decide_capacity(_rows(baseline=(2.0, 2.2), eagle=(64.0, None)), "--max-rate")
+    assert top.mode == "eagle" and "the top of its search: raise --max-rate to find its limit" in top.text
+    assert decide_capacity(_rows(baseline=(9.0, 9.5), eagle=(4.0, 4.4))).kind == "none_better"
+    tie = decide_capacity(_rows(medusa=(9.0, 9.9), eagle=(9.0, 9.9)))
+    assert tie.kind == "too_few" and tie.text.startswith("no choice between medusa, eagle")
+    assert decide_capacity(_rows(eagle=(9.0, 9.9))).text.startswith("no decision: eagle is the only mode searched")
+    assert decide_capacity(_rows(baseline=(None, 1.0), eagle=(None, 1.0))).kind == "none_met"
+    few = [CapacityRow("baseline", Capacity(2.0, 2.2, [Probe(2.0, True, 0, "bisect")] * 4), unjudged=3, fewest=21),
+           CapacityRow("eagle", Capacity(9.0, 9.9, [Probe(9.0, True, 0, "bisect")] * 4), unjudged=2, fewest=40)]
+    assert ("5 of 8 probes passed or failed on p99s their data cannot bound (a tenant's p99 of 21 requests at "
+            "fewest; its interval closes from 368)") in decide_capacity(few).text
 
 
 def test_one_table_renders_the_measured_search_and_the_models():
@@ -116,12 +130,12 @@ def test_one_table_renders_the_measured_search_and_the_models():
     top = Capacity(rate=8.0, failed_at=None, probes=[Probe(8.0, True, 0, "bracket")], reason="passed at max_rate")
     rows = [CapacityRow("eagle", found, "chat (ttft p99 210 > 200 ms)", 3.9), CapacityRow("ngram", top),
             CapacityRow("draft", None, why="stopped after 2 probes (interrupted?)")]
-    lines, choice = capacity_table(rows, gpus=4, with_goodput=True, raise_with="--max-rate")
+    lines, decision = capacity_table(rows, gpus=4, with_goodput=True, raise_with="--max-rate")
     assert lines[0] == "| mode | max req/s | per GPU | goodput req/s | binding SLOs | search |"
     assert lines[2] == "| eagle | 4.00 | 1.000 | 3.90 | chat (ttft p99 210 > 200 ms) | bisected to 5% (3 probes) |"
     assert lines[3] == "| ngram | >= 8.00 | >= 2.000 | - | - | passed at max_rate (1 probes) |"
     assert lines[4] == "| draft | - | - | - | - | stopped after 2 probes (interrupted?) |"
-    assert "choose **ngram**" in choice and "raise --max-rate" in choice
+    assert decision.mode == "ngram" and "raise --max-rate" in decision.text
     model, _ = capacity_table(rows[:2], gpus=4, with_goodput=False)       # the plan's: no goodput column
     assert model[0] == "| mode | max req/s | per GPU | binding SLOs | search |"
     assert model[1] == "|---|---:|---:|---|---|"

@@ -155,7 +155,8 @@ def test_a_signal_stops_gracefully_and_keeps_every_record(tmp_path, sig, fleet, 
     fleet = {"own": ["--fleet", str(DATA / "fast-sim.toml")], "default": [],
              "held": ["--endpoints", str(held.state) if held else ""]}[fleet]
     argv = [sys.executable, "-m", "loadtest", "run", "--scenario", str(DATA / "tiny-mix.toml"), *fleet,
-            "--modes", "baseline,draft", "--requests", "150", "--out", str(tmp_path), "--run-id", "stop"]
+            "--modes", "baseline,draft", "--mode-order", "turns", "--requests", "150", "--out", str(tmp_path),
+            "--run-id", "stop"]   # in turns: a stop during the first mode leaves the second never started
     run_dir = tmp_path / "stop"
     proc, output = _run_until(argv, run_dir, 1, lambda p: p.send_signal(sig))
     assert proc.returncode == 130, output
@@ -212,10 +213,10 @@ def test_a_lost_worker_is_noticed_and_its_share_recorded(tmp_path, world_fleet):
         assert not pid_alive(pid)
 
 
-def test_parallel_modes_replay_every_mode_at_once(tmp_path):
-    # a fleet of its own: --mode-order parallel brings every mode up at once (the plan's one turn)
+def test_a_simulator_fleet_replays_every_mode_at_once_by_default(tmp_path):
+    # a fleet of its own that the machine holds at once, on no shared processor: the modes side by side
     out = loadtest("run", "--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "fast-sim.toml"),
-                   "--modes", "baseline,ngram", "--mode-order", "parallel", "--workers", "1", "--out", str(tmp_path),
+                   "--modes", "baseline,ngram", "--workers", "1", "--out", str(tmp_path),
                    "--run-id", "par", timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     manifest = json.loads((tmp_path / "par" / "manifest.json").read_text())

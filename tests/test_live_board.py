@@ -143,7 +143,7 @@ def test_the_board_the_bars_and_metrics_read_one_tally_and_the_server_counters_a
     feed = board.take_feed()   # Locust's statistics: one request per record that was sent
     assert len(feed) == 2 and board.take_feed() == []
     assert feed[0][0] == "ngram"
-    sent = sum(sum(times.values()) + sum(failed.values()) for _, times, failed, _ in feed)
+    sent = sum(sum(times.values()) + sum(failed.values()) for _, times, failed in feed)
     assert sent == row["done"]
     board.end("finished", "completed", tmp_report := "run/report.html")
     assert board.view()["state"] == "finished" and board.view()["report"] == tmp_report

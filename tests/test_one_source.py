@@ -12,7 +12,7 @@ import re
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.stats import ms_text
+from common.times import ms_text
 
 pytestmark = pytest.mark.e2e
 

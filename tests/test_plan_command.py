@@ -81,7 +81,8 @@ def test_the_planned_capacity_names_the_binding_tenant_and_repeats_exactly(tmp_p
         assert out.returncode == 0, out.stdout + out.stderr
         report = (tmp_path / run_id / "report.md").read_text()
         assert "## Capacity: the highest offered rate within every tenant's SLOs" in report
-        assert "For this traffic choose **" in report
+        # 60 requests: every probe's p99s are of a few requests a tenant, and the decision says so
+        assert "**Capacity decision: " in report and "probes passed or failed on p99s their data cannot bound" in report
         probes = pq.read_table(tmp_path / run_id / "capacity.parquet")
         assert set(probes["mode"].to_pylist()) == {"baseline", "eagle"}
         # each mode's answer: the highest rate that passed, below the lowest that failed

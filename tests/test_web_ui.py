@@ -62,7 +62,9 @@ def test_a_person_starts_two_modes_from_the_form_watches_them_compared_and_stops
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
             try:
+                errors: list[str] = []       # what the browser's console says went wrong, on either page
                 locust = browser.new_page(viewport={"width": 1400, "height": 900})
+                locust.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
                 locust.goto(web)
                 assert "Start replays the modes chosen under Custom parameters" in locust.inner_text("#loadtest-replay")
                 locust.get_by_role("button", name="Custom parameters").click()
@@ -70,6 +72,7 @@ def test_a_person_starts_two_modes_from_the_form_watches_them_compared_and_stops
                 locust.get_by_role("button", name="Start").click()
 
                 page = browser.new_page(viewport={"width": 1400, "height": 1300})
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
                 page.goto(f"{web}/comparison")
                 # live numbers for both modes in the table, and both modes' lines in the charts
                 page.wait_for_function("""() => {
@@ -92,10 +95,22 @@ def test_a_person_starts_two_modes_from_the_form_watches_them_compared_and_stops
                 assert page.locator("#comparison-table tbody tr").count() == 2
 
                 locust.bring_to_front()
+                # Locust's own statistics: no "Average size" (the bytes of a stream say nothing here)
+                headers = locust.eval_on_selector_all("th", "hs => hs.map(h => h.textContent)")
+                assert "Median (ms)" in headers and not any("Average size" in h for h in headers), headers
+                # the Comparison tab's table fits the 1,400-px window
+                locust.get_by_role("tab", name="Comparison").click()
+                locust.wait_for_function("() => [...document.querySelectorAll('td')].some(c => c.textContent "
+                                         "=== 'ngram')", timeout=30_000)
+                width = locust.evaluate("() => Math.max(...[...document.querySelectorAll('table')].map("
+                                        "t => t.getBoundingClientRect().right))")
+                assert width <= 1400, width
+                locust.screenshot(path=str(ARTIFACTS / "ui-comparison-tab.png"))
                 locust.get_by_role("button", name="Stop").click()
                 page.wait_for_function("() => document.getElementById('state').textContent.startsWith('finished')",
                                        timeout=60_000)
                 state = page.inner_text("#state")
+                assert not errors, errors      # no resource that failed to load (a 404), no script error
             finally:
                 browser.close()
         proc.send_signal(signal.SIGINT)
@@ -243,8 +258,9 @@ def test_the_tab_rows_read_the_board_table():
                                "acceptance": 0.4}}}
     rows = tab_rows(table, ["baseline", "ngram"])
     assert rows[0] == {"mode": "baseline", "progress": "waiting"}
-    assert rows[1]["progress"] == "7 / 9" and rows[1]["errors"] == "2 +1 client" and rows[1]["e2e"] == "100.0 / 1,234.5"
+    assert rows[1]["progress"] == "7 / 9" and rows[1]["errors"] == "2 +1 client" and rows[1]["e2e"] == "100 / 1,234"
     assert rows[1]["tps"] == "1.75" and rows[1]["acceptance"] == "0.400"
+    assert rows[1]["ttft"] == "10.0 / 30.5" and rows[1]["tok_s"] == "50"   # latencies as every table prints them
 
 
 @pytest.mark.e2e

@@ -59,7 +59,9 @@ def main(args: CapacityOptions) -> int:
     probes = [p for r in results.values() for p in r.probes]
     files.write_table(pa.Table.from_pylist(probes, schema=PROBE_SCHEMA), run_dir / "capacity.parquet")
     gpus = choice.spec.gpus_per_mode if choice.spec is not None else 1
-    text = report(results, gpus, args.precision, args.repeats, args.probe_duration)
+    text, decision = report(results, gpus, args.precision, args.repeats, args.probe_duration)
+    manifest.decision = decision.record()
+    manifest.write(run_dir)
     files.write_text(run_dir / "report.md", text)
     console.print(text, markup=False, highlight=False)
     console.print(f"capacity: {run_dir / 'report.md'}  (every probe: {run_dir / 'capacity.parquet'}, run folders "

@@ -8,11 +8,13 @@ from __future__ import annotations
 import html
 from functools import cache
 
-# the Locust tab's columns: (key, title)
-TAB_COLUMNS = [("mode", "Mode"), ("progress", "Done / scheduled"), ("errors", "Errors"), ("ttft", "TTFT p50 / p99 ms"),
-               ("tpot", "TPOT p50 / p99 ms"), ("itl", "ITL p50 / p99 ms"), ("e2e", "E2E p50 / p99 ms"),
-               ("tok_s", "Output tok/s"), ("goodput", "Goodput req/s"), ("tps", "Tokens/step"),
-               ("acceptance", "Server acceptance")]
+from common.times import ms_text
+
+# the Locust tab's columns: (key, title), short enough for the table to fit a 1,400-px window
+TAB_COLUMNS = [("mode", "Mode"), ("progress", "Done / all"), ("errors", "Errors"), ("ttft", "TTFT ms p50/p99"),
+               ("tpot", "TPOT ms p50/p99"), ("itl", "ITL ms p50/p99"), ("e2e", "E2E ms p50/p99"),
+               ("tok_s", "Out tok/s"), ("goodput", "Goodput req/s"), ("tps", "Tok/step"),
+               ("acceptance", "Acceptance")]
 # the page's charts, each a figure of the last 10 s per mode: (the point's key, title)
 CHARTS = [("ttft_p99", "TTFT p99 (ms)"), ("tpot_p50", "TPOT p50 (ms)"), ("itl_p99", "ITL p99 (ms)"),
           ("e2e_p99", "E2E p99 (ms)"), ("output_tok_s", "Output tokens/s"),
@@ -34,8 +36,9 @@ def tab_rows(table: dict, modes: list[str]) -> list[dict[str, str]]:
             continue
         rows.append({"mode": mode, "progress": f"{r.get('done', 0):,} / {r.get('total', 0):,}",
                      "errors": f"{r['errors']:,}" + (f" +{r['client']:,} client" if r.get("client") else ""),
-                     **{m: f"{_n(r[f'{m}_p50'])} / {_n(r[f'{m}_p99'])}" for m in ("ttft", "tpot", "itl", "e2e")},
-                     "tok_s": _n(r["output_tok_s"]), "goodput": _n(r["goodput"], 2),
+                     **{m: f"{ms_text(r[f'{m}_p50'])} / {ms_text(r[f'{m}_p99'])}"
+                        for m in ("ttft", "tpot", "itl", "e2e")},
+                     "tok_s": _n(r["output_tok_s"], 0), "goodput": _n(r["goodput"], 2),
                      "tps": _n(r["tokens_per_step"], 2), "acceptance": _n(r.get("acceptance"), 3)})
     return rows
 
@@ -56,6 +59,7 @@ def page(about: str) -> str:
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>loadtest: comparison</title>
+<link rel="icon" href="data:,">
 <script src="/comparison/plotly.min.js"></script>
 <style>
  body { font-family: sans-serif; margin: 16px; color: #1b1f24; }

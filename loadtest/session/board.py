@@ -89,7 +89,7 @@ def acceptance(accepted: float, draft_tokens: float) -> float | None:
 
 def feed_rows(mode: str, report: TallyReport) -> list:
     """For Locust's statistics: [mode, {E2E ms: requests that succeeded}, {status: requests that
-    failed}, output tokens per successful request] of one report (E2E within 1%)."""
+    failed}] of one report (E2E within 1%)."""
     t = TenantTally()
     for entry in report.tenants:
         t.merge(entry)
@@ -99,8 +99,7 @@ def feed_rows(mode: str, report: TallyReport) -> list:
     for (status, _), n in t.requests.items():
         if status not in (OK, NOT_SENT):
             failed[status] = failed.get(status, 0) + n
-    ok = t.outcomes[OK]
-    return [mode, times, failed, round(t.tokens / ok) if ok else 0]
+    return [mode, times, failed]
 
 
 class Board:

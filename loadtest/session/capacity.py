@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from analysis.capacity import Capacity, CapacityRow, capacity_table, search_capacity
+from analysis.decision import Decision
 from analysis.gate import error_checks
-from analysis.slo import SLO_COLUMNS, attainment, join_targets
+from analysis.slo import MET, MISSED, SLO_COLUMNS, attainment, join_targets
 from loadtest.session.engine import Session, Stage, replay_level
 from loadtest.session.inputs import Trace
 from loadtest.session.level_dirs import new_level, summarise
@@ -26,6 +27,9 @@ PROBE_SCHEMA = pa.schema([
     pa.field("phase", pa.string()), pa.field("passed", pa.bool_()), pa.field("binding", pa.string()),
     pa.field("requests", pa.int64()), pa.field("goodput_req_per_s", pa.float64()),
     pa.field("error_share", pa.float64()), pa.field("folder", pa.string()),
+    # whether its p99s bound the answer (analysis.slo: every tenant met or one missed, on intervals),
+    # and its smallest tenant's requests
+    pa.field("judged", pa.bool_()), pa.field("fewest_tenant_requests", pa.int64()),
 ])
 
 
@@ -81,8 +85,10 @@ class CapacityProbes:
             binding = [f"{v.tenant} ({'; '.join(v.missed())})" for v in verdicts if not v.passed]
             if errors > max_errors:
                 binding.append(f"errors {errors:.0%} > {max_errors:.0%}")
+            judged = any(v.verdict == MISSED for v in verdicts) or all(v.verdict == MET for v in verdicts)
             result.probes.append({"mode": mode, "rate": rate, "attempt": attempt, "phase": "", "passed": passed,
-                                  "requests": lv.trace.num_rows,
+                                  "requests": lv.trace.num_rows, "judged": judged or errors > max_errors,
+                                  "fewest_tenant_requests": min((v.requests for v in verdicts), default=0),
                                   "binding": "; ".join(binding), "error_share": errors, "folder": str(folder),
                                   "goodput_req_per_s": rate * met / lv.trace.num_rows})
             summarise(lv, "completed")
@@ -104,7 +110,9 @@ def search_range(args: CapacityOptions, native: float) -> tuple[float, float]:
     return start, max(args.max_rate or native * 8, start)
 
 
-def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeats: int, probe_s: float) -> str:
+def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeats: int,
+           probe_s: float) -> tuple[str, Decision]:
+    """report.md's text, headed by the search's decision, and the decision."""
     rows = []
     for mode, r in results.items():
         f = r.found
@@ -115,15 +123,18 @@ def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeat
         at = [p for p in r.probes if f.rate is not None and p["rate"] == f.rate and p["passed"]]
         above_it = [p for p in r.probes if f.failed_at is not None and p["rate"] == f.failed_at and not p["passed"]]
         rows.append(CapacityRow(mode, f, above_it[0]["binding"] if above_it else "-",
-                                sum(p["goodput_req_per_s"] for p in at) / len(at) if at else None))
-    table, choice = capacity_table(rows, gpus, with_goodput=True, raise_with="--max-rate")
+                                sum(p["goodput_req_per_s"] for p in at) / len(at) if at else None,
+                                unjudged=sum(not p["judged"] for p in r.probes),
+                                fewest=min((p["fewest_tenant_requests"] for p in r.probes), default=None)))
+    table, decision = capacity_table(rows, gpus, with_goodput=True, raise_with="--max-rate")
     return "\n".join([
         "# Capacity: the highest offered rate within every tenant's SLOs (measured)", "",
+        f"**Decision: {decision.text}**", "",
         f"Bracketed by doubling, then bisected to {precision:.0%}; each rate near the boundary decided by the "
         f"majority of {repeats} probe(s). Per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the "
         "target's). Goodput: requests within every target per second, at the rate found. Binding: what failed "
-        "just above it.", "", *table, "", choice, "",
+        "just above it.", "", *table, "",
         f"Each probe here is {probe_s:g} s of arrivals at its rate (rate x {probe_s:g} requests); `loadtest plan "
         "--capacity` probes its trace's `--requests` whatever the rate, so its p99s are of other sample sizes and "
         f"of a longer or shorter burst, and its figure can differ: plan with `--requests` near the rate found x "
-        f"{probe_s:g} for like with like.", ""])
+        f"{probe_s:g} for like with like.", ""]), decision

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis.capacity import Capacity, CapacityRow, capacity_table, search_capacity
+from analysis.capacity import CapacityRow, capacity_table, search_capacity
 from analysis.long_summary import long_summary
-from analysis.slo import attainment, has_targets, join_targets, with_slos
+from analysis.slo import MET, MISSED, attainment, has_targets, join_targets, with_slos
 from analysis.sweep import LEVEL_SCHEMA, with_level
 from cluster import FleetError
 from cluster.argv import serve_argv
@@ -137,22 +137,27 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
 
 
 def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_rate: float,
-                precision: float, replicas: int = 1) -> tuple[Capacity, list[str]]:
-    """The highest offered rate at which every tenant meets its SLOs in the model, and which
-    tenants missed them just above it (the binding SLOs). The model is deterministic for its
-    seed, so each rate is probed once."""
+                precision: float, replicas: int = 1) -> CapacityRow:
+    """The highest offered rate at which every tenant meets its SLOs in the model, which tenants
+    missed them just above it (the binding SLOs), and how many probes decided on p99s their data
+    cannot bound. The model is deterministic for its seed, so each rate is probed once."""
     native = native_rate(base)
     missed: dict[float, list[str]] = {}
+    unjudged, fewest = 0, None
 
     def probe(rate: float) -> bool:
+        nonlocal unjudged, fewest
         trace = scale_rate(base, rate / native)
         records = join_targets(predicted_records(trace, server, mode, "capacity", replicas), trace)
         verdicts = attainment(records, [mode])
         missed[rate] = [f"{a.tenant} ({'; '.join(a.missed())})" for a in verdicts if not a.passed]
+        unjudged += not (any(a.verdict == MISSED for a in verdicts) or all(a.verdict == MET for a in verdicts))
+        fewest = min([a.requests for a in verdicts] + ([fewest] if fewest is not None else []), default=None)
         return not missed[rate]
 
     found = search_capacity(probe, start, max_rate, precision=precision, repeats=1)
-    return found, missed.get(found.failed_at, []) if found.failed_at is not None else []
+    binding = missed.get(found.failed_at, []) if found.failed_at is not None else []
+    return CapacityRow(mode, found, "; ".join(binding) or "-", unjudged=unjudged, fewest=fewest)
 
 
 CAPACITY_SCHEMA = pa.schema([pa.field("mode", pa.string()), pa.field("rate", pa.float64()),
@@ -166,17 +171,18 @@ def capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list[
     gpus = fleet.gpus_per_mode
     rows, probes = [], []
     for mode in modes:
-        found, binding = capacity_of(base, servers[mode], mode, native / 16, native * 16, CAPACITY_PRECISION,
-                                     fleet.replicas)
-        probes += [{"mode": mode, "rate": p.rate, "passed": p.passed, "phase": p.phase} for p in found.probes]
-        rows.append(CapacityRow(mode, found, "; ".join(binding) or "-"))
+        row = capacity_of(base, servers[mode], mode, native / 16, native * 16, CAPACITY_PRECISION, fleet.replicas)
+        assert row.found is not None
+        probes += [{"mode": mode, "rate": p.rate, "passed": p.passed, "phase": p.phase} for p in row.found.probes]
+        rows.append(row)
     files.write_table(pa.Table.from_pylist(probes, schema=CAPACITY_SCHEMA), run_dir / "capacity.parquet")
-    table, choice = capacity_table(rows, gpus, with_goodput=False)
+    table, decision = capacity_table(rows, gpus, with_goodput=False, more_with="more --requests")
     return "\n".join([
         "## Capacity: the highest offered rate within every tenant's SLOs", "",
+        f"**Capacity decision: {decision.text}**", "",
         f"Bracketed by doubling from 1/16 of the scenario's rate, then bisected to {CAPACITY_PRECISION:.0%}; "
         f"per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the target's). Binding: the tenants "
-        "that missed just above it.", "", *table, "", choice, "", probe_difference(base.num_rows), ""])
+        "that missed just above it.", "", *table, "", probe_difference(base.num_rows), ""])
 
 
 def probe_difference(requests: int) -> str:
