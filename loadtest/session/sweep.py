@@ -56,7 +56,8 @@ class SweepLevels:
                 lv.unjudged.append(mode)
                 session.console.print(f"{mode}: too few requests at {lv.level.name} to judge saturation (its first "
                                       "requests took more than half its arrivals' span; replay more: --requests or "
-                                      "--level-duration); its higher levels are replayed", soft_wrap=True)
+                                      "--level-duration)" + ("" if i == len(self.levels) - 1 else
+                                                             "; its higher levels are replayed"), soft_wrap=True)
             if judged:
                 lv.saturated.append(mode)
                 saturated_at = saturated_at or lv.level.name
