@@ -7,7 +7,9 @@ one `Decision`.
 The rule, on the paired E2E speedup over the baseline (geometric mean over the same requests,
 with its 95% bootstrap interval; analysis.stats):
 - a mode is *better* when its interval lies above 1, *worse* when below, and otherwise *no
-  different* when its interval is narrower than +-RESOLUTION, else *unresolved*;
+  different* when its interval is narrower than +-RESOLUTION, else *unresolved*; a speedup over
+  fewer than MIN_BOOTSTRAP_PAIRS pairs has no interval to read, so it is unresolved too (and a
+  tenant's keeps no one from the mode);
 - a mode whose failed share (analysis.gate's outcomes) is over the baseline's by more than
   MAX_EXTRA_FAILED is left out, whatever its latency;
 - deploy the better mode with the highest lower bound (the speedup it is surest of); where a
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from analysis.long_summary import SummaryView
-from analysis.stats import Ratio
+from analysis.stats import MIN_BOOTSTRAP_PAIRS, Ratio
 from loadtest.records import FAILED, OK
 
 BASELINE = "baseline"
@@ -64,13 +66,15 @@ def _failed_share(v: SummaryView, mode: str) -> float:
 
 
 def _resolved(r: Ratio) -> bool:
-    return (r.high - r.low) / 2 <= RESOLUTION * r.value
+    return not r.too_few and (r.high - r.low) / 2 <= RESOLUTION * r.value
 
 
 def _needed(r: Ratio) -> int:
-    """Pairs that would narrow `r`'s interval to +-RESOLUTION (its width falls as 1/sqrt(pairs))."""
+    """Pairs that would narrow `r`'s interval to +-RESOLUTION (its width falls as 1/sqrt(pairs)),
+    and at least the MIN_BOOTSTRAP_PAIRS an interval needs at all."""
     half = (r.high - r.low) / 2
-    return max(r.pairs + 1, math.ceil(r.pairs * (half / (RESOLUTION * r.value)) ** 2))
+    return max(r.pairs + 1, MIN_BOOTSTRAP_PAIRS, math.ceil(r.pairs * (half / (RESOLUTION * r.value)) ** 2))
+
 
 
 def decide_run(summary: pa.Table, offered: float | None = None, stopped: bool = False) -> Decision:
@@ -96,11 +100,12 @@ def decide_run(summary: pa.Table, offered: float | None = None, stopped: bool = 
     failing = [m for m in ratios if _failed_share(v, m) > base_failed + MAX_EXTRA_FAILED]
     judged = {m: r for m, r in ratios.items() if m not in failing}
     left_out = (f"; left out for failing more requests than the baseline: {', '.join(failing)}" if failing else "")
-    better = {m: r for m, r in judged.items() if r.low > 1.0}
+    better = {m: r for m, r in judged.items() if not r.too_few and r.low > 1.0}
     if better:
         mode = max(better, key=lambda m: better[m].low)
         r = better[mode]
-        keep = [t for t in v.tenants if (tr := v.ratio(mode, "speedup_e2e", t)) is not None and tr.high < 1.0]
+        keep = [t for t in v.tenants if (tr := v.ratio(mode, "speedup_e2e", t)) is not None and not tr.too_few
+                and tr.high < 1.0]
         text = (f"deploy {mode}{at}: E2E {r.value:.2f}x faster than the baseline [{r.low:.2f}, {r.high:.2f}], "
                 f"{r.pairs:,} requests paired")
         if keep:
@@ -110,9 +115,12 @@ def decide_run(summary: pa.Table, offered: float | None = None, stopped: bool = 
     unresolved = {m: r for m, r in judged.items() if r.significant is False and not _resolved(r)}
     if unresolved:
         needed = max(_needed(r) for r in unresolved.values())
-        shown = ", ".join(f"{m} {r.value:.2f}x [{r.low:.2f}, {r.high:.2f}]" for m, r in unresolved.items())
-        return Decision(TOO_FEW, f"not enough data to say{at}: {shown} could be {RESOLUTION:.0%} better or worse "
-                        f"than the baseline; about {needed:,} requests per mode would tell "
+        wide = ", ".join(f"{m} {r.value:.2f}x [{r.low:.2f}, {r.high:.2f}]" for m, r in unresolved.items()
+                         if not r.too_few)
+        few = ", ".join(f"{m} {r.value:.2f}x of {r.pairs} paired requests" for m, r in unresolved.items() if r.too_few)
+        said = "; ".join([*([f"{wide} could be {RESOLUTION:.0%} better or worse than the baseline"] if wide else []),
+                          *([f"{few}, too few for an interval (it needs {MIN_BOOTSTRAP_PAIRS})"] if few else [])])
+        return Decision(TOO_FEW, f"not enough data to say{at}: {said}; about {needed:,} requests per mode would tell "
                         f"({'run it to its end' if stopped else '--requests'}){left_out}")
     shown = ", ".join(f"{m} {r.text()}" for m, r in judged.items()) or "none judged"
     return Decision(NONE_BETTER, f"no mode is better than the baseline here{at}: {shown}{left_out}{burst}")

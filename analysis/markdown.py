@@ -21,7 +21,7 @@ def _ratio(r: Ratio | None) -> str:
     if r is None:
         return "-"
     if not r.significant:
-        return f"{r.value:.2f}x (n.s.)"
+        return r.text()
     return f"**{r.value:.2f}x** [{r.low:.2f}, {r.high:.2f}]"
 
 

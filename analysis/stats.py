@@ -96,6 +96,20 @@ def percentiles_with_intervals(values: np.ndarray, confidence: float = CONFIDENC
     return out
 
 
+def min_bootstrap_pairs(resamples: int = BOOTSTRAP_RESAMPLES) -> int:
+    """The fewest pairs with at least `resamples` distinct bootstrap resamples (n pairs have
+    C(2n - 1, n): 3 for 2 pairs, 1,716 for 7, 6,435 for 8): below it the interval is drawn from
+    so few distinct values that it says nothing (two pairs give an interval as narrow as their
+    spread)."""
+    n = 1
+    while math.comb(2 * n - 1, n) < resamples:
+        n += 1
+    return n
+
+
+MIN_BOOTSTRAP_PAIRS = min_bootstrap_pairs()   # 8 for 2,000 resamples
+
+
 @dataclass(frozen=True)
 class Ratio:
     """A paired speedup: the geometric mean over requests of baseline / mode, and its CI."""
@@ -106,11 +120,18 @@ class Ratio:
     pairs: int
 
     @property
+    def too_few(self) -> bool:
+        """Fewer pairs than an interval needs (MIN_BOOTSTRAP_PAIRS): the interval is not to be read."""
+        return self.pairs < MIN_BOOTSTRAP_PAIRS
+
+    @property
     def significant(self) -> bool:
-        """False when the interval holds 1.0: no significant difference."""
-        return not (self.low <= 1.0 <= self.high)
+        """False when the interval holds 1.0 (no significant difference) or too few pairs draw one."""
+        return not self.too_few and not (self.low <= 1.0 <= self.high)
 
     def text(self) -> str:
+        if self.too_few:
+            return f"{self.value:.2f}x (too few: {self.pairs} pairs)"
         if not self.significant:
             return f"{self.value:.2f}x (n.s.)"
         return f"{self.value:.2f}x [{self.low:.2f}, {self.high:.2f}]"

@@ -160,13 +160,13 @@ def decide_sweep(sweep: pa.Table) -> Decision:
     for mode in modes:
         for level, load, _ in levels:
             r = _ratio(cells, level, mode, ALL)
-            if flags.get((level, mode)) is True or r is None or r.low <= 1.0:
+            if flags.get((level, mode)) is True or r is None or r.too_few or r.low <= 1.0:
                 break
             pays[mode] = (level, load, r)
     if not pays:
         lowest = levels[0][0] if levels else ""
         wide = [f"{m} {r.text()}" for m in modes if (r := _ratio(cells, lowest, m, ALL)) is not None
-                and r.significant is False and (r.high - r.low) / 2 > RESOLUTION * r.value]
+                and r.significant is False and (r.too_few or (r.high - r.low) / 2 > RESOLUTION * r.value)]
         if wide:
             return Decision(TOO_FEW, f"not enough data to say: at the lowest level ({lowest}) {', '.join(wide)} could "
                             f"be {RESOLUTION:.0%} better or worse than the baseline (--requests, --level-duration)")

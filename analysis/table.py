@@ -7,7 +7,7 @@ import math
 from rich.table import Table
 
 from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
-from analysis.stats import Ratio
+from analysis.stats import MIN_BOOTSTRAP_PAIRS, Ratio
 from analysis.steady import STEADY_SPAN_OVER_E2E_P99
 from analysis.summary import TOO_FEW, ModeSummary, ms_cell
 
@@ -16,6 +16,8 @@ def ratio_cell(r: Ratio | None) -> str:
     """A speedup with its 95% interval, green or red only when the interval excludes 1.0."""
     if r is None:
         return "-"
+    if r.too_few:
+        return f"[dim]{r.value:.2f}x too few[/dim]"
     if not r.significant:
         return f"[dim]{r.value:.2f}x n.s.[/dim]"
     colour = "green" if r.low > 1.0 else "red"
@@ -28,7 +30,8 @@ def tenant_table(speedups: dict[str, dict[str, Ratio]], modes: list[str]) -> Tab
     t = Table("tenant", *shown, title="speedup over baseline by tenant (paired E2E, 95% CI)", header_style="bold")
     for tenant, row in speedups.items():
         t.add_row(tenant, *[ratio_cell(row.get(m)) for m in shown])
-    t.caption = "n.s. = no significant difference (the interval holds 1.0)"
+    t.caption = ("n.s. = no significant difference (the interval holds 1.0); too few = under "
+                 f"{MIN_BOOTSTRAP_PAIRS} paired requests, too few for an interval")
     return t
 
 
@@ -105,7 +108,8 @@ def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str,
                  "peak in flight = most requests between send and last token at once; "
                  "tok/chunk = completion tokens (usage) / text chunks; accept = server acceptance rate / mean "
                  "acceptance length (/metrics); speedup = geometric mean over requests of baseline E2E / mode E2E, "
-                 "with its paired bootstrap 95% interval (n.s.: the interval holds 1.0); goodput = requests "
+                 "with its paired bootstrap 95% interval (n.s.: the interval holds 1.0; too few: under "
+                 f"{MIN_BOOTSTRAP_PAIRS} pairs, too few for one); goodput = requests "
                  "within every SLO of their tenant, per second (share of all scheduled; - when no SLOs or no "
                  "steady window); "
                  "late = send lateness; errors = errors and timeouts the server is answerable for (what --max-errors "

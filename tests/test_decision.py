@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from analysis.decision import DEPLOY, NONE_BETTER, TOO_FEW, decide_run
 from analysis.long_summary import long_summary
+from analysis.stats import MIN_BOOTSTRAP_PAIRS
 from analysis.sweep import LEVEL_SCHEMA, decide_sweep, with_level
 from loadtest.records import REQUEST_SCHEMA, RequestRecord
 
@@ -73,6 +74,10 @@ def test_a_run_too_short_to_tell_says_so_and_how_many_requests_would():
     needed = int(d.text.split("about ")[1].split(" requests")[0].replace(",", ""))
     assert needed > 8
     assert decide_run(_run(8, {"eagle": {"chat": 1.0, "code": 1.0}}, noise=0.1)).kind == NONE_BETTER
+    # two requests twice as fast: a bootstrap of 2 pairs has 3 distinct resamples, no interval to read
+    two = decide_run(_run(2, {"eagle": {"chat": 2.0, "code": 2.0}}, noise=0.01))
+    assert two.kind == TOO_FEW and "eagle 1.98x of 2 paired requests, too few for an interval (it needs 8)" in two.text
+    assert f"about {MIN_BOOTSTRAP_PAIRS} requests per mode would tell" in two.text
     alone = decide_run(_run(50, {}, noise=0.1))   # nothing but the baseline
     assert alone.kind == TOO_FEW and alone.text.startswith("no decision: this run replayed only the baseline")
 

@@ -15,9 +15,11 @@ from hypothesis import strategies as st
 from analysis.slo import MET, MISSED, UNJUDGED, attainment, request_meets
 from analysis.stats import (
     EXACT_RANKS_MAX,
+    MIN_BOOTSTRAP_PAIRS,
     counter_increase,
     itl_per_chunk,
     itl_per_token,
+    min_bootstrap_pairs,
     paired_speedup_ci,
     paired_speedups_ci,
     percentiles,
@@ -366,3 +368,11 @@ def test_an_slo_is_met_or_missed_only_where_the_p99s_interval_says_so(n, above, 
         assert high <= 50.0 and n >= supported_count(0.99)
     if verdict == MISSED:
         assert low > 50.0
+
+
+def test_a_speedup_of_fewer_pairs_than_distinct_resamples_allow_has_no_interval_to_read():
+    assert MIN_BOOTSTRAP_PAIRS == 8 == min_bootstrap_pairs(2000)   # C(13, 7) = 1,716 < 2,000 <= C(15, 8)
+    two = paired_speedup_ci(np.array([100.0, 200.0]), np.array([98.0, 199.0]))
+    assert two.pairs == 2 and two.too_few and not two.significant and two.text().endswith("(too few: 2 pairs)")
+    eight = paired_speedup_ci(np.linspace(100, 200, 8), np.linspace(50, 100, 8))
+    assert not eight.too_few and eight.significant and eight.low > 1.9
