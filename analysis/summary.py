@@ -47,6 +47,7 @@ class ModeSummary:
     mean_acceptance_length: float | None = None  # server: 1 + Δaccepted / Δdrafts
     speedup_low: float | None = None             # the speedup's paired-bootstrap 95% interval
     speedup_high: float | None = None
+    speedup_pairs: int = 0                       # the requests the speedup pairs (too few: no interval to read)
     goodput_req_per_s: float = math.nan          # requests within every SLO of their tenant, per steady second
     goodput_share: float = math.nan              # ... as a share of the requests scheduled (nan: no SLOs)
     steady_s: float = math.nan                   # the steady window's length (nan: too short for one)
@@ -56,7 +57,7 @@ class ModeSummary:
     def speedup_ratio(self) -> Ratio | None:
         if self.speedup is None or self.speedup_low is None or self.speedup_high is None:
             return None
-        return Ratio(self.speedup, self.speedup_low, self.speedup_high, 0)
+        return Ratio(self.speedup, self.speedup_low, self.speedup_high, self.speedup_pairs)
 
 
 # the percentiles the console table and report.md's modes table show
@@ -108,6 +109,7 @@ def mode_summaries(long: pa.Table, modes: list[str]) -> list[ModeSummary]:
             mean_acceptance_length=optional("mean_acceptance_length", "server"),
             speedup_low=speedup.low if speedup else None,
             speedup_high=speedup.high if speedup else None,
+            speedup_pairs=speedup.pairs if speedup else 0,
             goodput_req_per_s=get("goodput_req_per_s", "rate"),
             goodput_share=get("goodput_share", "share"),
             steady_s=steady_s,
