@@ -14,8 +14,10 @@ import pyarrow.parquet as pq
 
 from scenarios import ScenarioError
 from scenarios.arrivals import send_times
+from scenarios.lengths import sample_lengths
+from scenarios.limits import MAX_SPAN_S, check_span, check_trace_cost
 from scenarios.prompts import CHARS_PER_TOKEN, estimate_tokens, make_prompt
-from scenarios.spec import Closed, Distribution, Empirical, Fixed, LogNormal, Normal, Scenario, Uniform
+from scenarios.spec import Closed, Scenario
 
 TRACE_SCHEMA = pa.schema([
     pa.field("request_id", pa.string(), nullable=False),
@@ -41,24 +43,6 @@ META_CLOSED = b"loadtest.closed_concurrency"  # present when the trace is replay
 
 def scenario_hash(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
-
-
-def sample_lengths(dist: Distribution, n: int, rng: np.random.Generator) -> np.ndarray:
-    """`n` token counts from a length distribution, clipped to its bounds."""
-    if isinstance(dist, Fixed):
-        return np.full(n, dist.value, dtype=np.int64)
-    if isinstance(dist, Uniform):
-        values = rng.integers(dist.min, dist.max + 1, size=n)
-    elif isinstance(dist, Normal):
-        values = np.rint(rng.normal(dist.mean, dist.std, size=n))
-    elif isinstance(dist, LogNormal):
-        mu = np.log(dist.mean) - dist.sigma**2 / 2  # so that E[X] = mean
-        values = np.rint(rng.lognormal(mu, dist.sigma, size=n))
-    elif isinstance(dist, Empirical):
-        values = rng.choice(np.asarray(dist.observed()), size=n)
-    else:  # pragma: no cover - the union is closed
-        raise TypeError(dist)
-    return np.clip(values, dist.min, dist.max).astype(np.int64)
 
 
 def _arrivals(sc: Scenario, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -114,6 +98,7 @@ class _Plan:
 def _plan(scenario: Scenario, requests: int | None, seed: int | None, rate_scale: float | None,
           duration: float | None) -> _Plan:
     sc = scenario.with_overrides(requests=requests, duration=duration, seed=seed, rate_scale=rate_scale)
+    check_trace_cost(sc)   # before anything is drawn: a trace that outlasts a month or the memory is refused
     rng = np.random.default_rng(sc.seed)
     try:
         offsets, which = _arrivals(sc, rng)
@@ -257,7 +242,8 @@ def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
 def trace_problem(table: pa.Table) -> str | None:
     """What breaks the trace contract in `table` (TRACE_SCHEMA's columns), naming the first row
     that does; None when nothing does. Offsets are finite, from 0 and in order; ids unique; each
-    request has the body its api needs and asks for at least one token."""
+    request has the body its api needs and asks for at least one token; no offset is past
+    MAX_SPAN_S."""
     ids = table["request_id"]
     offsets = table["offset_s"].to_numpy(zero_copy_only=False).astype(np.float64)
 
@@ -268,6 +254,7 @@ def trace_problem(table: pa.Table) -> str | None:
     checks = [
         (~np.isfinite(offsets), "offset_s is not a finite number"),
         (offsets < 0, "offset_s is negative (a trace starts at 0)"),
+        (offsets > MAX_SPAN_S, f"offset_s is past the {MAX_SPAN_S / 86400:g} days a trace may span"),
         (np.r_[False, np.diff(offsets) < 0], "offset_s is earlier than the row before (a trace is in send order)"),
         (~pc.is_in(table["api"], pa.array(["completions", "chat"])).to_numpy(zero_copy_only=False),
          "api is neither 'completions' nor 'chat'"),
@@ -296,6 +283,8 @@ def scale_rate(table: pa.Table, factor: float) -> pa.Table:
                             "rebuild it from an open-loop scenario to scale its rate")
     i = table.schema.get_field_index("offset_s")
     scaled = pa.array(table["offset_s"].to_numpy() / factor, type=pa.float64())
+    if len(scaled):
+        check_span(scaled[-1].as_py(), f"{table.num_rows:,} requests at --rate-scale {factor:g}")
     return table.set_column(i, table.schema.field(i), scaled).replace_schema_metadata(table.schema.metadata)
 
 
