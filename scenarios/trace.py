@@ -36,6 +36,7 @@ TRACE_SCHEMA = pa.schema([
     pa.field("slo_tpot_p99_ms", pa.float64()),
     pa.field("slo_e2e_p99_ms", pa.float64()),
 ])
+SHOWN_PROBLEMS = 3   # a trace's problems said in one pass: the first row of each kind, this many kinds
 META_HASH = b"loadtest.scenario_sha256"
 META_NAME = b"loadtest.scenario"
 META_CLOSED = b"loadtest.closed_concurrency"  # present when the trace is replayed closed-loop
@@ -240,8 +241,9 @@ def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
 
 
 def trace_problem(table: pa.Table) -> str | None:
-    """What breaks the trace contract in `table` (TRACE_SCHEMA's columns), naming the first row
-    that does; None when nothing does. Offsets are finite, from 0 and in order; ids unique; each
+    """What breaks the trace contract in `table` (TRACE_SCHEMA's columns), in one line: per kind
+    of problem the first row that has it and how many more do, the first SHOWN_PROBLEMS kinds;
+    None when nothing does. Offsets are finite, from 0 and in order; ids unique; each
     request has the body its api needs and asks for at least one token; no offset is past
     MAX_SPAN_S."""
     ids = table["request_id"]
@@ -249,7 +251,8 @@ def trace_problem(table: pa.Table) -> str | None:
 
     def row(mask: np.ndarray, why: str) -> str | None:
         bad = np.flatnonzero(mask)
-        return f"row {bad[0]} (request {ids[int(bad[0])].as_py()!r}): {why}" if len(bad) else None
+        more = f" (and {len(bad) - 1:,} more rows)" if len(bad) > 1 else ""
+        return f"row {bad[0]} (request {ids[int(bad[0])].as_py()!r}): {why}{more}" if len(bad) else None
 
     checks = [
         (~np.isfinite(offsets), "offset_s is not a finite number"),
@@ -264,15 +267,15 @@ def trace_problem(table: pa.Table) -> str | None:
          "a chat request without messages"),
         (table["max_tokens"].to_numpy(zero_copy_only=False) < 1, "max_tokens is below 1"),
     ]
-    for mask, why in checks:
-        problem = row(np.asarray(mask, dtype=bool), why)
-        if problem:
-            return problem
+    found = [p for mask, why in checks if (p := row(np.asarray(mask, dtype=bool), why))]
     if pc.count_distinct(ids).as_py() != table.num_rows:
         counts = pc.value_counts(ids)
         twice = next(v["values"] for v in counts.to_pylist() if v["counts"] > 1)
-        return f"request_id {twice!r} appears more than once"
-    return None
+        found.append(f"request_id {twice!r} appears more than once")
+    if not found:
+        return None
+    rest = f"; and {len(found) - SHOWN_PROBLEMS} more kinds of problem" if len(found) > SHOWN_PROBLEMS else ""
+    return "; ".join(found[:SHOWN_PROBLEMS]) + rest
 
 
 def scale_rate(table: pa.Table, factor: float) -> pa.Table:
