@@ -21,6 +21,7 @@ from loadtest.records import OK
 
 CDF_POINTS = 400          # quantiles drawn per CDF line: the file stays small for 50,000 requests
 TIME_BIN_S = 1.0          # completions per second, binned
+MAX_TIME_BINS = 2000      # a longer span takes wider bins: a plot's size is bounded whatever the trace's span
 SERVER_SERIES = {"vllm:num_requests_running": "running requests", "vllm:num_requests_waiting": "waiting requests",
                  "vllm:kv_cache_usage_perc": "KV-cache use (0-1)"}
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
@@ -100,15 +101,20 @@ def acceptance_by_position(summary: pa.Table, modes: list[str]) -> go.Figure | N
                    "accepted share")
 
 
+def per_second(t: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Events at times `t` (s; or their `weights`) per second, in bins of TIME_BIN_S widened so
+    that there are at most MAX_TIME_BINS + 1 of them whatever the span: (bin starts, rates)."""
+    width = max(TIME_BIN_S, float(np.max(t, initial=0.0)) / MAX_TIME_BINS)
+    bins = np.minimum(np.floor(t / width), MAX_TIME_BINS).astype(np.int64).clip(0)
+    counts = np.bincount(bins, weights=weights)
+    return np.arange(len(counts)) * width, counts / width
+
+
 def over_time(records: pa.Table, metrics: pa.Table | None, modes: list[str]) -> list[go.Figure]:
     """Offered and completed requests per second and output tokens per second (records), and the
     servers' queue and KV use (/metrics), against seconds since each mode's first scheduled
     request: a queue that grows during the run shows as completions falling behind arrivals."""
     fig, tokens_fig = go.Figure(), go.Figure()
-
-    def per_second(t: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        counts = np.bincount(np.floor(t / TIME_BIN_S).astype(np.int64).clip(0), weights=weights)
-        return np.arange(len(counts)) * TIME_BIN_S, counts / TIME_BIN_S
 
     for mode in modes:
         everything = records.filter(pc.equal(records["mode"], mode))

@@ -85,8 +85,10 @@ def problems(exc: ValidationError, data: Any, where: str) -> list[str]:
     return out
 
 
-def not_utf8(raw: bytes, exc: UnicodeDecodeError, where: str) -> str:
-    """The one line for a byte of `raw` (the file `where`) that is not UTF-8: its line and column."""
-    line = raw.count(b"\n", 0, exc.start) + 1
-    col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-    return f"{where}: line {line}, column {col}: byte 0x{raw[exc.start]:02x} is not UTF-8 text (save the file as UTF-8)"
+def not_utf8(raw: bytes, exc: UnicodeDecodeError, where: str, offset: int = 0) -> str:
+    """The one line for a byte of `raw` (the file `where`) that is not UTF-8: its line and column
+    (`offset`: where in `raw` the decoded bytes began, past a BOM)."""
+    at = exc.start + offset
+    line = raw.count(b"\n", 0, at) + 1
+    col = at - (raw.rfind(b"\n", 0, at) + 1) + 1
+    return f"{where}: line {line}, column {col}: byte 0x{raw[at]:02x} is not UTF-8 text (save the file as UTF-8)"

@@ -7,6 +7,7 @@ INCOMPLETE (common/exits.py) unless a later write succeeded."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -22,6 +23,21 @@ from common.exits import os_error_text, print_error
 from common.times import utc_now
 
 _WRITE_LOCK = threading.Lock()
+SPACE_RESERVE = ".space-reserve"   # room a run folder holds back for the manifest's last word on a full disk
+RESERVE_BYTES = 1 << 20            # a five-mode run's manifest is about 30 KB; a sweep's or a soak's more
+
+
+def hold_reserve(run_dir: Path) -> None:
+    """Set RESERVE_BYTES of the disk aside in `run_dir` (best effort: a disk already full holds none)."""
+    try:
+        with open(run_dir / SPACE_RESERVE, "wb") as f:
+            f.write(bytes(RESERVE_BYTES))
+    except OSError:
+        (run_dir / SPACE_RESERVE).unlink(missing_ok=True)
+
+
+def release_reserve(run_dir: Path) -> None:
+    (run_dir / SPACE_RESERVE).unlink(missing_ok=True)
 
 
 def versions() -> dict[str, str]:
@@ -106,8 +122,15 @@ class Manifest:
         worked is said in one line, and `unwritten` holds it."""
         with _WRITE_LOCK:
             path = run_dir / "manifest.json"
+            text = json.dumps(asdict(self), indent=2, default=str) + "\n"
             try:
-                files.write_text(path, json.dumps(asdict(self), indent=2, default=str) + "\n")
+                try:
+                    files.write_text(path, text)
+                except OSError as exc:   # a full disk: the room held back for this, then once more
+                    if exc.errno != errno.ENOSPC or not (run_dir / SPACE_RESERVE).exists():
+                        raise
+                    release_reserve(run_dir)
+                    files.write_text(path, text)
             except OSError as exc:
                 said, self.unwritten = self.unwritten, f"could not write {path}: {os_error_text(exc)}"
                 if said is None:

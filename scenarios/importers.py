@@ -28,6 +28,7 @@ import orjson
 import pyarrow as pa
 
 from scenarios import ScenarioError
+from scenarios.limits import check_span
 from scenarios.prompts import estimate_tokens, make_prompt
 from scenarios.textfile import jsonl_objects, read_utf8
 from scenarios.trace import TRACE_SCHEMA
@@ -231,6 +232,8 @@ def import_trace(path: Path, fmt: str, opts: ImportOptions = ImportOptions()) ->
         raise ScenarioError(f"{path}: no requests left after --window/--sample")
     idx = idx[np.argsort(times[idx], kind="stable")]
     offsets = (times[idx] - times[idx].min()) / opts.speedup
+    check_span(float(offsets[-1]), f"{path}: its {len(idx):,} requests (timestamps from {times[idx].min():g} to "
+               f"{times[idx].max():g} s, --speedup {opts.speedup:g})", "a --window of it, or a higher --speedup")
 
     prompts, messages, est = [], [], []
     uids = rng.integers(0, 2**40, size=len(idx)).tolist()

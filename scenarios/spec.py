@@ -246,6 +246,15 @@ class Tenant(_Strict):
         return self
 
 
+def shares_problem(shares: list) -> str | None:
+    """Why the tenants' shares (the numbers among them) do not sum to 1; None when they do."""
+    numbers = [x for x in shares if isinstance(x, int | float) and not isinstance(x, bool)]
+    total = sum(numbers)
+    if numbers and not math.isclose(total, 1.0, abs_tol=SHARE_TOLERANCE):
+        return f"tenant shares must sum to 1, they sum to {total:g}"
+    return None
+
+
 class Scenario(_Strict):
     name: str
     description: str = ""
@@ -266,10 +275,9 @@ class Scenario(_Strict):
             raise ValueError(f"tenant {next(iter(shared))!r} takes a share, but the scenario has no arrival process")
         if self.arrival is not None and not shared:
             raise ValueError("the scenario's arrival process has no tenant taking a share of it")
-        if shared:
-            total = sum(t.share for t in shared.values())
-            if not math.isclose(total, 1.0, abs_tol=SHARE_TOLERANCE):
-                raise ValueError(f"tenant shares must sum to 1, they sum to {total:g}")
+        problem = shares_problem([t.share for t in shared.values()])
+        if problem:
+            raise ValueError(problem)
         if isinstance(self.arrival, Closed):
             if len(shared) != len(self.tenants):
                 raise ValueError("a closed-loop scenario cannot mix in tenants with their own arrival process")
@@ -326,4 +334,10 @@ def load_scenario(name_or_path: str | Path) -> tuple[Scenario, bytes]:
     try:
         return Scenario.model_validate(data, context={"base": base}), raw
     except ValidationError as exc:
-        raise ScenarioError("\n".join(problems(exc, data, where))) from None
+        lines = problems(exc, data, where)
+        # the cross-field check, said with the field errors that stop the model from reaching it
+        tenants = data.get("tenants") if isinstance(data.get("tenants"), dict) else {}
+        shares = shares_problem([t.get("share") for t in tenants.values() if isinstance(t, dict)])
+        if shares and not any(shares in line for line in lines):
+            lines.append(f"{where}: (top level): {shares}")
+        raise ScenarioError("\n".join(lines)) from None

@@ -3,6 +3,7 @@ one line naming the place of a byte that is not."""
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,10 +17,11 @@ def read_utf8(path: str | Path) -> str:
     """The file as UTF-8 text (a leading BOM, as spreadsheet exports write, is dropped). A byte
     that is not UTF-8 raises ScenarioError naming the file, line and column."""
     raw = Path(path).read_bytes()
+    bom = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(not_utf8(raw, exc, str(path))) from None
+        return raw[bom:].decode("utf-8")
+    except UnicodeDecodeError as exc:   # its offsets count from after the BOM: the file's from its start
+        raise ScenarioError(not_utf8(raw, exc, str(path), offset=bom)) from None
 
 
 def read_lengths(path: str | Path) -> list[int]:

@@ -14,8 +14,10 @@ import pyarrow.parquet as pq
 
 from scenarios import ScenarioError
 from scenarios.arrivals import send_times
+from scenarios.lengths import sample_lengths
+from scenarios.limits import MAX_SPAN_S, check_span, check_trace_cost
 from scenarios.prompts import CHARS_PER_TOKEN, estimate_tokens, make_prompt
-from scenarios.spec import Closed, Distribution, Empirical, Fixed, LogNormal, Normal, Scenario, Uniform
+from scenarios.spec import Closed, Scenario
 
 TRACE_SCHEMA = pa.schema([
     pa.field("request_id", pa.string(), nullable=False),
@@ -34,6 +36,7 @@ TRACE_SCHEMA = pa.schema([
     pa.field("slo_tpot_p99_ms", pa.float64()),
     pa.field("slo_e2e_p99_ms", pa.float64()),
 ])
+SHOWN_PROBLEMS = 3   # a trace's problems said in one pass: the first row of each kind, this many kinds
 META_HASH = b"loadtest.scenario_sha256"
 META_NAME = b"loadtest.scenario"
 META_CLOSED = b"loadtest.closed_concurrency"  # present when the trace is replayed closed-loop
@@ -41,24 +44,6 @@ META_CLOSED = b"loadtest.closed_concurrency"  # present when the trace is replay
 
 def scenario_hash(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
-
-
-def sample_lengths(dist: Distribution, n: int, rng: np.random.Generator) -> np.ndarray:
-    """`n` token counts from a length distribution, clipped to its bounds."""
-    if isinstance(dist, Fixed):
-        return np.full(n, dist.value, dtype=np.int64)
-    if isinstance(dist, Uniform):
-        values = rng.integers(dist.min, dist.max + 1, size=n)
-    elif isinstance(dist, Normal):
-        values = np.rint(rng.normal(dist.mean, dist.std, size=n))
-    elif isinstance(dist, LogNormal):
-        mu = np.log(dist.mean) - dist.sigma**2 / 2  # so that E[X] = mean
-        values = np.rint(rng.lognormal(mu, dist.sigma, size=n))
-    elif isinstance(dist, Empirical):
-        values = rng.choice(np.asarray(dist.observed()), size=n)
-    else:  # pragma: no cover - the union is closed
-        raise TypeError(dist)
-    return np.clip(values, dist.min, dist.max).astype(np.int64)
 
 
 def _arrivals(sc: Scenario, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -114,6 +99,7 @@ class _Plan:
 def _plan(scenario: Scenario, requests: int | None, seed: int | None, rate_scale: float | None,
           duration: float | None) -> _Plan:
     sc = scenario.with_overrides(requests=requests, duration=duration, seed=seed, rate_scale=rate_scale)
+    check_trace_cost(sc)   # before anything is drawn: a trace that outlasts a month or the memory is refused
     rng = np.random.default_rng(sc.seed)
     try:
         offsets, which = _arrivals(sc, rng)
@@ -255,19 +241,23 @@ def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
 
 
 def trace_problem(table: pa.Table) -> str | None:
-    """What breaks the trace contract in `table` (TRACE_SCHEMA's columns), naming the first row
-    that does; None when nothing does. Offsets are finite, from 0 and in order; ids unique; each
-    request has the body its api needs and asks for at least one token."""
+    """What breaks the trace contract in `table` (TRACE_SCHEMA's columns), in one line: per kind
+    of problem the first row that has it and how many more do, the first SHOWN_PROBLEMS kinds;
+    None when nothing does. Offsets are finite, from 0 and in order; ids unique; each
+    request has the body its api needs and asks for at least one token; no offset is past
+    MAX_SPAN_S."""
     ids = table["request_id"]
     offsets = table["offset_s"].to_numpy(zero_copy_only=False).astype(np.float64)
 
     def row(mask: np.ndarray, why: str) -> str | None:
         bad = np.flatnonzero(mask)
-        return f"row {bad[0]} (request {ids[int(bad[0])].as_py()!r}): {why}" if len(bad) else None
+        more = f" (and {len(bad) - 1:,} more rows)" if len(bad) > 1 else ""
+        return f"row {bad[0]} (request {ids[int(bad[0])].as_py()!r}): {why}{more}" if len(bad) else None
 
     checks = [
         (~np.isfinite(offsets), "offset_s is not a finite number"),
         (offsets < 0, "offset_s is negative (a trace starts at 0)"),
+        (offsets > MAX_SPAN_S, f"offset_s is past the {MAX_SPAN_S / 86400:g} days a trace may span"),
         (np.r_[False, np.diff(offsets) < 0], "offset_s is earlier than the row before (a trace is in send order)"),
         (~pc.is_in(table["api"], pa.array(["completions", "chat"])).to_numpy(zero_copy_only=False),
          "api is neither 'completions' nor 'chat'"),
@@ -277,15 +267,15 @@ def trace_problem(table: pa.Table) -> str | None:
          "a chat request without messages"),
         (table["max_tokens"].to_numpy(zero_copy_only=False) < 1, "max_tokens is below 1"),
     ]
-    for mask, why in checks:
-        problem = row(np.asarray(mask, dtype=bool), why)
-        if problem:
-            return problem
+    found = [p for mask, why in checks if (p := row(np.asarray(mask, dtype=bool), why))]
     if pc.count_distinct(ids).as_py() != table.num_rows:
         counts = pc.value_counts(ids)
         twice = next(v["values"] for v in counts.to_pylist() if v["counts"] > 1)
-        return f"request_id {twice!r} appears more than once"
-    return None
+        found.append(f"request_id {twice!r} appears more than once")
+    if not found:
+        return None
+    rest = f"; and {len(found) - SHOWN_PROBLEMS} more kinds of problem" if len(found) > SHOWN_PROBLEMS else ""
+    return "; ".join(found[:SHOWN_PROBLEMS]) + rest
 
 
 def scale_rate(table: pa.Table, factor: float) -> pa.Table:
@@ -296,6 +286,8 @@ def scale_rate(table: pa.Table, factor: float) -> pa.Table:
                             "rebuild it from an open-loop scenario to scale its rate")
     i = table.schema.get_field_index("offset_s")
     scaled = pa.array(table["offset_s"].to_numpy() / factor, type=pa.float64())
+    if len(scaled):
+        check_span(scaled[-1].as_py(), f"{table.num_rows:,} requests at --rate-scale {factor:g}")
     return table.set_column(i, table.schema.field(i), scaled).replace_schema_metadata(table.schema.metadata)
 
 

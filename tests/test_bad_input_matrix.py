@@ -111,7 +111,13 @@ def test_bad_trace_files_are_one_line_naming_the_row(tmp_path):
     def nan(o):
         o[2] = float("nan")
 
-    cases = [("unsorted", _with_offsets(table, swap), "row 4", "earlier than the row before"),
+    def several(o):   # three rows of two kinds: each kind said, with how many more rows have it
+        o[0], o[2], o[3] = -1.0, float("nan"), float("inf")
+
+    cases = [("several", _with_offsets(table, several), "row 0 (request", "negative (a trace starts at 0)",
+              "row 2 (request", "not a finite number (and 1 more rows)"),
+             ("too long", _with_offsets(table, lambda o: o.__setitem__(-1, 1e12)), "past the 30 days a trace may span"),
+             ("unsorted", _with_offsets(table, swap), "row 4", "earlier than the row before"),
              ("negative", _with_offsets(table, negative), "row 0", "negative"),
              ("not a number", _with_offsets(table, nan), "row 2", "not a finite number"),
              ("missing column", table.drop_columns(["max_tokens"]), "max_tokens", "missing"),

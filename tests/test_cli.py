@@ -48,6 +48,15 @@ def test_every_option_has_help_text(command):
     (["run", "--cooldown", "-1"], "--cooldown: expected a number of seconds (0 or more)"),
     (["run", "--max-errors", "150"], "--max-errors: expected a percentage from 0 to 100"),
     (["run", "--rate-scale", "inf"], "--rate-scale: expected a positive number"),
+    # sizes the machine cannot hold or a month cannot span, refused before anything is allocated
+    (["run", "--requests", "99999999999999"], "would last 634,195.8 years, past the 30.0 days a trace may span"),
+    (["run", "--requests", "99999999999999", "--rate-scale", "1e9"], "needs about 1.2 EiB of memory to build"),
+    (["run", "--rate-scale", "1e-9", "--requests", "10"], "would last 63.4 years"),
+    (["plan", "--rate-scale", "1e-9,1", "--requests", "10"], "level scale-1e-09: 10 requests would last 84.4 years"),
+    (["trace", "build", "--scenario", "chat", "--requests", "99999999999", "--out", "t.parquet"], "396.4 years"),
+    # an --out that cannot be written (here a file in the way; a read-only mount says so the same way)
+    (["run", "--out", str(DATA / "tiny-mix.toml"), "--run-id", "x"], "cannot write"),
+    (["plan", "--out", str(DATA / "tiny-mix.toml"), "--run-id", "x"], "(Not a directory)"),
     (["sim", "x-7B", "--port", "70000"], "--port must be a TCP port (1-65535), got 70000"),
     (["sim", "x-7B", "--max-num-seqs", "0"], "--max-num-seqs must be >= 1, got 0"),
     (["sim", "x-7B", "--max-model-len", "0"], "--max-model-len must be >= 1, got 0"),
@@ -210,3 +219,21 @@ def test_a_fleet_file_gets_every_problem_in_its_own_key_names(tmp_path):
         f"loadtest run: error: {fleet}: replica: unknown key (a typo?)",
         f"loadtest run: error: {fleet}: modes.ngram.num_speculative_tokens: expected an integer, got 'five'",
     ])
+
+
+def test_a_trace_or_scenario_past_a_month_is_refused_in_one_line(tmp_path):
+    """Found by a new user: timestamps of 1e12 s imported with exit 0, then the replay's sink
+    overflowed int64 nanoseconds and lost rows; a scenario of 10^12 requests died in numpy."""
+    jsonl = tmp_path / "t.jsonl"
+    jsonl.write_text('{"prompt": "a", "max_tokens": 5, "timestamp": 0}\n'
+                     '{"prompt": "b", "max_tokens": 5, "timestamp": 1e12}\n'
+                     '{"prompt": "c", "max_tokens": 5, "timestamp": -50}\n')
+    imported = cli("trace", "import", str(jsonl), "--format", "jsonl", "--out", str(tmp_path / "t.parquet"))
+    assert imported.returncode == 2 and len(imported.stderr.strip().splitlines()) == 1, imported.stderr
+    assert "would last 31,709.8 years, past the 30.0 days a trace may span: a --window of it" in imported.stderr
+    assert not (tmp_path / "t.parquet").exists()
+    huge = tmp_path / "huge.toml"
+    huge.write_text((DATA / "tiny-mix.toml").read_text().replace("requests = ", "requests = 1000000000000 #", 1))
+    ran = cli("trace", "build", "--scenario", str(huge), "--out", str(tmp_path / "h.parquet"))   # its full size
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
+    assert "--requests 1,000,000,000,000" in ran.stderr and "a trace may span" in ran.stderr

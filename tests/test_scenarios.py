@@ -210,3 +210,12 @@ def test_trace_show_uses_units_that_show_a_slow_rate(tmp_path):
     shown = cli("trace", "show", str(tmp_path / "s.parquet")).stdout
     assert "12 requests over 6.0 min (1.98/min)" in shown, shown
     assert "peak 1.98/min" in shown and "0.0/s" not in shown
+
+
+def test_a_file_with_several_problems_says_them_all_in_one_pass_the_shares_with_the_fields(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(BASE.replace("share = 1.0", "share = 0.7").replace("rate = 5", "rate = -1"))
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(path)
+    assert str(e.value).splitlines() == [f"{path}: arrival.rate: must be greater than 0, got -1",
+                                         f"{path}: (top level): tenant shares must sum to 1, they sum to 0.7"]

@@ -376,3 +376,13 @@ def test_a_speedup_of_fewer_pairs_than_distinct_resamples_allow_has_no_interval_
     assert two.pairs == 2 and two.too_few and not two.significant and two.text().endswith("(too few: 2 pairs)")
     eight = paired_speedup_ci(np.linspace(100, 200, 8), np.linspace(50, 100, 8))
     assert not eight.too_few and eight.significant and eight.low > 1.9
+
+
+def test_a_time_series_has_a_bounded_number_of_points_whatever_the_span():
+    from analysis.html import MAX_TIME_BINS, per_second
+
+    t = np.array([0.0, 0.5, 1.5, 1.3e9])          # a trace of 42 years once made 1.3 billion one-second bins
+    x, rate = per_second(t)
+    assert len(x) <= MAX_TIME_BINS + 1 and float((rate * (x[1] - x[0])).sum()) == pytest.approx(4.0)
+    x, rate = per_second(np.array([0.2, 0.7, 1.1]))  # a short one keeps its one-second bins
+    assert list(x) == [0.0, 1.0] and list(rate) == [2.0, 1.0]

@@ -73,6 +73,8 @@ def test_bad_trace_files_get_one_line(tmp_path, content, fmt, needle):
     ("azure", b"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,3,4\n2023-11-16 18:15:47,caf\xe9,4\n"),
     ("burstgpt", b"Timestamp,Model,Request tokens,Response tokens\n5,caf\xe9,3,4\n"),
     ("sharegpt", b'[{"conversations": [{"from": "human", "value": "caf\xe9"}]}]'),
+    # a BOM first (as spreadsheet exports write): the place is still counted from the file's start
+    ("jsonl", b'\xef\xbb\xbf{"prompt": "a", "max_tokens": 3}\n{"prompt": "caf\xe9", "max_tokens": 3}\n'),
 ])
 def test_a_byte_that_is_not_utf8_is_one_line_naming_its_place(tmp_path, fmt, text):
     path = tmp_path / "latin1.txt"

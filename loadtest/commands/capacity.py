@@ -19,7 +19,7 @@ from loadtest.commands.console import new_console
 from loadtest.session.capacity import PROBE_SCHEMA, CapacityProbes, ModeCapacity, report, search_range, with_targets
 from loadtest.session.engine import Session
 from loadtest.session.guard import served
-from loadtest.session.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
+from loadtest.session.inputs import OutError, choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.session.levels import native_rate
 from loadtest.session.metrics_server import MetricsError, MetricsServer
 from loadtest.session.options import CapacityOptions
@@ -42,7 +42,7 @@ def main(args: CapacityOptions) -> int:
         choice = choose_fleet(args.fleet, args.client.api_key_env)
         MetricsServer.of(args.metrics, None).check()  # before the run folder is made
         run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"capacity-{trace.info['name']}")
-    except (ScenarioError, FleetError, FileExistsError, MetricsError) as exc:
+    except (ScenarioError, FleetError, OutError, MetricsError) as exc:
         print_error("loadtest capacity", str(exc))
         return exits.BAD_INPUT
     manifest = new_manifest(run_dir, trace, choice)

@@ -12,6 +12,7 @@ from cluster.sim import cli as sim_cli
 from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console
+from loadtest.session.inputs import OutError
 from loadtest.session.options import PlanOptions
 from loadtest.session.plan import capacity_section, new_plan, plan_levels
 from scenarios import ScenarioError
@@ -22,7 +23,7 @@ def main(args: PlanOptions) -> int:
     started = time.monotonic()
     try:
         plan = new_plan(args)
-    except (ScenarioError, FleetError, sim_cli.SimArgsError, FileExistsError) as exc:
+    except (ScenarioError, FleetError, sim_cli.SimArgsError, OutError) as exc:
         print_error("loadtest plan", str(exc))
         return exits.BAD_INPUT
     run_dir = plan.run_dir

@@ -20,7 +20,7 @@ from loadtest.commands.console import new_console, say_summaries_not_written
 from loadtest.commands.views import show_gate, show_run
 from loadtest.session.engine import OneReplay, Session
 from loadtest.session.guard import served
-from loadtest.session.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
+from loadtest.session.inputs import OutError, choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.session.metrics_server import MetricsError, MetricsServer
 from loadtest.session.options import RunOptions
 from scenarios import ScenarioError
@@ -35,7 +35,7 @@ def main(args: RunOptions) -> int:
         fleet = choose_fleet(args.fleet, args.client.api_key_env)
         MetricsServer.of(args.metrics, None).check()  # before the run folder is made
         run_dir = new_run_dir(args.folder.out, args.folder.run_id, trace.info["name"])
-    except (ScenarioError, FleetError, FileExistsError, MetricsError) as exc:
+    except (ScenarioError, FleetError, OutError, MetricsError) as exc:
         print_error("loadtest run", str(exc))
         return exits.BAD_INPUT
     manifest = new_manifest(run_dir, trace, fleet)

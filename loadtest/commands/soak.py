@@ -21,7 +21,7 @@ from loadtest.commands.console import new_console
 from loadtest.commands.views import show_gate, show_run
 from loadtest.session.engine import OneReplay, Session
 from loadtest.session.guard import served
-from loadtest.session.inputs import Trace
+from loadtest.session.inputs import OutError, Trace
 from loadtest.session.metrics_server import MetricsError
 from loadtest.session.options import SoakOptions, with_values
 from loadtest.session.soak import LEAD_PARTS, PartWriter, Soak, new_soak, resumed_soak
@@ -33,7 +33,7 @@ def main(args: SoakOptions) -> int:
     console = new_console()
     try:
         soak = resumed_soak(args) if args.resume else new_soak(args)
-    except (ScenarioError, FleetError, FileExistsError, MetricsError, PermissionError) as exc:
+    except (ScenarioError, FleetError, OutError, MetricsError, PermissionError) as exc:
         print_error("loadtest soak", str(exc))
         return exits.BAD_INPUT
     except (KeyError, OSError, pa.ArrowInvalid) as exc:   # a run folder that is not what a soak leaves

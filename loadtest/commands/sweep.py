@@ -14,7 +14,7 @@ from loadtest.commands.console import new_console
 from loadtest.commands.views import show_gate
 from loadtest.session.engine import Session
 from loadtest.session.guard import served
-from loadtest.session.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
+from loadtest.session.inputs import OutError, choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.session.level_dirs import new_level
 from loadtest.session.levels import levels_of
 from loadtest.session.metrics_server import MetricsError, MetricsServer
@@ -33,7 +33,7 @@ def main(args: SweepOptions) -> int:
         choice = choose_fleet(args.fleet, args.client.api_key_env)
         MetricsServer.of(args.metrics, None).check()  # before the run folder is made
         run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"sweep-{trace.info['name']}")
-    except (ScenarioError, FleetError, FileExistsError, MetricsError) as exc:
+    except (ScenarioError, FleetError, OutError, MetricsError) as exc:
         print_error("loadtest sweep", str(exc))
         return exits.BAD_INPUT
     manifest = new_manifest(run_dir, trace, choice)

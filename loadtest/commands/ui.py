@@ -36,7 +36,7 @@ from loadtest.replay.front_process import ALREADY_REPLAYED, LOG, STDOUT, FrontPr
 from loadtest.session.board import Board, BoardServer
 from loadtest.session.engine import OneReplay, Session
 from loadtest.session.guard import served
-from loadtest.session.inputs import choose_fleet, new_manifest, new_run_dir, prepare_trace
+from loadtest.session.inputs import OutError, choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.session.metrics_server import MetricsError, MetricsServer, hostport
 from loadtest.session.options import UIOptions, with_values
 from loadtest.session.signals import Signals
@@ -68,8 +68,8 @@ def main(args: UIOptions) -> int:
         MetricsServer.of(args.metrics, None).check()
         folder = args.folder
         if folder.run_id and (Path(folder.out) / folder.run_id).exists():
-            raise FileExistsError(f"{Path(folder.out) / folder.run_id} already exists; pick another --run-id")
-    except (FleetError, ScenarioError, FileExistsError, MetricsError) as exc:
+            raise OutError(f"{Path(folder.out) / folder.run_id} already exists; pick another --run-id")
+    except (FleetError, ScenarioError, OutError, MetricsError) as exc:
         print_error(PROG, str(exc))
         return exits.BAD_INPUT
     board = Board(fleet.modes)
@@ -166,7 +166,7 @@ class WebSession:
             trace = prepare_trace(a.trace, a.gate.slo_gate)
             fleet = choose_fleet(a.fleet, a.client.api_key_env)
             run_dir = new_run_dir(a.folder.out, a.folder.run_id, trace.info["name"])
-        except (FleetError, ScenarioError, FileExistsError) as exc:
+        except (FleetError, ScenarioError, OutError) as exc:
             self.board.end("failed", str(exc))
             self.console.print(f"[red]Start refused: {exc}[/red]", soft_wrap=True)
             return

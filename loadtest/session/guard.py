@@ -15,7 +15,7 @@ from cluster.placement import PlanError
 from common import exits
 from common.exits import print_error
 from common.times import utc_now
-from loadtest.manifest import Manifest
+from loadtest.manifest import Manifest, hold_reserve, release_reserve
 from loadtest.replay.options import ReplayError
 from loadtest.session.metrics_server import MetricsError, MetricsServer, serving
 from loadtest.session.options import Replaying
@@ -44,6 +44,7 @@ def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path
     """Run `replay` under the signal handlers and say in the manifest how it ended; the exit code
     (OK, INTERRUPTED, BAD_INPUT for a refused pre-flight, INCOMPLETE for anything else)."""
     status, reason, code = "failed", None, exits.INCOMPLETE
+    hold_reserve(run_dir)   # so that a disk the records fill still takes the manifest's last word
     with Signals() as signals:
         try:
             replay(signals)
@@ -63,4 +64,5 @@ def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path
         finally:
             manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
             manifest.write(run_dir)
+            release_reserve(run_dir)
     return code

@@ -118,13 +118,24 @@ def endpoints_fleet_info(state: ClusterState, text: str, from_file: bool, modes:
             "spec": state.fleet_spec}
 
 
+class OutError(ValueError):
+    """--out cannot take this run: its folder holds a run already, or cannot be written (one line)."""
+
+
 def new_run_dir(out: str, run_id: str | None, name: str) -> Path:
     """results/<run_id>/ with its logs/ folder (run_id defaults to the UTC time and `name`);
-    FileExistsError when that folder already holds a run."""
+    OutError when that folder already holds a run or cannot be written (read-only, no permission,
+    a file in the way), before anything starts."""
     run_dir = Path(out) / (run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{slug(name)}")
     if run_dir.exists() and any(run_dir.iterdir()):
-        raise FileExistsError(f"{run_dir} already exists; pick another --run-id")
-    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        raise OutError(f"{run_dir} already exists; pick another --run-id")
+    try:
+        (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        probe = run_dir / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise OutError(f"--out {out}: cannot write {run_dir} ({exc.strerror or exc})") from None
     return run_dir
 
 

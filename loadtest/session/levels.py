@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from loadtest.session.options import LevelOptions
 from scenarios import ScenarioError
+from scenarios.limits import check_span
 from scenarios.trace import META_CLOSED, closed_concurrency, scale_rate
 
 
@@ -55,6 +56,10 @@ def levels_of(args: LevelOptions, base: pa.Table) -> list[Level]:
     """The levels a command's --rate-scale, --rates or --concurrency ask for, lowest load first;
     ScenarioError when the trace cannot give them, or when two would share a folder."""
     levels = _levels(args, base)
+    span = base["offset_s"][-1].as_py() if base.num_rows else 0.0
+    for lv in levels:   # every level's arrivals within the span a trace may have, before anything starts
+        if lv.rate_scale:
+            check_span(span / lv.rate_scale, f"level {lv.name}: {base.num_rows:,} requests")
     names = [lv.name for lv in levels]
     for name in names:
         if names.count(name) > 1:

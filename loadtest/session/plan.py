@@ -247,7 +247,7 @@ class Plan:
 
 def new_plan(args: PlanOptions) -> Plan:
     """Everything a plan needs, checked before anything is written but its folder: ScenarioError,
-    FleetError, SimArgsError or FileExistsError, one line, otherwise."""
+    FleetError, SimArgsError or OutError, one line, otherwise."""
     fleet, raw_fleet = load_fleet(args.fleet.fleet or DEFAULT_FLEET)
     modes = resolve_modes(fleet.name, list(fleet.modes), args.fleet.modes)
     if args.hardware is not None:
