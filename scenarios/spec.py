@@ -337,7 +337,9 @@ def load_scenario(name_or_path: str | Path) -> tuple[Scenario, bytes]:
         lines = problems(exc, data, where)
         # the cross-field check, said with the field errors that stop the model from reaching it
         tenants = data.get("tenants") if isinstance(data.get("tenants"), dict) else {}
-        shares = shares_problem([t.get("share") for t in tenants.values() if isinstance(t, dict)])
+        given = [t["share"] for t in tenants.values() if isinstance(t, dict) and "share" in t]
+        valid = all(isinstance(x, int | float) and not isinstance(x, bool) and 0 < x <= 1 for x in given)
+        shares = shares_problem(given) if valid else None   # a share out of bounds is said by its own line
         if shares and not any(shares in line for line in lines):
             lines.append(f"{where}: (top level): {shares}")
         raise ScenarioError("\n".join(lines)) from None
