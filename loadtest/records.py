@@ -29,7 +29,7 @@ STATUSES = ("ok", "error", "timeout", "not_sent")
 OK, ERROR, TIMEOUT, NOT_SENT = STATUSES
 # Error kinds for status "error".
 ERROR_KINDS = ("http", "connection", "not_sse", "malformed_stream", "server_error", "incomplete_stream",
-               "interrupted", "worker_lost")
+               "interrupted", "worker_lost", "unstorable")
 # Kinds for status "timeout": where the request was when its --timeout ran out (no response
 # headers yet; headers but no token; tokens but no end), or "deadline" when the run's --deadline cut it.
 TIMEOUT_KINDS = ("headers", "first_token", "stream", "deadline")
@@ -121,6 +121,35 @@ REQUEST_SCHEMA = pa.schema([
     pa.field("attempts", pa.int32()),
     pa.field("retry_after_s", pa.float64()),
 ])
+
+IDENTITY = ("run_id", "mode", "replica", "worker", "tenant", "request_id")   # what an unstorable row keeps
+STORABLE_ERRORS = (pa.ArrowException, OverflowError, TypeError, ValueError)    # a value the schema cannot hold
+
+
+def unstorable(row: dict, schema: pa.Schema | None = None) -> dict:
+    """The record a writer stores for `row` when a value of it does not fit the schema (a count
+    past int32, a time past int64 nanoseconds, a string where a number goes): the same request,
+    status `error`, kind `unstorable`, naming the fields and values that did not fit; its
+    scheduled time clipped into int64. Nothing else of it is kept, so the request is one row."""
+    schema = schema or REQUEST_SCHEMA
+    bad = []
+    for f in schema:
+        try:
+            pa.array([row.get(f.name)], type=f.type)
+        except STORABLE_ERRORS:
+            bad.append(f"{f.name}={str(row.get(f.name))[:40]}")
+    out: dict = {f.name: None for f in schema}
+    out.update({k: str(row.get(k) if row.get(k) is not None else "") for k in IDENTITY if k in out})
+    out["replica"] = row.get("replica") if isinstance(row.get("replica"), str) else None
+    sched = row.get("scheduled_ns")
+    out["scheduled_ns"] = int(min(max(sched, -2**63), 2**63 - 1)) if isinstance(sched, int | float) and sched == sched \
+        else 0
+    offset = row.get("offset_s")
+    out["offset_s"] = float(offset) if isinstance(offset, int | float) else float("nan")
+    out.update(status=ERROR, error_kind="unstorable",
+               error="a value could not be stored: " + (", ".join(bad) or "the row as a whole"))
+    return out
+
 
 # Columns added to the contract after its first version: a dataset written before lacks them, and
 # reads as if each of its rows held null there.

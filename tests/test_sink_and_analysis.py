@@ -240,3 +240,22 @@ def test_a_plot_with_nothing_to_draw_is_a_line_that_says_why():
     assert '<div class="plot">' not in page
     assert ("<b>goodput: requests within every SLO of their tenant, per second</b>: nothing to plot, since no mode "
             "had a steady window") in page
+
+
+def test_a_value_the_schema_cannot_hold_makes_its_request_an_error_row_not_a_lost_part(tmp_path):
+    """Found by a new user: a worker died in the sink (OverflowError) on one row's time past
+    int64 nanoseconds, and the rows of its part were lost with it."""
+    huge_tokens = {**_rec("m", 1, 10.0), "completion_tokens": 10**12}      # past int32
+    huge_time = {**_rec("m", 2, 10.0), "scheduled_ns": 10**21}             # past int64
+    with ThreadPoolExecutor(1) as ex:
+        sink = ParquetSink(tmp_path, "w0", REQUEST_SCHEMA, ex, flush_rows=10)
+        for row in (_rec("m", 0, 10.0), huge_tokens, huge_time, _rec("m", 3, 10.0)):
+            sink.add(row)
+        sink.close()
+    rows = {r["request_id"]: r for r in pq.read_table(tmp_path).to_pylist()}
+    assert sorted(rows) == ["q0", "q1", "q2", "q3"] and sink.rows_written == 4 and sink.rows_lost == 0
+    assert rows["q0"]["status"] == rows["q3"]["status"] == "ok"
+    for rid, field in (("q1", "completion_tokens=1000000000000"), ("q2", "scheduled_ns=1000000000000000000000")):
+        assert (rows[rid]["status"], rows[rid]["error_kind"]) == ("error", "unstorable")
+        assert field in rows[rid]["error"] and rows[rid]["mode"] == "m"
+    assert rows["q2"]["scheduled_ns"] == 2**63 - 1

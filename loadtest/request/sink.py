@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from common import files
 from common.exits import os_error_text
+from loadtest.records import STORABLE_ERRORS, unstorable
 
 FLUSH_ROWS = 5000   # the issue's bound: a row group at least every 5,000 rows ...
 FLUSH_S = 1.0       # ... or every second
@@ -109,7 +110,7 @@ class ParquetSink:
             self._lost[1] += len(rows)
             return 0
         try:   # never a half-written file next to the parts
-            files.write_table(pa.Table.from_pylist(rows, schema=self.schema), path, compression="zstd")
+            files.write_table(storable(rows, self.schema), path, compression="zstd")
         except Exception as exc:
             self._lost[1] += len(rows)
             if isinstance(exc, OSError):
@@ -136,3 +137,23 @@ class ParquetSink:
         if self.error is not None:
             self.error.written, self.error.lost = self.rows_written, self.rows_lost
             raise self.error
+
+
+def storable(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """`rows` as a table of `schema`; a row with a value the schema cannot hold becomes its
+    request's `error`/`unstorable` row (records.unstorable), never an exception that loses the
+    part: every request stays one row."""
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except STORABLE_ERRORS:
+        pass
+    kept = []
+    for row in rows:
+        try:
+            pa.Table.from_pylist([row], schema=schema)
+            kept.append(row)
+        except STORABLE_ERRORS:
+            if not isinstance(row.get("request_id"), str):   # not a request's record: a bug, said as one
+                raise
+            kept.append(unstorable(row, schema))
+    return pa.Table.from_pylist(kept, schema=schema)
