@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,8 +29,8 @@ import orjson
 import pyarrow as pa
 
 from scenarios import ScenarioError
-from scenarios.limits import check_span
-from scenarios.prompts import estimate_tokens, make_prompt
+from scenarios.limits import MAX_TOKENS, ROW_BYTES, check_memory, check_span
+from scenarios.prompts import CHARS_PER_TOKEN, estimate_tokens, make_prompt
 from scenarios.textfile import jsonl_objects, read_utf8
 from scenarios.trace import TRACE_SCHEMA
 
@@ -122,13 +123,14 @@ def _jsonl(path: Path) -> _Rows:
         if not isinstance(obj.get("prompt"), str):
             raise ScenarioError(f"{path}:{n}: prompt: required string is missing")
         mt = obj.get("max_tokens")
-        if not isinstance(mt, int) or mt < 1:
-            raise ScenarioError(f"{path}:{n}: max_tokens: expected a positive integer, got {mt!r}")
+        if not isinstance(mt, int) or isinstance(mt, bool) or not 1 <= mt <= MAX_TOKENS:
+            raise ScenarioError(f"{path}:{n}: max_tokens: expected an integer from 1 to {MAX_TOKENS:,} (the trace "
+                                f"stores int32), got {mt!r}")
         ts = obj.get("timestamp")
         if ts is None:
             timed = False
-        elif not isinstance(ts, int | float):
-            raise ScenarioError(f"{path}:{n}: timestamp: expected seconds as a number, got {ts!r}")
+        elif not isinstance(ts, int | float) or isinstance(ts, bool) or not math.isfinite(ts):
+            raise ScenarioError(f"{path}:{n}: timestamp: expected seconds as a finite number, got {ts!r}")
         rows.tenant.append(str(obj.get("tenant", "jsonl")))
         rows.prompt.append(obj["prompt"])
         rows.messages.append(None)
@@ -152,13 +154,21 @@ def _csv_rows(path: Path, required: list[str]) -> list[dict[str, str]]:
 
 def _float(path: Path, row: int, col: str, text: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise ScenarioError(f"{path}: row {row}: {col}: expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise ScenarioError(f"{path}: row {row}: {col}: expected a finite number, got {text!r}")
+    return value
 
 
 def _int(path: Path, row: int, col: str, text: str) -> int:
-    return int(_float(path, row, col, text))
+    """A token count: from 0 to MAX_TOKENS (the trace stores int32)."""
+    value = _float(path, row, col, text)
+    if not 0 <= value <= MAX_TOKENS:
+        raise ScenarioError(f"{path}: row {row}: {col}: expected a count from 0 to {MAX_TOKENS:,} (the trace stores "
+                            f"int32), got {text!r}")
+    return int(value)
 
 
 def _lengths_only(path: Path, rows_in, tenant_of, time_of, prompt_col: str, output_col: str) -> _Rows:
@@ -235,6 +245,9 @@ def import_trace(path: Path, fmt: str, opts: ImportOptions = ImportOptions()) ->
     check_span(float(offsets[-1]), f"{path}: its {len(idx):,} requests (timestamps from {times[idx].min():g} to "
                f"{times[idx].max():g} s, --speedup {opts.speedup:g})", "a --window of it, or a higher --speedup")
 
+    if rows.ignore_eos:   # lengths only: the prompts are made here, as long as the source says
+        check_memory(len(idx), ROW_BYTES + CHARS_PER_TOKEN * float(np.mean([int(rows.prompt[i]) for i in idx])),
+                     f"{path}: its {len(idx):,} requests' prompt lengths")
     prompts, messages, est = [], [], []
     uids = rng.integers(0, 2**40, size=len(idx)).tolist()
     for j, i in enumerate(idx.tolist()):

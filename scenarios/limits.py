@@ -24,6 +24,7 @@ PEAK_OVER_TABLE = 3.0           # building a trace peaks at about 3x its table (
 #                                 40,000 saas-mix requests, on this 2-core 24 GiB machine)
 MEMORY_SHARE = 0.5              # a trace may take at most half of the machine's memory: the replay needs the rest
 SAMPLE = 2000                   # lengths drawn per tenant to estimate its mean prompt
+MAX_TOKENS = 2**31 - 1          # a token count a trace holds: it stores them as int32
 
 
 def machine_memory() -> int:
@@ -86,13 +87,18 @@ def check_trace_cost(sc: Scenario, memory: int | None = None) -> None:
     if span is not None:
         rate = arrival_rate(sc) or 0.0
         check_span(span, f"{sc.name}: {what} at {rate:.3g} requests/s (rate_scale {sc.rate_scale:g})")
+    check_memory(n, bytes_per_request(sc), f"{sc.name}: {what}", memory)
+
+
+def check_memory(requests: float, row_bytes: float, what: str, memory: int | None = None) -> None:
+    """Refuse (ScenarioError, one line starting with `what`) a trace of `requests` rows of
+    `row_bytes` each whose build would need more than MEMORY_SHARE of the machine's memory."""
     memory = machine_memory() if memory is None else memory
-    need = n * bytes_per_request(sc) * PEAK_OVER_TABLE
+    need = requests * row_bytes * PEAK_OVER_TABLE
     if need > memory * MEMORY_SHARE:
-        most = int(memory * MEMORY_SHARE / (bytes_per_request(sc) * PEAK_OVER_TABLE))
-        raise ScenarioError(
-            f"{sc.name}: {what} needs about {_bytes(need)} of memory to build its trace; at most {most:,} "
-            f"requests fit in {MEMORY_SHARE:.0%} of this machine's {_bytes(memory)}")
+        most = int(memory * MEMORY_SHARE / (row_bytes * PEAK_OVER_TABLE))
+        raise ScenarioError(f"{what} needs about {_bytes(need)} of memory to build its trace; at most {most:,} "
+                            f"requests of that size fit in {MEMORY_SHARE:.0%} of this machine's {_bytes(memory)}")
 
 
 def check_span(span_s: float, what: str, fix: str = "fewer requests or a higher rate (--rate-scale)") -> None:

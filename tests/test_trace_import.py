@@ -53,7 +53,15 @@ def test_timestamps_speedup_window_and_lengths():
 
 
 @pytest.mark.parametrize("content, fmt, needle", [
-    ('{"prompt": "x"}\n', "jsonl", ":1: max_tokens: expected a positive integer"),
+    ('{"prompt": "x"}\n', "jsonl", ":1: max_tokens: expected an integer from 1 to 2,147,483,647"),
+    # values past what a trace stores, or not finite (each once a traceback)
+    ('{"prompt": "x", "max_tokens": 10000000000}\n', "jsonl", ":1: max_tokens: expected an integer from 1 to "
+     "2,147,483,647"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,inf,4\n", "azure",
+     "row 2: ContextTokens: expected a finite number, got 'inf'"),
+    ("Timestamp,Request tokens,Response tokens\nnan,3,4\n", "burstgpt", "row 2: Timestamp: expected a finite number"),
+    ("Timestamp,Request tokens,Response tokens\n5,3,1e12\n", "burstgpt", "row 2: Response tokens: expected a count "
+     "from 0 to 2,147,483,647"),
     ('{"max_tokens": 3}\n', "jsonl", ":1: prompt: required string is missing"),
     ("TIMESTAMP,ContextTokens\n2023-11-16 18:15:46,3\n", "azure", "missing column 'GeneratedTokens'"),
     ("Timestamp,Request tokens,Response tokens\n5,ten,3\n", "burstgpt", "row 2: Request tokens: expected a number"),
