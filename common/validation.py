@@ -10,6 +10,8 @@ and `cluster`; imports neither.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -92,3 +94,22 @@ def not_utf8(raw: bytes, exc: UnicodeDecodeError, where: str, offset: int = 0) -
     line = raw.count(b"\n", 0, at) + 1
     col = at - (raw.rfind(b"\n", 0, at) + 1) + 1
     return f"{where}: line {line}, column {col}: byte 0x{raw[at]:02x} is not UTF-8 text (save the file as UTF-8)"
+
+
+def file_state(path: Path) -> str:
+    """What a path a user gave names: "file", "dir", "missing", or, where the name cannot even be
+    looked up (too long, a loop of links), the OS's words for why."""
+    try:
+        return "file" if path.is_file() else "dir" if path.is_dir() else "missing"
+    except OSError as exc:
+        return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
+def file_problem(state: str) -> str:
+    """`file_state`'s answer as the end of a one-line error ("does not exist", ...)."""
+    return {"dir": "is a directory", "missing": "does not exist"}.get(state, f"cannot be read ({state})")
+
+
+def shown_name(text: str, limit: int = 80) -> str:
+    """A name a user gave, quoted, cut to `limit` characters for a one-line error."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")

@@ -29,8 +29,9 @@ import orjson
 import pyarrow as pa
 
 from scenarios import ScenarioError
-from scenarios.limits import MAX_TOKENS, ROW_BYTES, check_memory, check_span
+from scenarios.limits import ROW_BYTES, check_memory, check_span
 from scenarios.prompts import CHARS_PER_TOKEN, estimate_tokens, make_prompt
+from scenarios.spec import MAX_TOKENS
 from scenarios.textfile import jsonl_objects, read_utf8
 from scenarios.trace import TRACE_SCHEMA
 

@@ -24,7 +24,6 @@ PEAK_OVER_TABLE = 3.0           # building a trace peaks at about 3x its table (
 #                                 40,000 saas-mix requests, on this 2-core 24 GiB machine)
 MEMORY_SHARE = 0.5              # a trace may take at most half of the machine's memory: the replay needs the rest
 SAMPLE = 2000                   # lengths drawn per tenant to estimate its mean prompt
-MAX_TOKENS = 2**31 - 1          # a token count a trace holds: it stores them as int32
 
 
 def machine_memory() -> int:
@@ -51,7 +50,7 @@ def arrival_rate(sc: Scenario) -> float | None:
 def expected_requests(sc: Scenario) -> float:
     """The requests the trace will hold: its count, or its rate over its duration."""
     if sc.requests is not None:
-        return float(sc.requests)
+        return float(sc.requests) if sc.requests < 10**300 else math.inf   # past a float: forever
     rate = arrival_rate(sc) or 0.0
     return rate * (sc.duration or 0.0)
 
@@ -83,7 +82,8 @@ def check_trace_cost(sc: Scenario, memory: int | None = None) -> None:
     MEMORY_SHARE of the machine's memory to build."""
     n = expected_requests(sc)
     span = expected_span_s(sc)
-    what = f"--requests {sc.requests:,}" if sc.requests is not None else f"duration {sc.duration:g} s"
+    what = (f"duration {sc.duration:g} s" if sc.requests is None else f"--requests {sc.requests:,}"
+            if sc.requests < 10**18 else f"--requests of {len(str(sc.requests))} digits")
     if span is not None:
         rate = arrival_rate(sc) or 0.0
         check_span(span, f"{sc.name}: {what} at {rate:.3g} requests/s (rate_scale {sc.rate_scale:g})")

@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from common.validation import not_utf8, problems
+from common.validation import file_problem, file_state, not_utf8, problems, shown_name
 from scenarios import ScenarioError
 from scenarios.prompts import custom_prompts
 from scenarios.textfile import read_lengths, read_utf8
@@ -27,13 +27,18 @@ from scenarios.textfile import read_lengths, read_utf8
 SHARE_TOLERANCE = 1e-6
 
 
+MAX_TOKENS = 2**31 - 1     # a token count as a trace stores it (int32)
+MAX_SIGMA = 10.0           # a lognormal's spread: past it the mean sits e^50 above the median, no length at all
+Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class _Bounded(_Strict):
-    min: Annotated[int, Field(ge=1)] = 1
-    max: Annotated[int, Field(ge=1)] = 131072
+    min: Tokens = 1
+    max: Tokens = 131072
 
     @model_validator(mode="after")
     def _bounds(self):
@@ -53,7 +58,7 @@ def _resolve(path: str, info: ValidationInfo) -> str:
 
 class Fixed(_Strict):
     dist: Literal["fixed"]
-    value: Annotated[int, Field(ge=1)]
+    value: Tokens
 
 
 class Uniform(_Bounded):
@@ -71,7 +76,7 @@ class LogNormal(_Bounded):
 
     dist: Literal["lognormal"]
     mean: PositiveFloat
-    sigma: Annotated[float, Field(gt=0)]
+    sigma: Annotated[float, Field(gt=0, le=MAX_SIGMA)]
 
 
 class Empirical(_Bounded):
@@ -79,7 +84,7 @@ class Empirical(_Bounded):
     per line (`file`, relative to the scenario)."""
 
     dist: Literal["empirical"]
-    values: list[Annotated[int, Field(ge=1)]] | None = None
+    values: list[Tokens] | None = None
     file: str | None = None
 
     @field_validator("file")
@@ -261,7 +266,7 @@ class Scenario(_Strict):
     requests: Annotated[int, Field(ge=1)] | None = None
     duration: PositiveFloat | None = None       # seconds of traffic, instead of a request count
     demo_requests: Annotated[int, Field(ge=1)] = 100
-    seed: int = 0
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0    # int64, as manifests and traces keep it
     rate_scale: PositiveFloat = 1.0
     arrival: Arrival | None = None
     tenants: Annotated[dict[str, Tenant], Field(min_length=1)]
@@ -313,9 +318,10 @@ def load_scenario(name_or_path: str | Path) -> tuple[Scenario, bytes]:
     naming the key as the file spells it."""
     text = str(name_or_path)
     path = Path(text)
-    if path.suffix == ".toml" or path.exists() or "/" in text:
-        if not path.is_file():
-            raise ScenarioError(f"scenario file {text!r} " + ("is a directory" if path.is_dir() else "does not exist"))
+    state = file_state(path)
+    if path.suffix == ".toml" or state != "missing" or "/" in text:
+        if state != "file":
+            raise ScenarioError(f"scenario file {shown_name(text)} {file_problem(state)}")
         raw, where = path.read_bytes(), text
     else:
         res = BUILTIN / f"{text}.toml"

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from common.validation import file_problem, file_state, shown_name
 from scenarios import ScenarioError
 from scenarios.arrivals import send_times
 from scenarios.lengths import sample_lengths
@@ -218,8 +219,9 @@ def write_trace(table: pa.Table, path: Path, scenario_name: str, scenario_sha256
 
 def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
     """A trace file to replay, checked against TRACE_SCHEMA; one-line ScenarioError otherwise."""
-    if not path.is_file():
-        raise ScenarioError(f"trace file {str(path)!r} " + ("is a directory" if path.is_dir() else "does not exist"))
+    state = file_state(path)
+    if state != "file":
+        raise ScenarioError(f"trace file {shown_name(str(path))} {file_problem(state)}")
     try:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from common.validation import file_state
+
 log = logging.getLogger(__name__)
 
 GB = 1e9
@@ -201,7 +203,7 @@ def model_profile(name: str) -> ModelProfile:
     config.json; else infer its size from the name."""
     if name in MODELS:
         return MODELS[name]
-    if (Path(name) / "config.json").is_file():
+    if file_state(Path(name) / "config.json") == "file":   # a name too long for a path is no checkpoint
         return from_config(Path(name))
     base = name.rstrip("/").split("/")[-1]
     for key, prof in MODELS.items():

@@ -34,7 +34,12 @@ def main(args: CapacityOptions) -> int:
             raise ScenarioError(f"--start-rate {args.start_rate:g} is above --max-rate {args.max_rate:g}")
         # one trace long enough for the fastest probe: --probe-duration s at the highest rate
         native = native_rate(prepare_trace(args.trace).table)
-        rows = math.ceil(search_range(args, native)[1] * args.probe_duration) + 1
+        top = search_range(args, native)[1]
+        if not math.isfinite(top * args.probe_duration):
+            raise ScenarioError(f"the fastest probe, {top:g} requests/s for --probe-duration "
+                                f"{args.probe_duration:g} s, "
+                                "is more requests than any trace holds: lower --max-rate or --start-rate")
+        rows = math.ceil(top * args.probe_duration) + 1
         trace = with_targets(prepare_trace(replace(args.trace, requests=rows)), args.slo.slo)
         if not has_targets(trace.table):
             raise ScenarioError(f"the scenario {trace.info['name']} sets no SLO targets to hold: give its tenants "

@@ -34,6 +34,9 @@ from loadtest.session.values import (
     precision_percent,
     slo_targets,
 )
+from loadtest.session.values import (
+    seed as random_seed,
+)
 
 DEFAULT_FLEET = "local-sim"          # the simulator on a local Ray: what runs on any machine
 DEFAULT_SCENARIO = "saas-mix"        # the built-in multi-tenant mix
@@ -103,7 +106,7 @@ class TraceOptions:
         help="requests in the trace (default: the scenario's demo size; --requests 50000 runs saas-mix in full)",
         parse=positive_int, metavar="N")
     seed: int | None = option(
-        help="trace seed (default: the scenario's; a --trace file keeps the seed it was built with)", parse=int,
+        help="trace seed (default: the scenario's; a --trace file keeps the seed it was built with)", parse=random_seed,
         metavar="N")
     rate_scale: float | None = option(
         help="multiply the arrival rates by X: the scenario's (default: its rate_scale), or a --trace file's (its "

@@ -11,6 +11,7 @@ from typing import ClassVar
 from cluster import DEFAULT_STATE
 from loadtest.session.options import DEFAULT_FLEET, option
 from loadtest.session.values import percent, positive_float, positive_int
+from loadtest.session.values import seed as random_seed
 from loadtest.session.values import window as time_window
 from scenarios.importers import ImportOptions
 
@@ -114,7 +115,7 @@ class TraceBuildOptions:
                                   parse=positive_int, metavar="N")
     duration: float | None = option(help="seconds of traffic instead of a request count", parse=positive_float,
                                     metavar="S")
-    seed: int | None = option(help="seed (default: the scenario's)", parse=int, metavar="N")
+    seed: int | None = option(help="seed (default: the scenario's)", parse=random_seed, metavar="N")
     rate_scale: float | None = option(help="multiply the scenario's arrival rates by X", parse=positive_float,
                                       metavar="X")
 
@@ -135,7 +136,8 @@ class TraceImportOptions:
                                   parse=positive_float, metavar="N|F")
     rate: float = option(ImportOptions.rate, "arrivals per second for traces without times (default {default})",
                          parse=positive_float, metavar="R")
-    seed: int = option(ImportOptions.seed, "seed of sampling and generated parts (default {default})", parse=int,
+    seed: int = option(ImportOptions.seed, "seed of sampling and generated parts (default {default})",
+                       parse=random_seed,
                        metavar="N")
 
     def importing(self) -> ImportOptions:

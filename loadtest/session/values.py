@@ -78,6 +78,20 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+MAX_SEED = 2**63 - 1   # a seed as the manifest and the trace's metadata keep it (int64); numpy's is unsigned
+
+
+def seed(text: str) -> int:
+    """A random seed: an integer from 0 to MAX_SEED."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_SEED:
+        raise BadValue(f"expected a seed, an integer from 0 to {MAX_SEED:,}, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
