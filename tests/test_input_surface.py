@@ -1,8 +1,9 @@
 """Every value-taking flag of the replaying commands, given values of every awkward kind (huge,
 tiny, negative, zero, NaN, infinite, empty, not a number, unicode, a path that leaves the folder),
-against servers that are not there: each case must end with an exit code of the contract (0-3),
-no traceback, and, for bad input, at most three lines on stderr. In process, seeded, a fixed
-number of examples."""
+against servers that are not there, and every field of the default scenario and fleet files with
+values of the same kinds: each case must end with an exit code of the contract (0-3), no
+traceback, and, for bad input, one to three lines on stderr. Every case, not a sample; in
+process."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import math
 import tomllib
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from loadtest.commands.arguments import build_parser, subparsers
 from tests.conftest import ROOT, cli
@@ -41,18 +40,18 @@ def test_the_surface_is_every_value_taking_flag(command):
     assert len(_flags(command)) >= 8
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(case=st.sampled_from(CASES), value=st.sampled_from(AWKWARD))
-def test_any_value_of_any_flag_ends_in_the_contract(tmp_path_factory, case, value):
-    command, flag = case
-    out = tmp_path_factory.mktemp("o")
-    ran = cli(command, flag, value, *DEAD, "--out", str(out), timeout=60)
-    said = ran.stdout + ran.stderr
-    assert ran.returncode in (0, 1, 2, 3), (command, flag, value, said[-2000:])
-    assert "Traceback" not in said, (command, flag, value, said[-2000:])
-    if ran.returncode == 2:
-        lines = [line for line in ran.stderr.splitlines() if line.strip()]
-        assert 1 <= len(lines) <= 3, (command, flag, value, ran.stderr)
+@pytest.mark.parametrize("command", COMMANDS)
+def test_any_value_of_any_flag_ends_in_the_contract(tmp_path, command):
+    """Every value-taking flag of `command` with every awkward value: all of them, not a sample."""
+    for flag in _flags(command):
+        for value in AWKWARD:
+            ran = cli(command, flag, value, *DEAD, "--out", str(tmp_path), timeout=60)
+            said = ran.stdout + ran.stderr
+            assert ran.returncode in (0, 1, 2, 3), (command, flag, value, said[-2000:])
+            assert "Traceback" not in said, (command, flag, value, said[-2000:])
+            if ran.returncode == 2:
+                lines = [line for line in ran.stderr.splitlines() if line.strip()]
+                assert 1 <= len(lines) <= 3, (command, flag, value, ran.stderr)
 
 
 def _toml(value) -> str:
@@ -92,27 +91,29 @@ FLEET = tomllib.loads((ROOT / "cluster" / "fleets" / "local-sim.toml").read_text
 VALUES = [0, -1, 10**20, 2**63, 1e308, -1e-300, math.nan, math.inf, -math.inf, "", "x", "é" * 300, True, [], {}]
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(leaf=st.sampled_from(_leaves(SCENARIO)), value=st.sampled_from(VALUES))
-def test_any_value_of_any_scenario_field_builds_a_trace_or_says_why_in_a_line(tmp_path_factory, leaf, value):
-    folder = tmp_path_factory.mktemp("s")
-    path = folder / "s.toml"
-    path.write_text("\n".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in _with(SCENARIO, leaf, value).items()))
-    ran = cli("trace", "build", "--scenario", str(path), "--requests", "20", "--out", str(folder / "t.parquet"),
-              timeout=60)
-    assert ran.returncode in (0, 2) and "Traceback" not in ran.stdout + ran.stderr, (leaf, value, ran.stderr)
-    if ran.returncode == 2:
-        assert 1 <= len(ran.stderr.strip().splitlines()) <= 3, (leaf, value, ran.stderr)
-
-
-@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(leaf=st.sampled_from(_leaves(FLEET)), value=st.sampled_from(VALUES))
-def test_any_value_of_any_fleet_field_plans_or_says_why_in_a_line(tmp_path_factory, leaf, value):
-    folder = tmp_path_factory.mktemp("f")
+def _file_case(folder, data: dict, leaf: tuple, value, *argv: str) -> None:
+    """`data` with `leaf` set to `value`, written as folder/f.toml, given to `loadtest ARGV` (its
+    `{file}` replaced by the file): it ends 0, or 2 in one to three lines, never a traceback."""
     path = folder / "f.toml"
-    path.write_text("\n".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in _with(FLEET, leaf, value).items()))
-    ran = cli("plan", "--fleet", str(path), "--modes", "baseline", "--requests", "5", "--rate-scale", "1",
-              "--out", str(folder), "--run-id", "p", timeout=60)
+    path.write_text("\n".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in _with(data, leaf, value).items()))
+    ran = cli(*(a.format(file=path, folder=folder) for a in argv), timeout=60)
     assert ran.returncode in (0, 2) and "Traceback" not in ran.stdout + ran.stderr, (leaf, value, ran.stderr)
     if ran.returncode == 2:
         assert 1 <= len(ran.stderr.strip().splitlines()) <= 3, (leaf, value, ran.stderr)
+
+
+@pytest.mark.parametrize("section", sorted(SCENARIO))
+def test_any_value_of_any_scenario_field_builds_a_trace_or_says_why_in_a_line(tmp_path, section):
+    for leaf in _leaves({section: SCENARIO[section]}):
+        for value in VALUES:
+            _file_case(tmp_path, SCENARIO, leaf, value,
+                       "trace", "build", "--scenario", "{file}", "--requests", "20", "--out", "{folder}/t.parquet")
+
+
+@pytest.mark.parametrize("section", sorted(FLEET))
+def test_any_value_of_any_fleet_field_plans_or_says_why_in_a_line(tmp_path, section):
+    for leaf in _leaves({section: FLEET[section]}):
+        for value in VALUES:
+            _file_case(tmp_path, FLEET, leaf, value,
+                       "plan", "--fleet", "{file}", "--modes", "baseline", "--requests", "5", "--rate-scale", "1",
+                       "--out", "{folder}", "--run-id", "p")

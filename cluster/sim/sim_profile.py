@@ -30,6 +30,7 @@ from cluster.sim.acceptance import Acceptance, Table
 from cluster.sim.domains import DOMAINS
 from cluster.sim.profiles import FITTABLE, HARDWARE, Hardware
 from cluster.speculation import METHODS
+from common.validation import file_state, shown_name
 
 
 class ProfileError(ValueError):
@@ -101,8 +102,8 @@ def resolve(name_or_path: str) -> SimProfile:
     """A built-in hardware name, or a profile file."""
     if name_or_path in HARDWARE:
         return SimProfile(HARDWARE[name_or_path], base=name_or_path)
-    if not name_or_path.endswith(".toml") and not Path(name_or_path).exists():
-        raise ProfileError(f"{name_or_path!r}: not a simulator profile ({', '.join(sorted(HARDWARE))}) "
+    if not name_or_path.endswith(".toml") and file_state(Path(name_or_path)) != "file":
+        raise ProfileError(f"{shown_name(name_or_path)}: not a simulator profile ({', '.join(sorted(HARDWARE))}) "
                            "nor a profile file (.toml, from `loadtest calibrate`)")
     return load_profile(name_or_path)
 
