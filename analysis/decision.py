@@ -65,7 +65,8 @@ def _failed_share(v: SummaryView, mode: str) -> float:
     return failed / (ok + failed) if ok + failed else 0.0
 
 
-def _resolved(r: Ratio) -> bool:
+def resolved(r: Ratio) -> bool:
+    """An interval narrow enough to say "no different" (+-RESOLUTION), drawn from enough pairs."""
     return not r.too_few and (r.high - r.low) / 2 <= RESOLUTION * r.value
 
 
@@ -74,7 +75,6 @@ def _needed(r: Ratio) -> int:
     and at least the MIN_BOOTSTRAP_PAIRS an interval needs at all."""
     half = (r.high - r.low) / 2
     return max(r.pairs + 1, MIN_BOOTSTRAP_PAIRS, math.ceil(r.pairs * (half / (RESOLUTION * r.value)) ** 2))
-
 
 
 def decide_run(summary: pa.Table, offered: float | None = None, stopped: bool = False) -> Decision:
@@ -112,7 +112,7 @@ def decide_run(summary: pa.Table, offered: float | None = None, stopped: bool = 
             text += "; keep the baseline for " + ", ".join(
                 f"{t} ({v.ratio(mode, 'speedup_e2e', t).text()})" for t in keep)
         return Decision(DEPLOY, text + left_out + burst, mode, r, keep)
-    unresolved = {m: r for m, r in judged.items() if r.significant is False and not _resolved(r)}
+    unresolved = {m: r for m, r in judged.items() if r.significant is False and not resolved(r)}
     if unresolved:
         needed = max(_needed(r) for r in unresolved.values())
         wide = ", ".join(f"{m} {r.value:.2f}x [{r.low:.2f}, {r.high:.2f}]" for m, r in unresolved.items()

@@ -32,6 +32,7 @@ from loadtest.records import OK, SLO_COLUMNS, meets_slos
 MET, MISSED, UNJUDGED = "met", "missed", "too few to judge"   # Attainment.verdict
 SLO_TOO_FEW_RULE = (f"too few requests to judge the p99 against its target: its 95% interval holds the target or "
                     f"is open above (a p99's interval closes from {supported_count(0.99)} requests)")
+NO_BOUNDS = (math.nan, math.nan, 0)   # a check without its p99's interval: open on both sides, of no requests
 METRIC_OF = {"slo_ttft_p99_ms": "ttft_ms", "slo_tpot_p99_ms": "tpot_ms", "slo_e2e_p99_ms": "e2e_ms"}
 
 
@@ -102,33 +103,40 @@ class Attainment:
         supports it)."""
         return all(not math.isnan(p99) and p99 <= target for p99, target in self.checks.values())
 
+    def _judged(self, metric: str) -> str:
+        """One check's answer: MISSED (its p99's interval lies above the target, or no request
+        succeeded), MET (within it; an open upper end is not), else UNJUDGED."""
+        p99, target = self.checks[metric]
+        low, high, _ = self.bounds.get(metric, NO_BOUNDS)
+        return MISSED if math.isnan(p99) or low > target else MET if high <= target else UNJUDGED
+
     @property
     def verdict(self) -> str:
-        """MISSED when a p99's interval lies above its target (or no request succeeded), MET when
-        every interval lies within its target, UNJUDGED otherwise."""
-        verdicts = []
-        for m, (p99, target) in self.checks.items():
-            low, high, _ = self.bounds.get(m, (math.nan, math.nan, 0))
-            if math.isnan(p99) or low > target:
-                return MISSED
-            verdicts.append(high <= target)    # False for an open (NaN) upper end
-        return MET if all(verdicts) else UNJUDGED
+        """MISSED when a check is missed, MET when every check is met, UNJUDGED otherwise."""
+        answers = {self._judged(m) for m in self.checks}
+        return MISSED if MISSED in answers else UNJUDGED if UNJUDGED in answers else MET
 
     def unjudged(self) -> list[str]:
         """The p99s the data cannot judge against their targets: value, interval, count, target."""
         out = []
         for m, (p99, target) in self.checks.items():
-            low, high, n = self.bounds.get(m, (math.nan, math.nan, 0))
-            if math.isnan(p99) or low > target or high <= target:
-                continue
-            ends = ", ".join("-" if math.isnan(b) else ms_text(b) for b in (low, high))
-            out.append(f"{m} p99 {ms_text(p99)} [{ends}] of {n:,} against {ms_text(target)} ms")
+            if self._judged(m) == UNJUDGED:
+                low, high, n = self.bounds.get(m, NO_BOUNDS)
+                ends = ", ".join("-" if math.isnan(b) else ms_text(b) for b in (low, high))
+                out.append(f"{m} p99 {ms_text(p99)} [{ends}] of {n:,} against {ms_text(target)} ms")
         return out
 
     def missed(self) -> list[str]:
         return [f"{m} p99 {ms_text(p99)} > {ms_text(target)} ms" if not math.isnan(p99)
                 else f"{m}: no request succeeded"
                 for m, (p99, target) in self.checks.items() if math.isnan(p99) or p99 > target]
+
+
+def judged(verdicts: list[Attainment]) -> bool:
+    """Whether these tenants' SLOs decide pass or fail on p99s their data bounds: one missed, or
+    every one met (a capacity probe's answer, measured or planned)."""
+    answers = {a.verdict for a in verdicts}
+    return MISSED in answers or answers <= {MET}
 
 
 def attainment(table: pa.Table, modes: list[str]) -> list[Attainment]:

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from analysis.cells import ALL
 from analysis.crossover import crossover
-from analysis.decision import BASELINE, DEPLOY, NONE_BETTER, RESOLUTION, TOO_FEW, Decision
+from analysis.decision import BASELINE, DEPLOY, NONE_BETTER, RESOLUTION, TOO_FEW, Decision, resolved
 from analysis.long_summary import LONG_SCHEMA
 from analysis.stats import Ratio
 from common.times import ms_text
@@ -166,7 +166,7 @@ def decide_sweep(sweep: pa.Table) -> Decision:
     if not pays:
         lowest = levels[0][0] if levels else ""
         wide = [f"{m} {r.text()}" for m in modes if (r := _ratio(cells, lowest, m, ALL)) is not None
-                and r.significant is False and (r.too_few or (r.high - r.low) / 2 > RESOLUTION * r.value)]
+                and r.significant is False and not resolved(r)]
         if wide:
             return Decision(TOO_FEW, f"not enough data to say: at the lowest level ({lowest}) {', '.join(wide)} could "
                             f"be {RESOLUTION:.0%} better or worse than the baseline (--requests, --level-duration)")

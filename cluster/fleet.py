@@ -22,7 +22,7 @@ from cluster.speculation import (
     parse_speculative_config,
 )
 from common.names import name_problem
-from common.validation import file_problem, file_state, not_utf8, problems, shown_name
+from common.validation import MAX_SEED, file_problem, file_state, not_utf8, problems, shown_name
 
 # The bounds of a fleet file's numbers: far past any real fleet, short of what overflows the
 # simulator's arithmetic or the machine (a fuzzed fleet with 10^20 replicas or a time scale of
@@ -113,7 +113,7 @@ class SimOptions(_Strict):
     # the fleet file; made absolute here so every replica's argv names the same file).
     hardware: str = "h100-sxm"
     time_scale: Annotated[float, Field(gt=0, le=MAX_TIME_SCALE)] = 1.0
-    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0   # int64, as manifests keep it
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
 
     @field_validator("hardware")
     @classmethod

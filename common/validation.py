@@ -87,6 +87,9 @@ def problems(exc: ValidationError, data: Any, where: str) -> list[str]:
     return out
 
 
+MAX_SEED = 2**63 - 1   # a random seed as manifests and traces keep it (int64; numpy's own are unsigned)
+
+
 def not_utf8(raw: bytes, exc: UnicodeDecodeError, where: str, offset: int = 0) -> str:
     """The one line for a byte of `raw` (the file `where`) that is not UTF-8: its line and column
     (`offset`: where in `raw` the decoded bytes began, past a BOM)."""

@@ -122,7 +122,7 @@ REQUEST_SCHEMA = pa.schema([
     pa.field("retry_after_s", pa.float64()),
 ])
 
-IDENTITY = ("run_id", "mode", "replica", "worker", "tenant", "request_id")   # what an unstorable row keeps
+IDENTITY = ("run_id", "mode", "worker", "tenant", "request_id")   # the strings an unstorable row keeps
 STORABLE_ERRORS = (pa.ArrowException, OverflowError, TypeError, ValueError)    # a value the schema cannot hold
 
 
@@ -139,7 +139,7 @@ def unstorable(row: dict, schema: pa.Schema | None = None) -> dict:
         except STORABLE_ERRORS:
             bad.append(f"{f.name}={str(row.get(f.name))[:40]}")
     out: dict = {f.name: None for f in schema}
-    out.update({k: str(row.get(k) if row.get(k) is not None else "") for k in IDENTITY if k in out})
+    out.update({k: "" if row.get(k) is None else str(row[k]) for k in IDENTITY if k in out})
     out["replica"] = row.get("replica") if isinstance(row.get("replica"), str) else None
     sched = row.get("scheduled_ns")
     out["scheduled_ns"] = int(min(max(sched, -2**63), 2**63 - 1)) if isinstance(sched, int | float) and sched == sched \

@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from common.validation import file_problem, file_state, not_utf8, problems, shown_name
+from common.validation import MAX_SEED, file_problem, file_state, not_utf8, problems, shown_name
 from scenarios import ScenarioError
 from scenarios.prompts import custom_prompts
 from scenarios.textfile import read_lengths, read_utf8
@@ -266,7 +266,7 @@ class Scenario(_Strict):
     requests: Annotated[int, Field(ge=1)] | None = None
     duration: PositiveFloat | None = None       # seconds of traffic, instead of a request count
     demo_requests: Annotated[int, Field(ge=1)] = 100
-    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0    # int64, as manifests and traces keep it
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
     rate_scale: PositiveFloat = 1.0
     arrival: Arrival | None = None
     tenants: Annotated[dict[str, Tenant], Field(min_length=1)]

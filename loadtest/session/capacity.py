@@ -15,7 +15,7 @@ import pyarrow as pa
 from analysis.capacity import Capacity, CapacityRow, capacity_table, search_capacity
 from analysis.decision import Decision
 from analysis.gate import error_checks
-from analysis.slo import MET, MISSED, SLO_COLUMNS, attainment, join_targets
+from analysis.slo import SLO_COLUMNS, attainment, join_targets, judged
 from loadtest.session.engine import Session, Stage, replay_level
 from loadtest.session.inputs import Trace
 from loadtest.session.level_dirs import new_level, summarise
@@ -85,9 +85,8 @@ class CapacityProbes:
             binding = [f"{v.tenant} ({'; '.join(v.missed())})" for v in verdicts if not v.passed]
             if errors > max_errors:
                 binding.append(f"errors {errors:.0%} > {max_errors:.0%}")
-            judged = any(v.verdict == MISSED for v in verdicts) or all(v.verdict == MET for v in verdicts)
             result.probes.append({"mode": mode, "rate": rate, "attempt": attempt, "phase": "", "passed": passed,
-                                  "requests": lv.trace.num_rows, "judged": judged or errors > max_errors,
+                                  "requests": lv.trace.num_rows, "judged": judged(verdicts) or errors > max_errors,
                                   "fewest_tenant_requests": min((v.requests for v in verdicts), default=0),
                                   "binding": "; ".join(binding), "error_share": errors, "folder": str(folder),
                                   "goodput_req_per_s": rate * met / lv.trace.num_rows})

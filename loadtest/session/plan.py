@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from analysis.capacity import CapacityRow, capacity_table, search_capacity
 from analysis.long_summary import long_summary
-from analysis.slo import MET, MISSED, attainment, has_targets, join_targets, with_slos
+from analysis.slo import attainment, has_targets, join_targets, judged, with_slos
 from analysis.sweep import LEVEL_SCHEMA, with_level
 from cluster import FleetError
 from cluster.argv import serve_argv
@@ -151,7 +151,7 @@ def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_
         records = join_targets(predicted_records(trace, server, mode, "capacity", replicas), trace)
         verdicts = attainment(records, [mode])
         missed[rate] = [f"{a.tenant} ({'; '.join(a.missed())})" for a in verdicts if not a.passed]
-        unjudged += not (any(a.verdict == MISSED for a in verdicts) or all(a.verdict == MET for a in verdicts))
+        unjudged += not judged(verdicts)
         fewest = min([a.requests for a in verdicts] + ([fewest] if fewest is not None else []), default=None)
         return not missed[rate]
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+from common.validation import MAX_SEED
+
 
 class BadValue(ValueError):
     """A value out of its option's bounds: the message is the one line to show."""
@@ -76,9 +78,6 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise BadValue(f"expected an integer, 0 or more, got {text!r}")
     return value
-
-
-MAX_SEED = 2**63 - 1   # a seed as the manifest and the trace's metadata keep it (int64); numpy's is unsigned
 
 
 def seed(text: str) -> int:
