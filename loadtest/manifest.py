@@ -65,6 +65,7 @@ class ModeRun:
     ended_at: str | None = None
     end: str | None = None   # completed, deadline, interrupted, failed, worker_lost, crashed, not started
     records: int | None = None
+    unrecorded: int = 0      # requests it scheduled that its records do not hold (the end's recount)
     server_metrics: str | None = None                      # "scraped", or why the replicas' /metrics was not
     turn: int | None = None                                # the plan's turn (1 when every mode fits at once)
     provision_started_at: str | None = None                # its replicas asked for (each replica's timing too)
@@ -94,6 +95,8 @@ class Manifest:
     level_duration_s: float | None = None             # a sweep's --level-duration
     metrics: str | None = None                        # where the command served the client's /metrics
     soak: dict | None = None                          # a soak's parameters, its stretches (resumes) and verdict
+    unrecorded: dict[str, int] = field(default_factory=dict)   # mode -> scheduled requests with no record
+    #                                                            (every level and probe): never silent
     versions: dict = field(default_factory=versions)
     host: dict = field(default_factory=host_info)
     mode_runs: dict[str, ModeRun] = field(default_factory=dict)

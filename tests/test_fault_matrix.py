@@ -15,6 +15,7 @@ from collections import Counter
 from datetime import UTC, datetime
 
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 import requests
 
@@ -252,8 +253,38 @@ def test_a_third_sigint_kills_the_replay_and_is_still_an_interrupt(tmp_path):
     assert "Traceback" not in output and "killed by SIGKILL" not in output, output
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "interrupted" and manifest["mode_runs"]["baseline"]["end"] == "interrupted", manifest
+    # the end's recount: the rows the kill lost are counted, in the manifest and on the console
+    lost = 60 - (read_requests(run_dir).num_rows if (run_dir / "requests").is_dir() else 0)
+    assert manifest["mode_runs"]["baseline"]["unrecorded"] == lost, manifest
+    assert manifest["unrecorded"] == ({"baseline": lost} if lost else {}), manifest
+    if lost:
+        said = f"{lost} scheduled requests have no record (baseline: {lost})"
+        assert said in manifest["reason"] and said in output, (manifest["reason"], output)
     for pid in pids:
         assert not pid_alive(pid), f"Locust process {pid} outlived the run"
+
+
+@pytest.mark.rows_may_be_lost("the test removes a part file the replay wrote")
+def test_a_replay_whose_records_lost_rows_never_ends_completed(tmp_path):
+    """The end's recount: a part file removed while the replay runs (the replay itself says it
+    completed) leaves rows with no record; the run says how many, in one line and in the
+    manifest, ends `failed` and exits 3."""
+    run_dir = tmp_path / "recount"
+    parts = run_dir / "requests" / "mode=baseline"
+    with sim_server(*TP4) as url:
+        proc = _start(url, tmp_path, "recount", "--requests", str(N))
+        _wait_for(proc, lambda: any(parts.glob("part-*.parquet")), "a part file")
+        first = min(parts.glob("part-*.parquet"))
+        removed = pq.read_metadata(first).num_rows
+        first.unlink()
+        output = _finish(proc)
+    assert proc.returncode == 3, output
+    line = f"baseline: the records hold {N - removed} of the {N} requests scheduled, {removed} have no record"
+    assert line in output and "Traceback" not in output, output
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and line in manifest["reason"], manifest
+    assert manifest["mode_runs"]["baseline"]["unrecorded"] == removed == manifest["unrecorded"]["baseline"]
+    assert manifest["mode_runs"]["baseline"]["end"] == "failed"
 
 
 @pytest.mark.parametrize("workers", ["1", "2"], ids=["lone", "master"])

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from common.process import child_env, told_when_parent_dies
+from loadtest.records import NO_RECORD
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
 from loadtest.replay.shards import trace_rows, trace_tenants
@@ -45,7 +46,8 @@ class ReplayEnd:
     client: dict | None = None
     returncode: int | None = None
     not_written: protocol.NotWritten | None = None   # the records could not be written (a full disk)
-    scheduled: int = 0                                # rows the replay was to record (told when it crashed)
+    scheduled: int = 0                                # rows the replay was to record
+    unrecorded: int = 0                               # ... that its records do not hold (the end's recount)
 
     @property
     def crashed(self) -> bool:
@@ -62,10 +64,15 @@ class ReplayEnd:
         if self.reason is not None:   # it said how the replay ended, then failed
             return (f"{what} {how} after the replay ended ({self.reason}); {self.recorded:,} requests recorded; "
                     f"see {log_file}")
-        lost = self.scheduled - self.recorded
         return (f"{what} {how} before the replay ended; the records hold {self.recorded:,} of the "
-                f"{self.scheduled:,} requests scheduled" + (f", {lost:,} are not recorded" if lost > 0 else "")
-                + f"; see {log_file}")
+                f"{self.scheduled:,} requests scheduled" + (f", {self.unrecorded:,} {NO_RECORD}"
+                                                            if self.unrecorded else "") + f"; see {log_file}")
+
+    def unrecorded_text(self, config: ReplayConfig) -> str:
+        """One line for a replay that ended without a record of every request it scheduled."""
+        return (f"{config.mode}: the records hold {self.scheduled - self.unrecorded:,} of the {self.scheduled:,} "
+                f"requests scheduled, {self.unrecorded:,} {NO_RECORD}; see "
+                f"{config.logs_dir / f'locust-{config.mode}.log'}")
 
 
 def read_output(stdout, other: TextIO, on_message: Callable[[protocol.Line], None]) -> None:
@@ -249,13 +256,14 @@ class LocustProcess:
                 except OSError:   # a full disk: said by the reader when it lost output
                     pass
         self.end.returncode = self.main.returncode
-        if self.end.crashed:
-            self.end.scheduled = trace_rows(self.config.trace) - self.config.first_row
-        # what reached the records, whatever the processes said (an interrupted master counts its
-        # workers' last reports: they recorded the rest since)
+        # the recount: what reached the records, whatever the processes said (an interrupted master
+        # counts its workers' last reports: they recorded the rest since), against what was scheduled
         on_disk = tally_of(self.config.records_dir, self._started_ns, self._targets)
+        stored = on_disk.total().recorded
+        self.end.scheduled = trace_rows(self.config.trace) - self.config.first_row
+        self.end.unrecorded = max(0, self.end.scheduled - stored)
         if self.end.crashed or self.config.distributed:
-            self.end.recorded = on_disk.total().recorded
+            self.end.recorded = stored
         if self._load is not None:
             self.end.client = verdict(self._load, on_disk.total(), self.config.lateness_limit_ms)
         if self.live is not None:  # what reached us on the way may be short of the records (a lost worker)

@@ -180,6 +180,9 @@ class Session:
             raise
         finally:
             self.signals.unwatch(process)
+        mr.unrecorded = end.unrecorded
+        if end.unrecorded:   # said in the manifest whatever the end (the guard says it for an interrupt)
+            self.manifest.unrecorded[mode] = self.manifest.unrecorded.get(mode, 0) + end.unrecorded
         if end.not_written is not None:  # a full disk: the replay stopped, what it wrote is kept
             mr.end, mr.records = "failed", end.recorded
             raise ReplayError(end.not_written.message)
@@ -189,6 +192,9 @@ class Session:
         if end.crashed:   # the lone Locust process, or the master, died: its workers have stopped
             mr.end, mr.records = "crashed", end.recorded
             raise ReplayError(end.crash_text(config))
+        if end.unrecorded and not self.signals.stop:   # it said it ended, but rows are missing: never "completed"
+            mr.end, mr.records = "failed", end.scheduled - end.unrecorded
+            raise ReplayError(end.unrecorded_text(config))
         return end
 
     def _report_dead_replicas(self, fleet: Fleet | ExistingFleet, replicas: list, mr: ModeRun) -> None:

@@ -16,12 +16,22 @@ from common import exits
 from common.exits import print_error
 from common.times import utc_now
 from loadtest.manifest import Manifest, hold_reserve, release_reserve
+from loadtest.records import NO_RECORD
 from loadtest.replay.options import ReplayError
 from loadtest.session.metrics_server import MetricsError, MetricsServer, serving
 from loadtest.session.options import Replaying
 from loadtest.session.signals import Signals
 
 log = logging.getLogger("loadtest")
+
+
+def unrecorded_text(unrecorded: dict[str, int]) -> str | None:
+    """One line for the scheduled requests a run's records do not hold, by mode; None for none."""
+    if not unrecorded:
+        return None
+    total = sum(unrecorded.values())
+    return (f"{total:,} scheduled requests {NO_RECORD} (" + ", ".join(f"{m}: {n:,}" for m, n in unrecorded.items())
+            + "): their outcome is unknown")
 
 
 class Interrupted(Exception):
@@ -62,6 +72,11 @@ def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path
             log.debug("replay failed", exc_info=True)
             print_error(prog, reason)
         finally:
+            lost = unrecorded_text(manifest.unrecorded)
+            if lost and NO_RECORD not in (reason or ""):   # a replay that lost rows never ends without saying so
+                status, code = ("failed", exits.INCOMPLETE) if status == "completed" else (status, code)
+                reason = f"{reason}; {lost}" if reason else lost
+                print_error(prog, lost)
             manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
             manifest.write(run_dir)
             release_reserve(run_dir)
