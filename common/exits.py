@@ -14,9 +14,15 @@ INTERRUPTED = 130 # SIGINT or SIGTERM
 
 def print_error(prog: str, message: str) -> None:
     """`prog: error: ...` on stderr, one line per line of `message` (a file with three problems
-    gets three lines, each naming its key)."""
-    for line in str(message).splitlines() or [""]:
-        print(f"{prog}: error: {line}", file=sys.stderr, flush=True)
+    gets three lines, each naming its key); a character that is not printable (one a user gave:
+    a tab, a form feed, U+2028) is shown as its escape, so it can neither break a line nor hide."""
+    for line in str(message).split("\n"):
+        print(f"{prog}: error: {printable(line)}", file=sys.stderr, flush=True)
+
+
+def printable(text: str) -> str:
+    """`text` with each character that is not printable written as its Python escape."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def os_error_text(exc: OSError) -> str:

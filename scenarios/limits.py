@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import os
+import resource
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -24,17 +26,32 @@ PEAK_OVER_TABLE = 3.0           # building a trace peaks at about 3x its table (
 #                                 40,000 saas-mix requests, on this 2-core 24 GiB machine)
 MEMORY_SHARE = 0.5              # a trace may take at most half of the machine's memory: the replay needs the rest
 SAMPLE = 2000                   # lengths drawn per tenant to estimate its mean prompt
+RECORD_BYTES = 900              # a request's record on disk (measured: 1.71 MB for the 2,000 records of a
+#                                 400-request saas-mix run over five modes, 854 B each, on 2026-12-05)
 
 
 def machine_memory() -> int:
-    """Bytes of memory this process may use: the physical memory, or the cgroup's limit if lower."""
+    """Bytes of memory this process may use: the physical memory, or less where the cgroup's limit
+    or the address space left under this process's RLIMIT_AS (`ulimit -v`) is lower."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    limit = Path("/sys/fs/cgroup/memory.max")
     try:
-        text = limit.read_text().strip()
+        text = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        total = min(total, int(text)) if text.isdigit() else total
     except OSError:
-        return total
-    return min(total, int(text)) if text.isdigit() else total
+        pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        total = min(total, max(0, soft - mapped_bytes()))
+    return total
+
+
+def mapped_bytes() -> int:
+    """Bytes of address space this process has mapped (VmSize; 0 where /proc cannot say)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmSize:"))) * 1024
+    except (OSError, StopIteration, ValueError):
+        return 0
 
 
 def arrival_rate(sc: Scenario) -> float | None:
@@ -98,7 +115,27 @@ def check_memory(requests: float, row_bytes: float, what: str, memory: int | Non
     if need > memory * MEMORY_SHARE:
         most = int(memory * MEMORY_SHARE / (row_bytes * PEAK_OVER_TABLE))
         raise ScenarioError(f"{what} needs about {_bytes(need)} of memory to build its trace; at most {most:,} "
-                            f"requests of that size fit in {MEMORY_SHARE:.0%} of this machine's {_bytes(memory)}")
+                            f"requests of that size fit in {MEMORY_SHARE:.0%} of the {_bytes(memory)} this process may "
+                            "use")
+
+
+def disk_problem(records: int, folder: Path) -> str | None:
+    """Why `records` request records (RECORD_BYTES each) will not fit on the disk that holds
+    `folder` (or the nearest folder above it that exists); None when they fit."""
+    need = records * RECORD_BYTES
+    place = Path(folder).absolute()
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    try:
+        if os.statvfs(place).f_flag & os.ST_RDONLY:   # no room to judge: the write's own error says why
+            return None
+        free = shutil.disk_usage(place).free
+    except OSError:   # said by the write that fails, if any
+        return None
+    if need <= free:
+        return None
+    return (f"its {records:,} request records need about {_bytes(need)} on disk; {_bytes(free)} is free at {place}: "
+            "fewer requests, levels or modes, or another --out")
 
 
 def check_span(span_s: float, what: str, fix: str = "fewer requests or a higher rate (--rate-scale)") -> None:

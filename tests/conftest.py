@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import resource
 import secrets
 import signal
 import socket
@@ -106,6 +107,27 @@ def _time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, before)
+
+
+MEMORY_HEADROOM = 2 << 30   # what a command may map past what the test process already has: 2 GiB
+
+
+@contextmanager
+def memory_limit(headroom: int = MEMORY_HEADROOM) -> Iterator[None]:
+    """This process's address space (RLIMIT_AS) held to what it maps now plus `headroom` for the
+    block, then given back: an allocation past it fails here as a MemoryError (the command must
+    turn it into its one line), never by taking the machine's memory. What the block starts
+    inherits the limit."""
+    from scenarios.limits import mapped_bytes
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    mapped = mapped_bytes()
+    limit = mapped + headroom if hard == resource.RLIM_INFINITY else min(mapped + headroom, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | str | None = None, timeout: float = 600) -> Ran:

@@ -2,7 +2,7 @@
 
     unshare --user --map-root-user --mount -- python tests/in_tmpfs.py SIZE DIR COPY_TO -- CMD...
 
-mounts a tmpfs of SIZE (as `mount -o size=` takes it: 160k, 1m) on DIR in this private mount
+mounts a tmpfs of SIZE (as `mount -o size=` takes it: 160k, 1m; or `ro`, a read-only one) on DIR in this private mount
 namespace, runs CMD as a child, waits for it, copies DIR to COPY_TO (the tmpfs vanishes with the
 namespace) and exits with CMD's code. Before CMD starts it prints one line, `mount namespace:
 <id>`, so a test can look for processes still in the namespace afterwards (they are left behind).
@@ -24,7 +24,8 @@ def main(argv: list[str]) -> int:
         return 2
     size, folder, copy_to, cmd = argv[0], Path(argv[1]), Path(argv[2]), argv[4:]
     folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True)
+    options = "ro,size=64k" if size == "ro" else f"size={size}"   # "ro": a read-only file system
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], check=True)
     print(f"mount namespace: {os.readlink('/proc/self/ns/mnt')}", flush=True)
     child = subprocess.Popen(cmd)
     # a signal to this helper goes on to the command (a test's timeout, a Ctrl-C)

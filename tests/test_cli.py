@@ -54,9 +54,11 @@ def test_every_option_has_help_text(command):
     (["run", "--rate-scale", "1e-9", "--requests", "10"], "would last 63.4 years"),
     (["plan", "--rate-scale", "1e-9,1", "--requests", "10"], "level scale-1e-09: 10 requests would last 84.4 years"),
     (["trace", "build", "--scenario", "chat", "--requests", "99999999999", "--out", "t.parquet"], "396.4 years"),
-    # an --out that cannot be written (here a file in the way; a read-only mount says so the same way)
-    (["run", "--out", str(DATA / "tiny-mix.toml"), "--run-id", "x"], "cannot write"),
-    (["plan", "--out", str(DATA / "tiny-mix.toml"), "--run-id", "x"], "(Not a directory)"),
+    # an --out that cannot be written (a file in the way, or above; a read-only mount: test_bad_input_by_kind.py)
+    (["run", "--out", str(DATA / "tiny-mix.toml"), "--run-id", "x"], "expected a folder to write in, got "),
+    (["plan", "--out", str(DATA / "tiny-mix.toml" / "sub"), "--run-id", "x"], "cannot write"),
+    (["trace", "import", str(DATA / "import"), "--format", "jsonl", "--out", str(DATA)], "(a folder is there)"),
+    (["calibrate", "x" * 300, "--out", "p.toml"], "(File name too long)"),
     (["sim", "x-7B", "--port", "70000"], "--port must be a TCP port (1-65535), got 70000"),
     (["sim", "x-7B", "--max-num-seqs", "0"], "--max-num-seqs must be >= 1, got 0"),
     (["sim", "x-7B", "--max-model-len", "0"], "--max-model-len must be >= 1, got 0"),

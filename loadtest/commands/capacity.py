@@ -40,7 +40,11 @@ def main(args: CapacityOptions) -> int:
                                 f"{args.probe_duration:g} s, "
                                 "is more requests than any trace holds: lower --max-rate or --start-rate")
         rows = math.ceil(top * args.probe_duration) + 1
-        trace = with_targets(prepare_trace(replace(args.trace, requests=rows)), args.slo.slo)
+        try:
+            trace = with_targets(prepare_trace(replace(args.trace, requests=rows)), args.slo.slo)
+        except ScenarioError as exc:   # its size is the search's, not a --requests the user gave
+            raise ScenarioError(f"the fastest probe ({top:g} requests/s for --probe-duration "
+                                f"{args.probe_duration:g} s): {exc}") from None
         if not has_targets(trace.table):
             raise ScenarioError(f"the scenario {trace.info['name']} sets no SLO targets to hold: give its tenants "
                                 "an `slo`, or --slo ttft_p99_ms=...,tpot_p99_ms=...")

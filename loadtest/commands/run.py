@@ -34,7 +34,8 @@ def main(args: RunOptions) -> int:
         trace = prepare_trace(args.trace, args.gate.slo_gate)
         fleet = choose_fleet(args.fleet, args.client.api_key_env)
         MetricsServer.of(args.metrics, None).check()  # before the run folder is made
-        run_dir = new_run_dir(args.folder.out, args.folder.run_id, trace.info["name"])
+        run_dir = new_run_dir(args.folder.out, args.folder.run_id, trace.info["name"],
+                              trace.table.num_rows * len(fleet.modes))
     except (ScenarioError, FleetError, OutError, MetricsError) as exc:
         print_error("loadtest run", str(exc))
         return exits.BAD_INPUT

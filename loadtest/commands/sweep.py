@@ -32,7 +32,8 @@ def main(args: SweepOptions) -> int:
         levels = levels_of(args.levels, trace.table)
         choice = choose_fleet(args.fleet, args.client.api_key_env)
         MetricsServer.of(args.metrics, None).check()  # before the run folder is made
-        run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"sweep-{trace.info['name']}")
+        run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"sweep-{trace.info['name']}",
+                              trace.table.num_rows * len(levels) * len(choice.modes))
     except (ScenarioError, FleetError, OutError, MetricsError) as exc:
         print_error("loadtest sweep", str(exc))
         return exits.BAD_INPUT

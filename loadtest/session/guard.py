@@ -73,7 +73,8 @@ def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path
             print_error(prog, reason)
         finally:
             lost = unrecorded_text(manifest.unrecorded)
-            if lost and NO_RECORD not in (reason or ""):   # a replay that lost rows never ends without saying so
+            if lost and status != "failed":   # a replay that lost rows never ends without saying so (a failed
+                # one said what it lost in the line that failed it)
                 status, code = ("failed", exits.INCOMPLETE) if status == "completed" else (status, code)
                 reason = f"{reason}; {lost}" if reason else lost
                 print_error(prog, lost)

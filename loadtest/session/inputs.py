@@ -23,6 +23,7 @@ from common.names import slug
 from loadtest.manifest import Manifest
 from loadtest.session.options import DEFAULT_FLEET, FleetOptions, TraceOptions
 from scenarios import ScenarioError
+from scenarios.limits import disk_problem
 from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, load_trace_file, scale_rate, scenario_hash
 
@@ -122,13 +123,16 @@ class OutError(ValueError):
     """--out cannot take this run: its folder holds a run already, or cannot be written (one line)."""
 
 
-def new_run_dir(out: str, run_id: str | None, name: str) -> Path:
+def new_run_dir(out: str, run_id: str | None, name: str, records: int = 0) -> Path:
     """results/<run_id>/ with its logs/ folder (run_id defaults to the UTC time and `name`);
-    OutError when that folder already holds a run or cannot be written (read-only, no permission,
-    a file in the way), before anything starts."""
+    OutError when that folder already holds a run, cannot be written (read-only, no permission,
+    a file in the way), or its disk has no room for the `records` the command will write, before
+    anything starts."""
     run_dir = Path(out) / (run_id or f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{slug(name)}")
     if run_dir.exists() and any(run_dir.iterdir()):
         raise OutError(f"{run_dir} already exists; pick another --run-id")
+    if (full := disk_problem(records, run_dir)) is not None:
+        raise OutError(f"--out {out}: {full}")
     try:
         (run_dir / "logs").mkdir(parents=True, exist_ok=True)
         probe = run_dir / ".write-test"

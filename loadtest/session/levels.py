@@ -60,6 +60,10 @@ def levels_of(args: LevelOptions, base: pa.Table) -> list[Level]:
     for lv in levels:   # every level's arrivals within the span a trace may have, before anything starts
         if lv.rate_scale:
             check_span(span / lv.rate_scale, f"level {lv.name}: {base.num_rows:,} requests")
+    # ... and all of them, one after another (as a sweep replays them)
+    check_span(sum(span / lv.rate_scale for lv in levels if lv.rate_scale),
+               f"{len(levels):,} levels of {base.num_rows:,} requests each", "fewer levels, fewer requests or higher "
+               "rates")
     names = [lv.name for lv in levels]
     for name in names:
         if names.count(name) > 1:

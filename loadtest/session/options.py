@@ -23,6 +23,7 @@ from loadtest.session.values import (
     non_negative_float,
     non_negative_int,
     odd_count,
+    out_dir,
     percent,
     plain_name,
     port,
@@ -117,7 +118,7 @@ class TraceOptions:
 class FolderOptions:
     """Where the results go."""
 
-    out: str = option("results", "results directory (default: {default}/)", metavar="DIR")
+    out: str = option("results", "results directory (default: {default}/)", metavar="DIR", parse=out_dir)
     run_id: str | None = option(help="name of this run's folder under --out (default: UTC time and scenario)",
                                 parse=plain_name, metavar="ID")
     progress_every: float = option(30.0, "when the output is not a terminal (a log, CI, nohup), a progress line per "

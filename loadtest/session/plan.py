@@ -267,7 +267,8 @@ def new_plan(args: PlanOptions) -> Plan:
         raise ScenarioError(f"--capacity: the scenario {scenario.name} sets no SLO targets to hold (give its "
                             "tenants an `slo`)")
     servers = {m: simulator_of(fleet, m, args.hardware) for m in modes}
-    run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"plan-{scenario.name}")
+    run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"plan-{scenario.name}",
+                          base.num_rows * len(levels) * len(modes))
     hardware = args.hardware or fleet.sim.hardware
     top = Manifest(run_dir.name, {"name": scenario.name, "source": str(args.trace.scenario),
                                   "sha256": scenario_hash(raw)},

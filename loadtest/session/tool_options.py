@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from cluster import DEFAULT_STATE
 from loadtest.session.options import DEFAULT_FLEET, option
-from loadtest.session.values import percent, positive_float, positive_int
+from loadtest.session.values import in_path, out_dir, out_file, percent, positive_float, positive_int
 from loadtest.session.values import seed as random_seed
 from loadtest.session.values import window as time_window
 from scenarios.importers import ImportOptions
@@ -25,11 +25,12 @@ class ReportOptions:
     PROG: ClassVar[str] = "loadtest report"
     runs: tuple[str, ...] = option((), "run folders (results/<run_id>/); or a plan and a measured sweep of the same "
                                    "levels, to say how far the model is from the measurement", positional="+",
-                                   metavar="RUN")
+                                   metavar="RUN", parse=in_path)
     slo_gate: bool = option(False, "exit 1 when any tenant of any run missed an SLO target (exit 2 when a run has "
                             "none)")
     out: str | None = option(help="also write DIR/summary.parquet (every run's summary rows in one file, told apart "
-                             "by run_id) and DIR/report.md (every run and mode side by side)", metavar="DIR")
+                             "by run_id) and DIR/report.md (every run and mode side by side)", metavar="DIR",
+                             parse=out_dir)
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,8 @@ class CompareOptions:
     """`loadtest compare`."""
 
     PROG: ClassVar[str] = "loadtest compare"
-    base: str | None = option(help="the reference run folder", positional="1", metavar="BASE")
-    new: str | None = option(help="the run folder to judge", positional="1", metavar="NEW")
+    base: str | None = option(help="the reference run folder", positional="1", metavar="BASE", parse=in_path)
+    new: str | None = option(help="the run folder to judge", positional="1", metavar="NEW", parse=in_path)
     metric: tuple[str, ...] | None = option(
         help="a gated metric, repeatable: ttft, tpot, e2e, ttft_sched or e2e_sched at a percentile, e.g. e2e_p99 "
         "(default: ttft_p99, tpot_p99, e2e_p99)", metavar="LATENCY_pNN", repeat=True)
@@ -52,8 +53,9 @@ class CalibrateOptions:
 
     PROG: ClassVar[str] = "loadtest calibrate"
     result: str | None = option(help="a run folder, a sweep folder (every levels/<level>/) or a capacity folder "
-                                "(its probes)", positional="1", metavar="RUN_OR_SWEEP")
-    out: str | None = option(help="where to write the fitted profile", metavar="PROFILE.toml", required=True)
+                                "(its probes)", positional="1", metavar="RUN_OR_SWEEP", parse=in_path)
+    out: str | None = option(help="where to write the fitted profile", metavar="PROFILE.toml", required=True,
+                             parse=out_file)
     hardware: str | None = option(
         help="the datasheet (and prior constants) to fit from: a built-in profile or a profile file (default: the "
         "fleet's [sim] hardware, or its accelerator type for a vLLM fleet)", metavar="NAME|FILE")
@@ -65,7 +67,8 @@ class CalibrateOptions:
 class ClusterStateOptions:
     """`loadtest cluster status` and `down`: the held fleet's state file."""
 
-    state: str = option(DEFAULT_STATE, "the fleet's state file (default: {default})", metavar="FILE")
+    state: str = option(DEFAULT_STATE, "the fleet's state file (default: {default})", metavar="FILE",
+                       parse=out_file)
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ class ClusterUpOptions(ClusterStateOptions):
                                  "if set)", metavar="RAY_ADDRESS")
     detach: bool = option(False, "run the supervisor in the background; return once the fleet is ready")
     logs: str | None = option(help="replica and supervisor logs (default: results/cluster-<UTC time>/logs)",
-                              metavar="DIR")
+                              metavar="DIR", parse=out_dir)
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ class ScenarioShowOptions:
 class ScenarioValidateOptions:
     """`loadtest scenario validate`."""
 
-    path: str | None = option(help="the scenario TOML file to check", positional="1", metavar="PATH")
+    path: str | None = option(help="the scenario TOML file to check", positional="1", metavar="PATH", parse=in_path)
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,8 @@ class TraceBuildOptions:
     """`loadtest trace build`."""
 
     scenario: str | None = option(help="built-in scenario name or TOML file", metavar="NAME|PATH", required=True)
-    out: str | None = option(help="where to write the trace (Parquet)", metavar="FILE", required=True)
+    out: str | None = option(help="where to write the trace (Parquet)", metavar="FILE", required=True,
+                             parse=out_file)
     requests: int | None = option(help="number of requests (default: the scenario's requests or duration)",
                                   parse=positive_int, metavar="N")
     duration: float | None = option(help="seconds of traffic instead of a request count", parse=positive_float,
@@ -124,9 +128,10 @@ class TraceBuildOptions:
 class TraceImportOptions:
     """`loadtest trace import`; the defaults are the importer's own (ImportOptions)."""
 
-    file: str | None = option(help="the trace to import", positional="1", metavar="FILE")
+    file: str | None = option(help="the trace to import", positional="1", metavar="FILE", parse=in_path)
     format: str | None = option(help="the file's layout", choices=FORMATS, required=True)
-    out: str | None = option(help="where to write the trace (Parquet)", metavar="FILE", required=True)
+    out: str | None = option(help="where to write the trace (Parquet)", metavar="FILE", required=True,
+                             parse=out_file)
     speedup: float = option(ImportOptions.speedup, "replay X times faster than recorded (default {default})",
                             parse=positive_float, metavar="X")
     window: tuple[float, float] | None = option(
@@ -148,4 +153,4 @@ class TraceImportOptions:
 class TraceShowOptions:
     """`loadtest trace show`."""
 
-    file: str | None = option(help="a trace.parquet", positional="1", metavar="FILE")
+    file: str | None = option(help="a trace.parquet", positional="1", metavar="FILE", parse=in_path)

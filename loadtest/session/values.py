@@ -5,8 +5,9 @@ line's grammar turns into argparse's one-line error. No argparse here."""
 from __future__ import annotations
 
 from itertools import pairwise
+from pathlib import Path
 
-from common.validation import MAX_SEED
+from common.validation import MAX_SEED, file_state, shown_name
 
 
 class BadValue(ValueError):
@@ -32,6 +33,31 @@ def plain_name(text: str) -> str:
     if problem:
         raise BadValue(problem)
     return text
+
+
+def _path(text: str, words: str, refuse: str) -> str:
+    """`text` as a path the OS can look up (not empty, not too long), not naming a `refuse`
+    ("file" or "dir"): else one line saying what was `words`."""
+    state = file_state(Path(text)) if text else "empty"
+    if state == refuse or state not in ("file", "dir", "missing"):
+        why = {"file": "a file is there", "dir": "a folder is there", "empty": "an empty name"}.get(state, state)
+        raise BadValue(f"expected {words}, got {shown_name(text)} ({why})")
+    return text
+
+
+def in_path(text: str) -> str:
+    """A file or folder to read (whether it is there, and what it holds, the command says)."""
+    return _path(text, "a path", "")
+
+
+def out_file(text: str) -> str:
+    """A file to write (not a folder)."""
+    return _path(text, "a file name to write", "dir")
+
+
+def out_dir(text: str) -> str:
+    """A folder to write in (made if missing; not a file)."""
+    return _path(text, "a folder to write in", "file")
 
 
 def positive_float(text: str) -> float:
