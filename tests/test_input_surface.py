@@ -318,3 +318,39 @@ def test_any_value_of_any_imported_field_imports_or_says_why_in_a_line(tmp_path,
             for value in AWKWARD:
                 bad = tuple(value if j == i else v for j, v in enumerate(CSV_ROW[fmt]))
                 _file_case(tmp_path, _rows(fmt, bad), CSV[fmt][i], value, *argv)
+
+
+# Runs that happen: values drawn for `run`'s own flags against the session's fleet, each run held
+# to one record per scheduled request and a manifest that says nothing is missing.
+LIVE_SKIP = REPLAYING | {"--scenario", "--trace", "--modes", "--requests", "--run-id", "--progress-every",
+                         "--api-key-env", "--metrics-linger"}
+SMALL = st.one_of(st.integers(0, 40).map(str), st.floats(0, 8).map(lambda x: f"{x:.3g}"), st.sampled_from(AWKWARD))
+LIVE_EXAMPLES = 8   # a run each, about 3 s
+
+
+@pytest.mark.e2e
+def test_runs_with_values_drawn_for_their_flags_record_every_request(tmp_path, world_fleet):
+    from tests.invariants import row_problems
+
+    flags = [f for f in _inputs(SURFACES[("run",)]) if f not in LIVE_SKIP]
+    assert {"--rate-scale", "--max-inflight", "--timeout", "--workers", "--deadline"} <= set(flags)
+    count = iter(range(10**6))
+    happened: list[str] = []
+
+    @settings(max_examples=LIVE_EXAMPLES, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(name=st.sampled_from(flags), value=SMALL)
+    def case(name: str, value: str) -> None:
+        run_id = f"r{next(count)}"
+        base = {"--endpoints": world_fleet.endpoints("baseline"), "--scenario": str(DATA / "tiny-mix.toml"),
+                "--requests": "6", "--rate-scale": "4", "--out": str(tmp_path), "--run-id": run_id, name: value}
+        problem = _problem(["run", *(word for pair in base.items() for word in pair)], tmp_path)
+        assert problem is None, problem
+        run = tmp_path / run_id
+        if (run / "requests").is_dir():   # it ran: every request once, and the recount agrees
+            assert row_problems(run) == [], (name, value)
+            assert json.loads((run / "manifest.json").read_text())["unrecorded"] == {}, (name, value)
+            happened.append(f"{name} {value}")
+
+    case()
+    assert len(happened) >= LIVE_EXAMPLES // 2, happened   # most drawn values make runs

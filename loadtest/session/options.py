@@ -14,12 +14,10 @@ from collections.abc import Callable
 from dataclasses import Field, dataclass, field, fields, is_dataclass, replace
 from typing import Any, ClassVar
 
-from loadtest.replay.options import ReplayConfig
+from loadtest.replay.options import MAX_INFLIGHT, ReplayConfig
 from loadtest.request.retry import POLICIES
 from loadtest.session.values import (
-    duration as time_span,
-)
-from loadtest.session.values import (
+    at_most,
     non_negative_float,
     non_negative_int,
     odd_count,
@@ -33,7 +31,12 @@ from loadtest.session.values import (
     positive_int,
     positive_ints,
     precision_percent,
+    seconds,
     slo_targets,
+    worker_count,
+)
+from loadtest.session.values import (
+    duration as time_span,
 )
 from loadtest.session.values import (
     seed as random_seed,
@@ -122,7 +125,7 @@ class FolderOptions:
     run_id: str | None = option(help="name of this run's folder under --out (default: UTC time and scenario)",
                                 parse=plain_name, metavar="ID")
     progress_every: float = option(30.0, "when the output is not a terminal (a log, CI, nohup), a progress line per "
-                                   "running mode every S seconds (default {default})", parse=positive_float,
+                                   "running mode every S seconds (default {default})", parse=seconds(positive_float),
                                    metavar="S")
 
 
@@ -132,9 +135,10 @@ class ClientOptions:
 
     max_inflight: int = option(
         ReplayConfig.max_inflight, "most requests in flight {scope}; past it a request waits and its lateness is "
-        "recorded (default {default})", parse=positive_int, metavar="N")
+        "recorded (default {default}; at most " f"{MAX_INFLIGHT:,})", parse=at_most(positive_int, MAX_INFLIGHT),
+        metavar="N")
     timeout: float = option(ReplayConfig.timeout_s, "per-request timeout in seconds (default {default})",
-                            parse=positive_float, metavar="S")
+                            parse=seconds(positive_float), metavar="S")
     retry_after: str = option(
         ReplayConfig.retry_after, "a 429 or 503 with Retry-After: record it as an error (default), or honour it: "
         "wait and resend, within --timeout, at most --max-retries times (the record counts its attempts)",
@@ -162,8 +166,8 @@ class ProcessOptions:
         "the client machine and the manifest says so", choices=MODE_ORDERS)
     workers: int | None = option(
         help="Locust worker processes: 1 runs one process; more run a master and N workers, each replaying its "
-        "shard of the trace (default: one per core, minus what local simulator replicas reserve)",
-        parse=positive_int, metavar="N")
+        "shard of the trace (default: one per core, minus what local simulator replicas reserve; at most what "
+        "fits in half the memory)", parse=worker_count, metavar="N")
     ray_workers: bool = option(
         False, "start the --workers Locust workers as Ray actors spread over the Ray cluster's nodes (the master "
         "stays here); --out must then be on storage every node mounts")
@@ -188,7 +192,8 @@ class MetricsOptions:
         metavar="HOST", group=METRICS)
     metrics_linger: float = option(
         0.0, "keep /metrics up S seconds after the end, so a scraper's last scrape sees the final counts (default "
-        "{default}; set it to your scrape interval or more)", parse=non_negative_float, metavar="S", group=METRICS)
+        "{default}; set it to your scrape interval or more)", parse=seconds(non_negative_float), metavar="S",
+        group=METRICS)
     no_metrics: bool = option(False, "serve no /metrics", group=METRICS)
 
 
@@ -256,10 +261,10 @@ class RunOptions(Replaying):
     client: ClientOptions = group(ClientOptions)
     gate: GateOptions = group(GateOptions)
     cooldown: float = option(COOLDOWN_S, "pause between modes after the previous one drains, in seconds (default "
-                             "{default})", parse=non_negative_float, metavar="S")
+                             "{default})", parse=seconds(non_negative_float), metavar="S")
     deadline: float | None = option(
         help="per mode, stop sending S seconds after the start: in-flight requests time out at the deadline and "
-        "unsent ones are recorded as not_sent (default: none)", parse=positive_float, metavar="S")
+        "unsent ones are recorded as not_sent (default: none)", parse=seconds(positive_float), metavar="S")
     processes: ProcessOptions = group(ProcessOptions)
     metrics: MetricsOptions = group(MetricsOptions)
 
@@ -305,9 +310,10 @@ class SweepOptions(Replaying):
     levels: LevelOptions = group(LevelOptions)
     level_duration: float | None = option(
         help="per level and mode, stop sending S seconds after the start and let the requests in flight finish "
-        "(the rest are recorded not_sent); default: every request of the level", parse=positive_float, metavar="S")
+        "(the rest are recorded not_sent); default: every request of the level", parse=seconds(positive_float),
+        metavar="S")
     cooldown: float = option(COOLDOWN_S, "pause between one mode's levels, and between modes, in seconds (default "
-                             "{default})", parse=non_negative_float, metavar="S")
+                             "{default})", parse=seconds(non_negative_float), metavar="S")
     keep_going: bool = option(False, "replay every level of every mode, also above a level where the mode saturated")
     processes: ProcessOptions = group(ProcessOptions)
     metrics: MetricsOptions = group(MetricsOptions)
@@ -329,10 +335,10 @@ class CapacityOptions(Replaying):
     slo: SloChoice = group(SloChoice)
     probe_duration: float = option(
         30.0, "each probe offers S seconds of the scenario's arrivals at its rate (the first rows of one trace, so "
-        "probes share their requests), then lets them finish (default {default})", parse=positive_float,
+        "probes share their requests), then lets them finish (default {default})", parse=seconds(positive_float),
         metavar="S")
     cooldown: float = option(COOLDOWN_S, "pause between probes, in seconds (default {default})",
-                             parse=non_negative_float, metavar="S")
+                             parse=seconds(non_negative_float), metavar="S")
     repeats: int = option(3, "probes that decide each rate near the boundary, by majority (odd; default {default})",
                           parse=odd_count, metavar="N")
     precision: float = option(0.10, "stop when the highest passing and lowest failing rates are within PCT percent "
@@ -365,7 +371,7 @@ class SoakOptions(Replaying):
                                        parse=time_span, metavar="T")
     flush_every: float = option(
         10.0, "a new Parquet part per worker at least this often (default {default} s): what a crash can lose, at "
-        "most, before --resume records it as an unknown outcome", parse=time_span, metavar="T")
+        "most, before --resume records it as an unknown outcome", parse=seconds(time_span), metavar="T")
     resume: str | None = option(
         help="continue the soak in this run folder (killed, interrupted, or its machine rebooted): its scenario, "
         "duration, modes and targets come from its manifest; rows already due are not sent again, the rest go on "

@@ -127,6 +127,45 @@ def positive_int(text: str) -> int:
     return value
 
 
+def at_most(parse, top: int):
+    """`parse`, then at most `top` (a BadValue naming both past it)."""
+    def read(text: str) -> int:
+        value = parse(text)
+        if value > top:
+            raise BadValue(f"expected at most {top:,}, got {text!r}")
+        return value
+    return read
+
+
+def seconds(parse):
+    """`parse` (a number of seconds), then at most MAX_SPAN_S: a wait or a limit longer than any
+    trace may span is a typo (1e300 s once reached the replay's timers)."""
+    from scenarios.limits import MAX_SPAN_S
+
+    def read(text: str) -> float:
+        value = parse(text)
+        if value > MAX_SPAN_S:
+            raise BadValue(f"expected at most {MAX_SPAN_S:,.0f} s ({MAX_SPAN_S / 86400:g} days, the longest a trace "
+                           f"may span), got {text!r}")
+        return value
+    return read
+
+
+def worker_count(text: str) -> int:
+    """Locust worker processes: as many as fit in MEMORY_SHARE of the memory this process may use."""
+    from loadtest.replay.options import LOCUST_PROCESS_BYTES
+    from scenarios.limits import MEMORY_SHARE, machine_memory
+
+    value = positive_int(text)
+    memory = machine_memory()
+    most = max(1, int(memory * MEMORY_SHARE // LOCUST_PROCESS_BYTES))
+    if value > most:
+        raise BadValue(f"expected at most {most:,}, got {text!r}: a Locust process takes about "
+                       f"{LOCUST_PROCESS_BYTES >> 20} MiB, and {most:,} fill {MEMORY_SHARE:.0%} of the "
+                       f"{memory / 2**30:.1f} GiB this process may use")
+    return value
+
+
 def _increasing(text: str, parse, words: str) -> list:
     """A comma-separated list of `parse`d values, each above the one before."""
     values = [parse(part.strip()) for part in text.split(",") if part.strip()]
