@@ -39,10 +39,10 @@ TIMEOUT_KINDS = ("headers", "first_token", "stream", "deadline")
 # client, an end the client caused (stopped in flight, cut by the run's --deadline, on a worker
 # that was lost), which says nothing of the server; not_sent. A request was sent to the server
 # when it is ok or failed: the failed share is failed / (ok + failed).
-NO_RECORD = "have no record"   # how every line about scheduled requests missing from the records says it
 OUTCOMES = ("ok", "failed", "client", "not_sent")
 FAILED, CLIENT = OUTCOMES[1:3]
 CLIENT_CAUSED = (f"{ERROR}/interrupted", f"{ERROR}/worker_lost", f"{TIMEOUT}/deadline")   # status/error_kind
+NO_RECORD = "have no record"   # how every line about scheduled requests missing from the records says it
 
 
 def kinds(records: pa.Table) -> pa.ChunkedArray:

@@ -35,9 +35,9 @@ def plain_name(text: str) -> str:
     return text
 
 
-def _path(text: str, words: str, refuse: str) -> str:
+def _path(text: str, words: str, refuse: str | None) -> str:
     """`text` as a path the OS can look up (not empty, not too long), not naming a `refuse`
-    ("file" or "dir"): else one line saying what was `words`."""
+    ("file" or "dir", or None: either): else one line saying what was `words`."""
     state = file_state(Path(text)) if text else "empty"
     if state == refuse or state not in ("file", "dir", "missing"):
         why = {"file": "a file is there", "dir": "a folder is there", "empty": "an empty name"}.get(state, state)
@@ -47,7 +47,7 @@ def _path(text: str, words: str, refuse: str) -> str:
 
 def in_path(text: str) -> str:
     """A file or folder to read (whether it is there, and what it holds, the command says)."""
-    return _path(text, "a path", "")
+    return _path(text, "a path", None)
 
 
 def out_file(text: str) -> str:
@@ -140,9 +140,9 @@ def at_most(parse, top: int):
 def seconds(parse):
     """`parse` (a number of seconds), then at most MAX_SPAN_S: a wait or a limit longer than any
     trace may span is a typo (1e300 s once reached the replay's timers)."""
-    from scenarios.limits import MAX_SPAN_S
-
     def read(text: str) -> float:
+        from scenarios.limits import MAX_SPAN_S  # numpy: not at the command line's start
+
         value = parse(text)
         if value > MAX_SPAN_S:
             raise BadValue(f"expected at most {MAX_SPAN_S:,.0f} s ({MAX_SPAN_S / 86400:g} days, the longest a trace "
