@@ -115,7 +115,8 @@ class Replica:
     actor: ray.actor.ActorHandle
     pg: object
     holders: list
-    node_id: str = ""
+    node_id: str = ""             # the Ray node it runs on ...
+    node_ip: str = ""             # ... and that node's address
     started: float = 0.0          # monotonic time its server was started
     timing: ReplicaTiming = field(default_factory=lambda: ReplicaTiming())
     memory: ReplicaMemory | None = None   # what its memory holds, read once it is ready
@@ -311,6 +312,7 @@ class Fleet:
         rep.actor = ReplicaActor.options(num_gpus=1 if gpu else 0, scheduling_strategy=strategy(0),
                                          name=None).remote(str(rep.log_path))
         ip, rep.node_id = ray.get(rep.actor.node.remote())
+        rep.node_ip = ip
         loopback = spec.bind_host not in ("0.0.0.0", "::")
         if loopback and ip != ray.util.get_node_ip_address():
             raise FleetError(f"replica {rep.label} landed on node {ip}, but the fleet binds servers to "

@@ -32,6 +32,7 @@ def test_workers_on_ray_replay_every_row_and_leave_nothing(tmp_path):
     manifest = json.loads((tmp_path / "res" / "rw" / "manifest.json").read_text())
     placed = manifest["mode_runs"]["baseline"]["ray_workers"]
     assert len(placed) == 2 and all(p["node"] and p["pid"] for p in placed)
+    assert all(len(p["node_id"]) == 56 and int(p["node_id"], 16) for p in placed), placed   # Ray's node ids
     for p in placed:
         assert not pid_alive(p["pid"]), "a Locust worker outlived the run"
 

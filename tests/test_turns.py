@@ -174,6 +174,9 @@ def test_five_tp4_modes_on_8_gpus_run_in_three_turns_overlapping_loads_with_repl
     for r in (r for mr in runs.values() for r in mr["replicas"]):
         assert r["ready_s"] >= r["healthy_s"] > 0 and r["reserved_s"] >= 0
         assert not pid_alive(r["pid"]), f"{r['label']}'s server outlived the run"
+    # where each replica ran, by Ray node id and address: both GPU nodes were used
+    assert len({r["node_id"] for mr in runs.values() for r in mr["replicas"]}) == 2
+    assert all(r["node"] for mr in runs.values() for r in mr["replicas"]), runs
 
 
 @pytest.mark.e2e

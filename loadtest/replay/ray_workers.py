@@ -34,8 +34,9 @@ class LocustWorkerActor:
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
 
-    def node_ip(self) -> str:
-        return ray.util.get_node_ip_address()
+    def node(self) -> tuple[str, str]:
+        """The node's address and Ray node id."""
+        return ray.util.get_node_ip_address(), ray.get_runtime_context().get_node_id()
 
     def start(self, config: ReplayConfig, index: int, master: tuple[str, int], env: dict[str, str]) -> int:
         """Start worker `index` with this node's Python and locustfile; `env` carries what must not
@@ -72,7 +73,7 @@ class RayWorkers:
         self.master_host = master_host
         self.env = env or {}
         self.actors: list = []
-        self.placements: list[dict] = []   # node and pid of each worker, for the manifest
+        self.placements: list[dict] = []   # node (address, Ray node id) and pid of each worker, for the manifest
         self.cluster_gone = False          # the Ray cluster went away (cluster/ray_watch.py): call nothing of Ray
 
     def check_capacity(self) -> None:
@@ -94,8 +95,9 @@ class RayWorkers:
         except ray.exceptions.GetTimeoutError:
             raise ReplayError(f"--ray-workers: the workers' actors did not start within {START_TIMEOUT_S:g} s "
                              f"(cluster resources: {ray.cluster_resources()})") from None
-        nodes = ray.get([a.node_ip.remote() for a in self.actors])
-        self.placements = [{"node": n, "pid": p} for n, p in zip(nodes, pids, strict=True)]
+        nodes = ray.get([a.node.remote() for a in self.actors])
+        self.placements = [{"node": ip, "node_id": node_id, "pid": p}
+                           for (ip, node_id), p in zip(nodes, pids, strict=True)]
 
     def signal(self, sig: int) -> None:
         """Pass a signal of the command's on to every worker (not waited for: the replay's end says

@@ -148,7 +148,7 @@ def replica_entry(rep: Replica | ReplicaState) -> dict:
     node and what its start cost)."""
     entry = {"label": rep.label, "url": rep.url, "pid": rep.pid, "log": str(rep.log_path)}
     if isinstance(rep, Replica):
-        entry.update(node_id=rep.node_id, **{k: round(v, 3) if isinstance(v, float) else v
+        entry.update(node_id=rep.node_id, node=rep.node_ip, **{k: round(v, 3) if isinstance(v, float) else v
                                              for k, v in asdict(rep.timing).items()})
         entry["memory"] = rep.memory.as_dict() if rep.memory else None
     return entry
