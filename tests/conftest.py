@@ -14,6 +14,7 @@ import io
 import os
 import resource
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -173,6 +174,29 @@ def loadtest_process(*args: str, env: dict | None = None) -> Iterator[subprocess
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         proc.stdout.close()
+
+
+def finished(proc: subprocess.Popen, limit_s: float = 120) -> tuple[str, str]:
+    """What `proc` (started in a session of its own) printed, once it ended within `limit_s`;
+    killed with its process group on the way out if it did not."""
+    try:
+        return proc.communicate(timeout=limit_s)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+
+
+def unshare_problem() -> str | None:
+    """Why a private mount namespace (for a tmpfs of the test's own) cannot be made here (None: it can)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return "no unshare(1) on this machine"
+    probe = subprocess.run([unshare, "--user", "--map-root-user", "--mount", "--", "true"],
+                           capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        return f"unshare --user --map-root-user --mount fails here: {probe.stderr.strip()}"
+    return None
 
 
 def pid_alive(pid: int) -> bool:

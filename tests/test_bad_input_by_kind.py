@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +32,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.reader import read_requests
-from tests.conftest import DATA, ROOT, cli, memory_limit, sim_server
+from tests.conftest import (
+    DATA,
+    ROOT,
+    cli,
+    finished,
+    memory_limit,
+    sim_server,
+    unshare_problem,
+)
 
 DEAD = ("--endpoints", "baseline=http://127.0.0.1:9")
 YEARS_42_NS = 42 * 365 * 86400 * 10**9
@@ -123,23 +130,16 @@ def test_an_imported_trace_is_bounded_and_its_replay_by_two_workers_loses_no_row
 
 def test_an_output_folder_on_a_read_only_file_system_is_one_line_before_anything_starts(tmp_path):
     """`--out` on a read-only folder was a traceback (`OSError: [Errno 30]`, exit 1)."""
-    unshare = shutil.which("unshare")
-    probe = subprocess.run([unshare or "unshare", "--user", "--map-root-user", "--mount", "--", "true"],
-                           capture_output=True, text=True, timeout=30) if unshare else None
-    if probe is None or probe.returncode != 0:
-        pytest.skip("no private mount namespace here (unshare --user --map-root-user --mount)")
+    problem = unshare_problem()
+    if problem:
+        pytest.skip(problem)
     disk = tmp_path / "ro"
-    argv = [unshare, "--user", "--map-root-user", "--mount", "--", sys.executable, str(ROOT / "tests" / "in_tmpfs.py"),
-            "ro", str(disk), str(tmp_path / "copy"), "--", sys.executable, "-m", "loadtest", "run", "--out", str(disk),
-            "--run-id", "x"]
+    argv = [shutil.which("unshare"), "--user", "--map-root-user", "--mount", "--", sys.executable,
+            str(ROOT / "tests" / "in_tmpfs.py"), "ro", str(disk), str(tmp_path / "copy"), "--",
+            sys.executable, "-m", "loadtest", "run", "--out", str(disk), "--run-id", "x"]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    out, err = finished(proc)
     assert proc.returncode == 2 and "Traceback" not in out + err, out + err
     assert err.strip().splitlines() == [f"loadtest run: error: --out {disk}: cannot write {disk / 'x'} (Read-only file "
                                         "system)"], err

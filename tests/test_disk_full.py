@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ from loadtest.records import REQUEST_SCHEMA, STATUSES, RequestRecord
 from loadtest.replay import protocol
 from loadtest.request.client_stats import ClientStats
 from loadtest.request.sink import ParquetSink, RecordsNotWritten
-from tests.conftest import DATA, ROOT, cli, pid_alive
+from tests.conftest import DATA, ROOT, cli, finished, pid_alive, unshare_problem
 from tests.test_coordinator import N, _coordinator
 
 REQUESTS = 300        # at --rate-scale 3, about 9 s of tiny-mix
@@ -36,18 +35,6 @@ HEADROOM = 64 * 1024 + RESERVE_BYTES
 # Measured here: a request's record is about 5x its trace row (timings, chunk lists), so a disk of
 # 3x the trace plus HEADROOM holds the trace and the first half or so of the records, not the rest.
 TRACE_FACTOR = 3
-
-
-def _unshare_problem() -> str | None:
-    """Why a private mount namespace with a tmpfs cannot be made here (None: it can)."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return "no unshare(1) on this machine"
-    probe = subprocess.run([unshare, "--user", "--map-root-user", "--mount", "--", "true"],
-                           capture_output=True, text=True, timeout=30)
-    if probe.returncode != 0:
-        return f"unshare --user --map-root-user --mount fails here: {probe.stderr.strip()}"
-    return None
 
 
 def _in_namespace(ns: str) -> list[int]:
@@ -91,7 +78,7 @@ def _left(ns: str, pgid: int, pids: list[int], wait_s: float = 20.0) -> list[int
 @pytest.mark.parametrize(("workers", "fleet"), [(1, "own"), (2, "held")],
                          ids=["lone-locust-own-fleet", "master-and-workers-held-fleet"])
 def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path, workers, fleet, request):
-    problem = _unshare_problem()
+    problem = unshare_problem()
     if problem:
         pytest.skip(problem)
     trace = tmp_path / "trace.parquet"
@@ -109,12 +96,7 @@ def test_a_full_results_disk_stops_the_run_and_keeps_what_was_written(tmp_path, 
             "--modes", "baseline", "--workers", str(workers), "--out", str(disk), "--run-id", "full", "--cooldown", "0"]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    output, _ = finished(proc, 240)
     ns = re.search(r"^mount namespace: (mnt:\[\d+\])$", output, re.M)
     assert ns, output
 

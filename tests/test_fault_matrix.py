@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from analysis.reader import read_requests
-from tests.conftest import DATA, ROOT, cli, pid_alive, sim_server
+from tests.conftest import DATA, ROOT, cli, finished, pid_alive, sim_server
 
 pytestmark = pytest.mark.e2e
 TP4 = ("--tensor-parallel-size", "4", "--served-model-name", "m")
@@ -167,15 +167,6 @@ def _running(url: str) -> float:
     return 0.0
 
 
-def _finish(proc: subprocess.Popen, limit_s: float = 120) -> str:
-    try:
-        return proc.communicate(timeout=limit_s)[0]
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
 def test_a_killed_locust_master_stops_its_workers_and_the_run_says_what_was_recorded(tmp_path):
     run_dir = tmp_path / "master"
     parts = run_dir / "requests" / "mode=baseline"
@@ -187,7 +178,7 @@ def test_a_killed_locust_master_stops_its_workers_and_the_run_says_what_was_reco
         assert len(pids) == 3   # the master, then its two workers
         os.kill(pids[0], signal.SIGKILL)
         killed = time.monotonic()
-        output = _finish(proc)
+        output = finished(proc)[0]
     assert proc.returncode == 3, output
     assert time.monotonic() - killed < 60, output   # the workers stopped by themselves, in seconds
     line = ("the Locust master of baseline was killed by SIGKILL before the replay ended; the records hold 120 of "
@@ -219,7 +210,7 @@ def test_a_second_sigint_stops_at_once_and_still_records_every_request(tmp_path,
         time.sleep(1)
         proc.send_signal(signal.SIGINT)
         second = datetime.now(UTC)
-        output = _finish(proc)
+        output = finished(proc)[0]
     assert proc.returncode == 130, output
     assert "stopping gracefully" in output and "SIGINT: stopping now" in output and "Traceback" not in output, output
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -248,7 +239,7 @@ def test_a_third_sigint_kills_the_replay_and_is_still_an_interrupt(tmp_path):
         for _ in range(3):
             proc.send_signal(signal.SIGINT)
             time.sleep(0.2)
-        output = _finish(proc)
+        output = finished(proc)[0]
     assert proc.returncode == 130, output
     assert "Traceback" not in output and "killed by SIGKILL" not in output, output
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -277,7 +268,7 @@ def test_a_replay_whose_records_lost_rows_never_ends_completed(tmp_path):
         first = min(parts.glob("part-*.parquet"))
         removed = pq.read_metadata(first).num_rows
         first.unlink()
-        output = _finish(proc)
+        output = finished(proc)[0]
     assert proc.returncode == 3, output
     line = f"baseline: the records hold {N - removed} of the {N} requests scheduled, {removed} have no record"
     assert line in output and "Traceback" not in output, output
@@ -297,7 +288,7 @@ def test_a_signal_while_the_replay_is_starting_still_records_every_request(tmp_p
         _wait_for(proc, lambda: bool(_locust_pids(run_dir)), "Locust process")
         pids = _locust_pids(run_dir)
         proc.send_signal(signal.SIGINT)
-        output = _finish(proc)
+        output = finished(proc)[0]
     assert proc.returncode == 130 and "Traceback" not in output, output
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "interrupted"
     records = read_requests(run_dir)

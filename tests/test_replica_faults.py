@@ -23,7 +23,7 @@ from cluster import FleetError
 from cluster.fleet import load_fleet
 from loadtest.records import STATUSES
 from tests import invariants
-from tests.conftest import DATA, ROOT, cli, loadtest, pid_alive
+from tests.conftest import DATA, ROOT, cli, finished, loadtest, pid_alive
 
 pytestmark = pytest.mark.e2e
 
@@ -79,15 +79,6 @@ def start_run(*args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[str, str]:
-    try:
-        return proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-
-
 def epoch_ns(stamp: str) -> int:
     return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1e9)
 
@@ -96,7 +87,7 @@ def test_a_replica_that_never_becomes_healthy_stops_the_run_in_one_line(tmp_path
     proc = start_run("--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(DATA / "never-healthy-sim.toml"),
                      "--requests", "10", "--out", str(tmp_path), "--run-id", "nh")
     try:
-        out, err = finish(proc)
+        out, err = finished(proc, 300)
     finally:
         assert_session_ends(proc.pid)
     assert proc.returncode == 3, out + err
@@ -148,7 +139,7 @@ def test_a_killed_replica_is_restarted_on_its_port_and_serves_again(tmp_path):
         before = wait_for_replay(proc, run_dir / "manifest.json")["mode_runs"]["baseline"]["replicas"][0]
         time.sleep(3)   # some requests succeed first
         os.kill(before["pid"], signal.SIGKILL)   # the server this run started, by the pid its manifest names
-        out, err = finish(proc)
+        out, err = finished(proc, 300)
     finally:
         assert_session_ends(proc.pid)
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -203,7 +194,7 @@ def test_a_replica_is_restarted_at_most_max_restarts_times(tmp_path):
     proc = start_run("--scenario", str(DATA / "tiny-mix.toml"), "--fleet", str(fleet), "--requests", "240",
                      "--workers", "1", "--timeout", "20", "--out", str(tmp_path), "--run-id", "twice")
     try:
-        out, err = finish(proc)
+        out, err = finished(proc, 300)
     finally:
         assert_session_ends(proc.pid)
     assert proc.returncode == 1 and "gate failed: baseline:" in out, out + err

@@ -259,13 +259,13 @@ class LocustProcess:
         # the recount: what reached the records, whatever the processes said (an interrupted master
         # counts its workers' last reports: they recorded the rest since), against what was scheduled
         on_disk = tally_of(self.config.records_dir, self._started_ns, self._targets)
-        stored = on_disk.total().recorded
+        total = on_disk.total()
         self.end.scheduled = trace_rows(self.config.trace) - self.config.first_row
-        self.end.unrecorded = max(0, self.end.scheduled - stored)
+        self.end.unrecorded = max(0, self.end.scheduled - total.recorded)
         if self.end.crashed or self.config.distributed:
-            self.end.recorded = stored
+            self.end.recorded = total.recorded
         if self._load is not None:
-            self.end.client = verdict(self._load, on_disk.total(), self.config.lateness_limit_ms)
+            self.end.client = verdict(self._load, total, self.config.lateness_limit_ms)
         if self.live is not None:  # what reached us on the way may be short of the records (a lost worker)
             self.live.settle(self._key, on_disk)
         try:   # the many small parts flushed on the way become a few files (nothing writes there now)

@@ -8,6 +8,8 @@ from itertools import pairwise
 from pathlib import Path
 
 from common.validation import MAX_SEED, file_state, shown_name
+from loadtest.replay.options import LOCUST_PROCESS_BYTES
+from scenarios.limits import MAX_SPAN_S, MEMORY_SHARE, machine_memory
 
 
 class BadValue(ValueError):
@@ -127,12 +129,12 @@ def positive_int(text: str) -> int:
     return value
 
 
-def at_most(parse, top: int):
-    """`parse`, then at most `top` (a BadValue naming both past it)."""
-    def read(text: str) -> int:
+def at_most(parse, top: float, shown: str = ""):
+    """`parse`, then at most `top` (a BadValue naming the bound, as `shown` says it, past it)."""
+    def read(text: str):
         value = parse(text)
         if value > top:
-            raise BadValue(f"expected at most {top:,}, got {text!r}")
+            raise BadValue(f"expected at most {shown or f'{top:,}'}, got {text!r}")
         return value
     return read
 
@@ -140,22 +142,12 @@ def at_most(parse, top: int):
 def seconds(parse):
     """`parse` (a number of seconds), then at most MAX_SPAN_S: a wait or a limit longer than any
     trace may span is a typo (1e300 s once reached the replay's timers)."""
-    def read(text: str) -> float:
-        from scenarios.limits import MAX_SPAN_S  # numpy: not at the command line's start
-
-        value = parse(text)
-        if value > MAX_SPAN_S:
-            raise BadValue(f"expected at most {MAX_SPAN_S:,.0f} s ({MAX_SPAN_S / 86400:g} days, the longest a trace "
-                           f"may span), got {text!r}")
-        return value
-    return read
+    return at_most(parse, MAX_SPAN_S, f"{MAX_SPAN_S:,.0f} s ({MAX_SPAN_S / 86400:g} days, the longest a trace may "
+                                      "span)")
 
 
 def worker_count(text: str) -> int:
     """Locust worker processes: as many as fit in MEMORY_SHARE of the memory this process may use."""
-    from loadtest.replay.options import LOCUST_PROCESS_BYTES
-    from scenarios.limits import MEMORY_SHARE, machine_memory
-
     value = positive_int(text)
     memory = machine_memory()
     most = max(1, int(memory * MEMORY_SHARE // LOCUST_PROCESS_BYTES))
