@@ -14,12 +14,11 @@ import pyarrow.compute as pc
 import pytest
 
 from analysis.reader import read_requests
-from tests.conftest import DATA, ROOT, cli, loadtest, pid_alive
+from tests.conftest import DATA, ROOT, cli, finished, loadtest, pid_alive
 from tests.test_replica_faults import (
     assert_servers_gone,
     assert_session_ends,
     epoch_ns,
-    finish,
     start_run,
     wait_for_replay,
 )
@@ -118,7 +117,7 @@ def test_a_vllm_replica_that_is_not_ready_in_time_stops_the_run_in_one_line(tmp_
     proc = start_run("--fleet", baseline_fleet(tmp_path, "vllm-slow", startup_timeout_s=5), "--scenario",
                      str(DATA / "tiny-mix.toml"), "--requests", "4", "--out", str(tmp_path), "--run-id", "nh")
     try:
-        out, err = finish(proc, timeout=300)
+        out, err = finished(proc, 300)
     finally:
         assert_session_ends(proc.pid)
     assert proc.returncode == 3, out + err
@@ -144,7 +143,7 @@ def _kill_mid_run(tmp_path, fleet: str, run_id: str, requests: int, rate_scale: 
         before = wait_for_replay(proc, tmp_path / run_id / "manifest.json")["mode_runs"]["baseline"]["replicas"][0]
         time.sleep(3)
         os.kill(before["pid"], signal.SIGKILL)
-        out, err = finish(proc, timeout=600)
+        out, err = finished(proc, 600)
     finally:
         assert_session_ends(proc.pid)
     manifest = json.loads((tmp_path / run_id / "manifest.json").read_text())
