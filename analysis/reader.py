@@ -26,6 +26,8 @@ def requests_dataset(run_dir: Path) -> ds.Dataset:
     # the record files of every mode, less the parts a compacted file already holds
     paths = [str(p) for mode_dir in sorted(folder.glob("mode=*")) for p in record_parts(mode_dir)]
     if not paths:
+        if not any(folder.rglob("*.parquet")):   # nothing recorded (killed before a flush): no rows
+            return ds.dataset(REQUEST_SCHEMA.empty_table())
         return ds.dataset(folder, format="parquet", partitioning="hive")
     return ds.dataset(paths, format="parquet", partitioning="hive", partition_base_dir=str(folder))
 
