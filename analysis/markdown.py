@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.long_summary import ALL, LATENCIES, SummaryView
+from analysis.repeats import WIDER, Repeats
 from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
 from analysis.stats import PERCENTILES, Ratio
 from analysis.summary import TOO_FEW, too_few_rule
@@ -168,3 +169,18 @@ def runs_markdown(summary: pa.Table) -> str:
                       _table(["run", "mode", "done req/s", "TTFT p99", "TPOT p99", "E2E p99", "speedup E2E (95% CI)",
                               "goodput req/s", "ok"], rows), ""])
 
+
+def repeats_markdown(repeats: Repeats) -> str:
+    """The runs as one experiment (analysis.repeats): the spread of each figure between runs of the
+    same trace, and each mode's verdict on its speedup; or the one line saying why there is none."""
+    if not repeats.same_trace:
+        return "\n".join(["## Between runs", "", f"No between-run spread is computed: {repeats.why}.", ""])
+    rows = [[s.mode, *[f"**{c}**" if c == WIDER else c for c in s.cells(repeats.run_ids)]] for s in repeats.spreads]
+    out = ["## Between runs: repeats of one trace", "",
+           f"{len(repeats.run_ids)} runs replayed the same trace (the same requests on the same schedule): "
+           f"{', '.join(repeats.run_ids)}.", ""]
+    out += [f"- {line}" for line in repeats.verdicts()] + ([""] if repeats.verdicts() else [])
+    if repeats.unfinished:
+        out += [f"Not completed, so of fewer requests: {', '.join(repeats.unfinished)}.", ""]
+    out += [_table(repeats.columns(), rows), "", repeats.rule()[0].upper() + repeats.rule()[1:] + ".", ""]
+    return "\n".join(out)

@@ -6,6 +6,7 @@ import math
 
 from rich.table import Table
 
+from analysis.repeats import NOT_JUDGED, WIDER, Repeats
 from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
 from analysis.stats import MIN_BOOTSTRAP_PAIRS, Ratio
 from analysis.steady import STEADY_SPAN_OVER_E2E_P99
@@ -32,6 +33,24 @@ def tenant_table(speedups: dict[str, dict[str, Ratio]], modes: list[str]) -> Tab
         t.add_row(tenant, *[ratio_cell(row.get(m)) for m in shown])
     t.caption = ("n.s. = no significant difference (the interval holds 1.0); too few = under "
                  f"{MIN_BOOTSTRAP_PAIRS} paired requests, too few for an interval")
+    return t
+
+
+def repeats_table(repeats: Repeats) -> Table:
+    """Runs of the same trace as one experiment (analysis.repeats): per mode and figure, each run's
+    estimate and the spread between the runs, the spread marked where it is wider than one run's
+    interval."""
+    t = Table(title=f"{len(repeats.run_ids)} runs of one trace: the spread between them", header_style="bold")
+    for name in repeats.columns():
+        t.add_column(name, justify="left" if name in ("mode", "figure") else "right", no_wrap=True)
+    colour = {WIDER: "yellow bold", NOT_JUDGED: "dim"}
+    for s in repeats.spreads:
+        cells = s.cells(repeats.run_ids)
+        judged = cells[-1]
+        if judged in colour:
+            cells[-1] = f"[{colour[judged]}]{judged}[/{colour[judged]}]"
+        t.add_row(s.mode, *cells)
+    t.caption = repeats.rule()
     return t
 
 

@@ -12,7 +12,7 @@ many modes per turn as fit together, so the replay order is the same whether or 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cluster import FleetError
 from cluster.fleet import FleetSpec
@@ -30,11 +30,19 @@ class PlanError(FleetError):
 class Node:
     node_id: str
     resources: dict[str, float]   # total resources of the node (Ray's "Resources")
+    address: str = ""             # its raylet's address (Ray's "NodeManagerAddress")
+
+    def as_dict(self) -> dict:
+        """The node as the manifest's plan lists it: where, and its CPUs and GPUs."""
+        kinds = sorted(k.removeprefix(ACCELERATOR_PREFIX) for k in self.resources if k.startswith(ACCELERATOR_PREFIX))
+        return {"node_id": self.node_id, "address": self.address, "cpus": self.resources.get("CPU", 0.0),
+                "gpus": self.resources.get("GPU", 0.0), "accelerators": kinds}
 
 
 def nodes_from_ray(ray_nodes: Sequence[dict]) -> list[Node]:
     """The alive nodes of `ray.nodes()`."""
-    return [Node(str(n.get("NodeID", i)), {k: float(v) for k, v in n.get("Resources", {}).items()})
+    return [Node(str(n.get("NodeID", i)), {k: float(v) for k, v in n.get("Resources", {}).items()},
+                 str(n.get("NodeManagerAddress", "")))
             for i, n in enumerate(ray_nodes) if n.get("Alive", True)]
 
 
@@ -87,7 +95,8 @@ class Plan:
     unit: str                                # "H100 GPU" or "CPU": what a replica is counted in
     per_replica: float                       # units one replica takes
     cluster_units: float                     # units on the cluster's nodes (of the accelerator type)
-    nodes: int = 0
+    nodes: int = 0                           # nodes that have any
+    cluster: list[dict] = field(default_factory=list)   # every alive node (Node.as_dict), those without too
 
     @property
     def at_once(self) -> int:
@@ -115,7 +124,7 @@ class Plan:
     def as_dict(self) -> dict:
         return {"turns": self.turns, "at_once": self.at_once, "replicas_per_mode": self.replicas_per_mode,
                 "replica_bundles": self.bundles, "unit": self.unit, "per_replica": self.per_replica,
-                "cluster_units": self.cluster_units, "nodes": self.nodes,
+                "cluster_units": self.cluster_units, "nodes": self.nodes, "cluster": self.cluster,
                 "text": self.text()}
 
 
@@ -190,6 +199,7 @@ def make_plan(spec: FleetSpec, modes: list[str], nodes: Sequence[Node]) -> Plan:
             turns[-1].append(mode)
         else:
             turns.append([mode])
-    units = sum(_units_on(node, spec, key) for node in nodes)
+    units = [_units_on(node, spec, key) for node in nodes]
     return Plan(modes=list(modes), replicas_per_mode=n, bundles=bundles, turns=turns, unit=unit,
-                per_replica=_total(bundles)[key], cluster_units=units, nodes=len(nodes))
+                per_replica=_total(bundles)[key], cluster_units=sum(units), nodes=sum(u > 0 for u in units),
+                cluster=[node.as_dict() for node in nodes])

@@ -59,7 +59,8 @@ def host_info() -> dict[str, object]:
 class ModeRun:
     replicas: list[dict] = field(default_factory=list)   # label, url, pid, log
     locust_pids: list[int] = field(default_factory=list)  # the Locust process (or master) first, then workers
-    ray_workers: list[dict] = field(default_factory=list)  # with --ray-workers: each worker's node and pid
+    ray_workers: list[dict] = field(default_factory=list)  # with --ray-workers: each worker's node and pid ...
+    ray_worker_nodes: str | None = None                    # ... and which nodes they were dealt over, and why
     client: dict | None = None                             # the client's self-report: lateness, CPU, verdict
     started_at: str | None = None
     ended_at: str | None = None
@@ -96,6 +97,7 @@ class Manifest:
     metrics: str | None = None                        # where the command served the client's /metrics
     soak: dict | None = None                          # a soak's parameters, its stretches (resumes) and verdict
     unrecorded: dict[str, int] = field(default_factory=dict)   # mode -> scheduled requests with no record
+    workers: dict | None = None            # the Locust workers per mode, and why (sizing.WorkerChoice)
     #                                                            (every level and probe): never silent
     versions: dict = field(default_factory=versions)
     host: dict = field(default_factory=host_info)

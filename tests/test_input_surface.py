@@ -352,4 +352,6 @@ def test_runs_with_values_drawn_for_their_flags_record_every_request(tmp_path, w
             happened.append(f"{name} {value}")
 
     case()
-    assert len(happened) >= LIVE_EXAMPLES // 2, happened   # most drawn values make runs
+    # About half the drawn values are refused (an awkward value, a number where a word goes): enough
+    # runs happen for their rows to be checked, whichever values the draw holds.
+    assert len(happened) >= LIVE_EXAMPLES // 4, happened

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -43,4 +44,6 @@ def test_too_many_ray_workers_is_a_clear_error(tmp_path):
         run = loadtest("run", "--endpoints", f"baseline={url}", "--workers", "64", "--ray-workers",
                        "--requests", "5", "--out", str(tmp_path), timeout=300)
     assert run.returncode == 3, run.stdout + run.stderr  # the cluster lacks room: the run could not complete
-    assert "Ray has" in run.stderr and "CPU(s) free" in run.stderr
+    said = (r"--ray-workers: \d+ CPU\(s\) are free on every Ray node \(1; none has GPUs\), and the 1 mode\(s\) "
+            r"replayed at once need 64 \(at least 64 Locust worker\(s\) each")
+    assert re.search(said, run.stderr), run.stderr

@@ -10,10 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -23,6 +20,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from tests.conftest import DATA, ROOT, cli, loadtest, pid_alive
+from tests.ray_nodes import gpu_node, ray_cluster, ray_env
 
 MODES = ["baseline", "draft", "medusa", "eagle", "ngram"]
 SPEC_MODES = """
@@ -51,7 +49,7 @@ name = "fake-h100-tp{tp}"
 engine = "vllm"
 device = "{device}"
 vllm_python = "{python}"
-model = "meta-llama/Llama-3.3-70B-Instruct"
+model = "{model}"
 accelerator_type = "H100"
 tensor_parallel_size = {tp}
 cpus_per_replica = {cpus}
@@ -61,64 +59,18 @@ env = {{ PYTHONPATH = "{fake}:{root}" }}
 
 
 def fleet_file(tmp_path: Path, tp: int = 4, medusa: str = "FasterDecoding/medusa-heads-for-this-test",
-               device: str = "gpu", cpus: float = 0.25) -> Path:
+               device: str = "gpu", cpus: float = 0.25, model: str = "meta-llama/Llama-3.3-70B-Instruct") -> Path:
     path = tmp_path / f"fleet-tp{tp}-{device}.toml"
     path.write_text(FLEET.format(tp=tp, device=device, cpus=cpus, python=sys.executable, fake=DATA / "fake_vllm",
-                                 root=ROOT, medusa=medusa))
+                                 root=ROOT, medusa=medusa, model=model))
     return path
-
-
-def _ray(args: list[str]) -> tuple[subprocess.Popen, list[str]]:
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("ray")), "start", "--block", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            env={**os.environ, "RAY_AUTH_MODE": "token"})
-    lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
-    return proc, lines
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGTERM)  # `ray start --block` stops the processes it started
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        pass
-    try:  # Ray's own processes that node started, in its process group
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(10)
 
 
 @pytest.fixture(scope="module")
 def two_gpu_nodes() -> Iterator[str]:
     """A Ray head and a second node on this machine, 4 fake H100s each; yields the address."""
-    node = ["--num-cpus", "2", "--num-gpus", "4", "--resources", '{"accelerator_type:H100": 4}',
-            "--disable-usage-stats"]
-    head, lines = _ray(["--head", "--port", "0", "--include-dashboard", "false", *node])
-    started = [head]
-    try:
-        address, deadline = None, time.monotonic() + 90
-        while address is None and time.monotonic() < deadline and head.poll() is None:
-            match = re.search(r"ray start --address='([^']+)'", "".join(lines))
-            address = match.group(1) if match else None
-            time.sleep(0.2)
-        assert address, "".join(lines)
-        worker, wlines = _ray([f"--address={address}", *node])
-        started.append(worker)
-        deadline = time.monotonic() + 90
-        while "Ray runtime started" not in "".join(wlines) and time.monotonic() < deadline and worker.poll() is None:
-            time.sleep(0.2)
-        assert "Ray runtime started" in "".join(wlines), "".join(wlines)
-        yield address
-    finally:
-        for proc in reversed(started):
-            _stop(proc)
-    assert not any(pid_alive(p.pid) for p in started)
-
-
-def ray_env() -> dict[str, str]:
-    return {**os.environ, "RAY_AUTH_MODE": "token"}  # the head enables Ray's token auth by default
+    with ray_cluster(gpu_node(), [gpu_node()]) as cluster:
+        yield cluster.address
 
 
 def epoch(stamp: str) -> float:

@@ -2,7 +2,9 @@
 
 `report`: the analysis of finished runs, again, from their folders alone
 (records, trace, server metrics, manifest): the tables on the console, summary.parquet (long
-format), modes.parquet and report.md in each run folder. With --slo-gate it exits 1 when a tenant
+format), modes.parquet and report.md in each run folder. Runs that replayed the same trace are
+also read as one experiment (analysis.repeats): the spread of each figure between them, so a
+boot-to-boot difference is not read as a speedup. With --slo-gate it exits 1 when a tenant
 missed an SLO; the manifest is not rewritten."""
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ from rich.table import Table
 from analysis.compare import DEFAULT_METRICS, CompareError, compare_runs, read_compared
 from analysis.gate import slo_gate_lines
 from analysis.long_summary import LONG_SCHEMA
-from analysis.markdown import runs_markdown
+from analysis.markdown import repeats_markdown, runs_markdown
 from analysis.reader import ContractError
+from analysis.repeats import RepeatRun, repeats_of
 from analysis.run_analysis import analyse_run
 from analysis.summary import too_few_rule
 from analysis.sweep import plan_vs_measured
 from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console, say_summaries_not_written
-from loadtest.commands.views import show_gate, show_run
+from loadtest.commands.views import show_gate, show_repeats, show_run
 from loadtest.manifest import Manifest
 from loadtest.session.tool_options import CompareOptions, ReportOptions
 
@@ -104,15 +107,21 @@ def main(args: ReportOptions) -> int:
             print_error("loadtest report", f"--slo-gate: {run_dir} has no SLO targets to check")
             return exits.BAD_INPUT
         console.print(f"report: {run_dir / 'report.md'}  (summary: {run_dir / 'summary.parquet'})")
+    longs = [pq.read_table(run_dir / "summary.parquet") if (run_dir / "summary.parquet").is_file()
+             else LONG_SCHEMA.empty_table() for run_dir, _ in runs]
+    repeats = None
+    if len(runs) > 1:   # runs of one trace as one experiment: the spread between them
+        repeats = repeats_of([RepeatRun(run_dir, manifest.run_id, manifest.status, long)
+                              for (run_dir, manifest), long in zip(runs, longs, strict=True)])
+        show_repeats(console, repeats)
     out = Path(args.out) if args.out is not None else None
     if out is not None:
         try:
             out.mkdir(parents=True, exist_ok=True)
-            parts = [pq.read_table(run_dir / "summary.parquet") for run_dir, _ in runs
-                     if (run_dir / "summary.parquet").is_file()]
-            combined = pa.concat_tables(parts) if parts else LONG_SCHEMA.empty_table()
+            combined = pa.concat_tables(longs) if longs else LONG_SCHEMA.empty_table()
             files.write_table(combined, out / "summary.parquet")
-            files.write_text(out / "report.md", runs_markdown(combined))
+            files.write_text(out / "report.md", runs_markdown(combined)
+                             + ("\n" + repeats_markdown(repeats) if repeats is not None else ""))
         except OSError as exc:
             print_error("loadtest report", f"--out {out}: {exc.strerror or exc}")
             return exits.BAD_INPUT

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from analysis.repeats import Repeats
 from analysis.run_analysis import RunAnalysis
 from analysis.slo import MISSED
-from analysis.table import mode_table, slo_table, tenant_table
+from analysis.table import mode_table, repeats_table, slo_table, tenant_table
 from common import exits
 
 
@@ -39,6 +40,20 @@ def show_run(console: Console, found: RunAnalysis, slo_details: bool = False) ->
         if c.kinds:
             colour = "green" if c.passed else "red"
             console.print(f"[{colour}]{c.mode}: {c.failed:,} of {c.sent:,} sent failed: {c.kinds_text()}[/{colour}]")
+
+
+def show_repeats(console: Console, repeats: Repeats) -> None:
+    """Several runs as one experiment: each mode's speedup verdict first, then the spread of every
+    figure between the runs; or the one line saying why there is none (analysis.repeats)."""
+    if not repeats.same_trace:
+        console.print(f"[yellow]no between-run spread is computed: {repeats.why}[/yellow]", soft_wrap=True)
+        return
+    for s in repeats.speedups:
+        colour = "yellow bold" if s.disagree else "bold"
+        console.print(f"[{colour}]between runs: {s.verdict()}[/{colour}]", soft_wrap=True)
+    for run in repeats.unfinished:
+        console.print(f"[yellow]{run} did not complete: its figures are of fewer requests[/yellow]", soft_wrap=True)
+    console.print(repeats_table(repeats))
 
 
 def show_gate(console: Console, failed: list[str], unjudged: list[str] | None = None) -> int:

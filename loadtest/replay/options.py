@@ -53,7 +53,8 @@ class ReplayConfig:
     api_key_env: str = "LOADTEST_API_KEY"
     lateness_limit_ms: float = LATENESS_LIMIT_MS
     workers: int = 1                       # 1: one process; more: a master and this many workers
-    ray_workers: bool = False              # the workers as Ray actors on the cluster's nodes
+    ray_workers: bool = False              # the workers as Ray actors on the cluster's nodes ...
+    ray_worker_nodes: str | None = None    # ... on those with this resource or label KEY=VALUE (None: without GPUs)
     connect_wait_s: float = CONNECT_WAIT_S
     grace_s: float = 10.0                  # on interrupt, how long in-flight requests may still finish
     start_delay_s: float = 0.5             # from a process's start to offset 0

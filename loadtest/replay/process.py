@@ -172,6 +172,11 @@ class LocustProcess:
         """With Ray workers: each worker's node and pid."""
         return list(self.ray_pool.placements) if self.ray_pool is not None else []
 
+    @property
+    def worker_nodes(self) -> str | None:
+        """With Ray workers: the nodes they were dealt over, in words."""
+        return self.ray_pool.where if self.ray_pool is not None else None
+
     # ---- run ---------------------------------------------------------------------------------
     def _take(self, msg: protocol.Line) -> None:
         if self.live is not None and isinstance(msg, protocol.Observed | protocol.Progress):

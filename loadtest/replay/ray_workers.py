@@ -1,5 +1,5 @@
 """Locust workers on Ray nodes: each worker is a `locust --worker` child process of a Ray actor,
-spread over the cluster's nodes, connecting back to the master on the driver's node.
+on the nodes worker_nodes.py chooses, connecting back to the master on the driver's node.
 
 Locust is never imported here nor in the actors (gevent's monkey-patching hangs `ray.init()`);
 the actor only starts and stops its child. Workers write their Parquet parts straight into the
@@ -13,18 +13,22 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from common.process import child_env, signal_group, stop_group, told_when_parent_dies
 from loadtest.replay.options import LOCUSTFILE, ReplayConfig, ReplayError
+from loadtest.replay.worker_nodes import chosen_nodes, deal, ray_nodes
 
 log = logging.getLogger("loadtest")
 STOP_GRACE_S = 10.0
 START_TIMEOUT_S = 120.0
 ACTOR_DIED = "died during the run"   # a placement's "actor" when Ray says the actor was dead at its stop
+SEATING = threading.Lock()           # one replay seats its workers at a time (modes replayed at once)
 
 
 @ray.remote(num_cpus=1, max_restarts=0)
@@ -65,8 +69,9 @@ class LocustWorkerActor:
 
 
 class RayWorkers:
-    """The config's Locust workers as Ray actors, spread over the nodes (`SPREAD`), connecting back
-    to the master at `master_host`; stopped on every path."""
+    """The config's Locust workers as Ray actors, one per CPU on the nodes `worker_nodes` chooses
+    (those without GPUs, by default), connecting back to the master at `master_host`; stopped on
+    every path."""
 
     def __init__(self, config: ReplayConfig, master_host: str, env: dict[str, str] | None = None) -> None:
         self.config = config
@@ -75,6 +80,7 @@ class RayWorkers:
         self.actors: list = []
         self.placements: list[dict] = []   # node (address, Ray node id) and pid of each worker, for the manifest
         self.cluster_gone = False          # the Ray cluster went away (cluster/ray_watch.py): call nothing of Ray
+        self.where = ""                    # the nodes chosen, in words, for the manifest
 
     def check_capacity(self) -> None:
         free, n = ray.available_resources().get("CPU", 0.0), self.config.workers
@@ -83,21 +89,25 @@ class RayWorkers:
                              "Locust workers takes one; use fewer --workers or a bigger cluster")
 
     def start(self, master_port: int) -> None:
-        self.check_capacity()
-        self.actors = [LocustWorkerActor.options(scheduling_strategy="SPREAD").remote()
-                       for _ in range(self.config.workers)]
-        master = (self.master_host, master_port)
-        try:
-            pids = ray.get([a.start.remote(self.config, i, master, self.env) for i, a in enumerate(self.actors)],
-                           timeout=START_TIMEOUT_S)
-        except ray.exceptions.RayTaskError as exc:
-            raise ReplayError(str(exc.cause) if exc.cause is not None else str(exc)) from None
-        except ray.exceptions.GetTimeoutError:
-            raise ReplayError(f"--ray-workers: the workers' actors did not start within {START_TIMEOUT_S:g} s "
-                             f"(cluster resources: {ray.cluster_resources()})") from None
-        nodes = ray.get([a.node.remote() for a in self.actors])
+        """Seat the workers on their nodes (worker_nodes.py) and start them there. One replay seats
+        its workers at a time, so modes replayed at once do not count the same free CPU twice."""
+        with SEATING:
+            nodes, self.where = chosen_nodes(ray_nodes(ray.nodes()), self.config.ray_worker_nodes)
+            seats = deal(self.config.workers, nodes, free_cpus(), self.where)
+            self.actors = [LocustWorkerActor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+                node.node_id, soft=False)).remote() for node in seats]
+            master = (self.master_host, master_port)
+            try:
+                pids = ray.get([a.start.remote(self.config, i, master, self.env) for i, a in enumerate(self.actors)],
+                               timeout=START_TIMEOUT_S)
+            except ray.exceptions.RayTaskError as exc:
+                raise ReplayError(str(exc.cause) if exc.cause is not None else str(exc)) from None
+            except ray.exceptions.GetTimeoutError:
+                raise ReplayError(f"--ray-workers: the workers' actors did not start within {START_TIMEOUT_S:g} s "
+                                 f"on {self.where} (cluster resources: {ray.cluster_resources()})") from None
+        nodes_of = ray.get([a.node.remote() for a in self.actors])
         self.placements = [{"node": ip, "node_id": node_id, "pid": p}
-                           for (ip, node_id), p in zip(nodes, pids, strict=True)]
+                           for (ip, node_id), p in zip(nodes_of, pids, strict=True)]
 
     def signal(self, sig: int) -> None:
         """Pass a signal of the command's on to every worker (not waited for: the replay's end says
@@ -143,6 +153,21 @@ class RayWorkers:
             except Exception:
                 pass
         self.actors = []
+
+
+def worker_room(selector: str | None) -> tuple[int, str]:
+    """The CPUs free now on the nodes the workers would be dealt over, and those nodes in words."""
+    nodes, where = chosen_nodes(ray_nodes(ray.nodes()), selector)
+    free = free_cpus()
+    return int(sum(free.get(n.node_id, 0.0) for n in nodes) + 1e-9), where
+
+
+def free_cpus() -> dict[str, float]:
+    """Each alive node's free CPUs (node id -> CPUs). Ray's public API gives only the cluster's
+    sum; its per-node view is the same GCS call behind `ray status`."""
+    from ray._private.state import available_resources_per_node
+
+    return {node: res.get("CPU", 0.0) for node, res in available_resources_per_node().items()}
 
 
 def driver_ip() -> str:

@@ -378,3 +378,12 @@ def tally_of(records_dir: Path, since_ns: int | None = None,
     for batch in table.to_batches(max_chunksize=4096):
         out.observe_many(batch.to_pylist())
     return out
+
+
+def sent_to(records_dir: Path, replica: str) -> dict[str, int]:
+    """What a mode's records say was sent to one replica (its label): requests by status."""
+    parts = record_parts(Path(records_dir))
+    if not parts:
+        return {}
+    table = ds.dataset(parts, format="parquet").to_table(columns=["status"], filter=pc.field("replica") == replica)
+    return {str(s): int(n) for s, n in zip(*pc.value_counts(table["status"]).flatten(), strict=True)}

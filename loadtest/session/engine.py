@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import pyarrow as pa
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
@@ -26,7 +27,9 @@ from loadtest.manifest import Manifest, ModeRun
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig, ReplayError
 from loadtest.replay.process import LocustProcess, ReplayEnd
+from loadtest.replay.sizing import WorkerChoice, choose_workers, size_load
 from loadtest.request.exporter import key_of
+from loadtest.request.tally import sent_to
 from loadtest.session.bringup import BringUp
 from loadtest.session.guard import Interrupted
 from loadtest.session.inputs import FleetChoice, Trace, default_workers
@@ -74,11 +77,37 @@ class Session:
     on_line: Callable[[str, protocol.Line], None] | None = None   # every replay message (the web UI's board)
     stage: Stage | None = None                  # once the fleet is up
     workers: int = 0                            # Locust workers per replay (set from the options)
+    room: tuple[int, str] = (0, "")             # CPUs for workers per mode, and where (this machine, or Ray nodes)
 
     def __post_init__(self) -> None:
-        workers = self.args.processes.workers or default_workers(self.choice.spec, len(self.choice.modes))
-        closed = closed_concurrency(self.trace.table)
-        self.workers = min(workers, closed) if closed else workers  # each worker keeps one request in flight
+        self.room = (default_workers(self.choice.spec, len(self.choice.modes)), "this machine's free cores")
+        self.workers = self.workers_for(self.trace.table).workers
+
+    def workers_for(self, trace: pa.Table) -> WorkerChoice:
+        """The workers a replay of `trace` gets: --workers, or what its peak load needs (auto)
+        within the room the session has for them."""
+        closed = closed_concurrency(trace)
+        sizing = None if closed else size_load(trace["offset_s"].to_numpy(), trace["max_tokens"].to_numpy())
+        return choose_workers(self.args.processes.workers, sizing, *self.room, closed)
+
+    def _size_workers(self, modes_at_once: int) -> None:
+        """The workers per mode, now that the room for them is known (Ray's nodes are), said once."""
+        processes = self.args.processes
+        if processes.ray_workers:
+            from loadtest.replay.ray_workers import worker_room
+
+            free, where = worker_room(processes.ray_worker_nodes)
+            self.room = (free // modes_at_once, where)
+            asked = processes.workers or 1
+            if free < asked * modes_at_once:   # refused before any mode starts, not when the last one does
+                raise ReplayError(f"--ray-workers: {free} CPU(s) are free on {where}, and the {modes_at_once} "
+                                  f"mode(s) replayed at once need {asked * modes_at_once} (at least {asked} "
+                                  "Locust worker(s) each, one CPU a worker): use fewer --workers, more CPUs "
+                                  "there, or --mode-order turns")
+        choice = self.workers_for(self.trace.table)
+        self.workers = choice.workers
+        self.manifest.workers = choice.as_dict()
+        self.console.print(choice.text(), soft_wrap=True, highlight=False)
 
     def replay_all(self) -> None:
         """Every mode driven, in turn (with the cooldown between) or all at once; Interrupted
@@ -90,6 +119,7 @@ class Session:
                                self.manifest, self.run_dir, self.args.PROG, stack)
             bringup = BringUp(fleet, self.choice.modes, self.manifest, self.run_dir, self.console,
                               processes.mode_order)
+            self._size_workers(len(self.choice.modes) if bringup.at_once else 1)
             progress = stack.enter_context(mode_progress(self.console, self.args.folder.progress_every))
             modes = self.choice.modes
             tasks = {m: progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting", live="")
@@ -133,7 +163,7 @@ class Session:
         finally:
             stage.progress.stop_task(stage.tasks[mode])
             self.metrics.unwatch(mode)
-            self._report_dead_replicas(stage.bringup.fleet, replicas, mr)
+            self._report_dead_replicas(stage.bringup.fleet, replicas, mr, mode)
             mr.ended_at = utc_now()
             self.manifest.write(self.run_dir)
 
@@ -154,6 +184,7 @@ class Session:
                               max_retries=a.max_retries, deadline_s=deadline_s,
                               drain=drain, api_key_env=a.api_key_env, lateness_limit_ms=a.lateness_limit,
                               workers=workers or self.workers, ray_workers=self.args.processes.ray_workers,
+                              ray_worker_nodes=self.args.processes.ray_worker_nodes,
                               **self.replay_extra.get(mode, {}))
         key = os.environ.get(a.api_key_env)  # Ray workers get it in their environment, never their argv
 
@@ -173,6 +204,7 @@ class Session:
                 raise Interrupted()
             process.start()
             mr.locust_pids, mr.ray_workers = process.pids, process.placements
+            mr.ray_worker_nodes = process.worker_nodes
             self.manifest.write(self.run_dir)
             end = process.wait()
         except BaseException:
@@ -197,23 +229,27 @@ class Session:
             raise ReplayError(end.unrecorded_text(config))
         return end
 
-    def _report_dead_replicas(self, fleet: Fleet | ExistingFleet, replicas: list, mr: ModeRun) -> None:
+    def _report_dead_replicas(self, fleet: Fleet | ExistingFleet, replicas: list, mr: ModeRun, mode: str) -> None:
         existing = self.choice.existing is not None
         for rep, entry in zip(replicas, mr.replicas, strict=False):
             code = fleet.exit_code(rep)
             if code is None:
                 continue
+            # what its records say was sent to it (a sweep's records are in its levels' folders)
+            sent = entry["requests"] = sent_to(self.run_dir / "requests" / f"mode={mode}", rep.label)
+            said = f" ({', '.join(f'{n:,} {s}' for s, n in sorted(sent.items()))})" if sent else ""
             if existing:  # not ours: all we know is that it stopped answering
                 entry["healthy_after_run"] = False
                 self.console.print(f"[red]replica {rep.label} at {rep.url} stopped answering /health during the run; "
-                                   "requests sent to it failed[/red]")
+                                   f"requests sent to it failed{said}[/red]")
             else:  # died mid-run (or its Ray actor did, taking it along): its requests failed as errors
                 if code == ACTOR_GONE:  # the server's own exit code went with the actor
                     entry["actor"], what = "died during the run", "'s Ray actor died"
                 else:
                     entry["exit_code"], what = code, f" exited with code {code}"
-                self.console.print(f"[red]replica {rep.label}{what} during the run; requests "
-                                   f"sent to it failed (see {rep.log_path})[/red]")
+                where = f"Ray node {entry['node_id'][:12]} at {entry['node']}; " if entry.get("node_id") else ""
+                self.console.print(f"[red]replica {rep.label}{what} during the run; requests sent to it "
+                                   f"failed{said} ({where}see {rep.log_path})[/red]", soft_wrap=True)
 
 
 @dataclass
@@ -257,7 +293,7 @@ def replay_level(session: Session, mode: str, lv: LevelDir, pause: bool, deadlin
     lmr.replicas, lmr.turn, lmr.started_at = top.replicas, top.turn, utc_now()
     stage.progress.update(stage.tasks[mode], description=f"{mode} {lv.level.name}", completed=0,
                           total=lv.trace.num_rows, counts="starting")
-    workers = min(session.workers, lv.level.concurrency) if lv.level.concurrency else session.workers
+    workers = session.workers_for(lv.trace).workers   # a level's own rate (or concurrency) sizes its workers
     with Scraper(lv.dir) as scraper:
         scraper.watch(mode, [(r.label, r.url) for r in replicas])
         try:

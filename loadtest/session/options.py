@@ -18,6 +18,7 @@ from loadtest.replay.options import MAX_INFLIGHT, ReplayConfig
 from loadtest.request.retry import POLICIES
 from loadtest.session.values import (
     at_most,
+    node_selector,
     non_negative_float,
     non_negative_int,
     odd_count,
@@ -165,12 +166,20 @@ class ProcessOptions:
         "the cluster cannot hold every mode); turns replays one mode after the other. At once, the modes share "
         "the client machine and the manifest says so", choices=MODE_ORDERS)
     workers: int | None = option(
-        help="Locust worker processes: 1 runs one process; more run a master and N workers, each replaying its "
-        "shard of the trace (default: one per core, minus what local simulator replicas reserve; at most what "
-        "fits in half the memory)", parse=worker_count, metavar="N")
+        help="Locust worker processes per mode: 1 runs one process; more run a master and N workers, each "
+        "replaying its shard of the trace (at most what fits in half the memory). auto (default): as many as the "
+        "trace's busiest 10 s of requests and streamed events take at half a core each (the client's per-core "
+        "cost, measured by bench/loadgen.py), within the free cores here (less what local simulator replicas "
+        "reserve) or, with --ray-workers, the free CPUs of the workers' Ray nodes shared by the modes replayed at "
+        "once; the console's client: line says how many and why", parse=worker_count, metavar="N|auto")
     ray_workers: bool = option(
-        False, "start the --workers Locust workers as Ray actors spread over the Ray cluster's nodes (the master "
-        "stays here); --out must then be on storage every node mounts")
+        False, "start the --workers Locust workers as Ray actors, one CPU each, dealt over the Ray cluster's nodes "
+        "without GPUs where it has any (else over every node; the master stays here); --out must then be on "
+        "storage every node mounts. The manifest names each worker's node")
+    ray_worker_nodes: str | None = option(
+        help="with --ray-workers, the nodes the workers go to instead: those declaring the Ray resource NAME "
+        "(ray start --resources), or carrying the node label KEY=VALUE (ray start --labels)",
+        parse=node_selector, metavar="NAME|KEY=VALUE")
 
 
 METRICS = "client metrics (Prometheus)"

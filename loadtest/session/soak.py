@@ -41,7 +41,8 @@ LOST = "the soak was killed after this request was due; its outcome is unknown (
 
 
 # The client's options a resumed soak takes from its manifest, as the soak started (by field name).
-CLIENT = ("workers", "ray_workers", "max_inflight", "timeout", "lateness_limit", "api_key_env", "max_errors")
+CLIENT = ("workers", "ray_workers", "ray_worker_nodes", "max_inflight", "timeout", "lateness_limit", "api_key_env",
+          "max_errors")
 
 
 class RunLock:

@@ -23,14 +23,17 @@ class ReportOptions:
     """`loadtest report`."""
 
     PROG: ClassVar[str] = "loadtest report"
-    runs: tuple[str, ...] = option((), "run folders (results/<run_id>/); or a plan and a measured sweep of the same "
-                                   "levels, to say how far the model is from the measurement", positional="+",
-                                   metavar="RUN", parse=in_path)
+    runs: tuple[str, ...] = option((), "run folders (results/<run_id>/): runs that replayed the same trace (the same "
+                                   "requests on the same schedule) are also read as repeats of one experiment: each "
+                                   "mode's figures and speedup per run, the spread between the runs beside each "
+                                   "run's interval, and whether the runs disagree more than one run's interval says; "
+                                   "or a plan and a measured sweep of the same levels, to say how far the model is "
+                                   "from the measurement", positional="+", metavar="RUN", parse=in_path)
     slo_gate: bool = option(False, "exit 1 when any tenant of any run missed an SLO target (exit 2 when a run has "
                             "none)")
     out: str | None = option(help="also write DIR/summary.parquet (every run's summary rows in one file, told apart "
-                             "by run_id) and DIR/report.md (every run and mode side by side)", metavar="DIR",
-                             parse=out_dir)
+                             "by run_id) and DIR/report.md (every run and mode side by side, and the spread "
+                             "between runs of one trace, or why none)", metavar="DIR", parse=out_dir)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,19 @@ def plain_name(text: str) -> str:
     return text
 
 
+MAX_SELECTOR = 253   # a Kubernetes label's value and Ray's resource names are far shorter (DNS-1123: 253)
+
+
+def node_selector(text: str) -> str:
+    """`--ray-worker-nodes`: a Ray resource name, or a node label KEY=VALUE; printable, no spaces,
+    neither part empty."""
+    key, eq, value = text.partition("=")
+    if (not key or (eq and not value) or len(text) > MAX_SELECTOR or not text.isprintable()
+            or any(c.isspace() for c in text)):
+        raise BadValue(f"expected a Ray resource name or a node label KEY=VALUE, got {shown_name(text)}")
+    return text
+
+
 def _path(text: str, words: str, refuse: str | None) -> str:
     """`text` as a path the OS can look up (not empty, not too long), not naming a `refuse`
     ("file" or "dir", or None: either): else one line saying what was `words`."""
@@ -146,8 +159,11 @@ def seconds(parse):
                                       "span)")
 
 
-def worker_count(text: str) -> int:
-    """Locust worker processes: as many as fit in MEMORY_SHARE of the memory this process may use."""
+def worker_count(text: str) -> int | None:
+    """Locust worker processes: `auto` (None: sized from the trace), or as many as fit in
+    MEMORY_SHARE of the memory this process may use."""
+    if text == "auto":
+        return None
     value = positive_int(text)
     memory = machine_memory()
     most = max(1, int(memory * MEMORY_SHARE // LOCUST_PROCESS_BYTES))

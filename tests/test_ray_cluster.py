@@ -1,0 +1,153 @@
+"""The fleet and the load spread over a Ray cluster of three nodes on this machine: a head without
+GPUs (the driver and the Locust workers) and two nodes of 4 fake H100s each (the replicas, whose
+`vllm` is tests/data/fake_vllm serving the simulator). Nothing is told where to go: the pre-flight
+puts one TP4 mode on each GPU node, and the Locust workers take the node without GPUs. Then one
+GPU node is lost mid-replay, its raylet and every process of it killed at once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+from tests.conftest import ROOT, finished, pid_alive
+from tests.ray_nodes import RayTestCluster, cpu_node, gpu_node, node_of, ray_cluster, ray_env
+from tests.test_turns import MODES, epoch, fleet_file
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("three-ray-nodes")]   # one worker builds the cluster once
+
+
+@pytest.fixture(scope="module")
+def three_nodes() -> Iterator[RayTestCluster]:
+    with ray_cluster(cpu_node(6), [gpu_node(), gpu_node()]) as cluster:
+        yield cluster
+
+
+def start_run(cluster: RayTestCluster, out: Path, run_id: str, requests: int, *extra: str,
+              modes: str = "baseline,eagle", tp: int = 4) -> subprocess.Popen:
+    # TP1 replicas hold an 8B model (70B takes more than one H100's memory: the simulator refuses it)
+    fleet = fleet_file(out.parent, tp=tp, **({"model": "meta-llama/Llama-3.1-8B-Instruct"} if tp == 1 else {}))
+    argv = [sys.executable, "-m", "loadtest", "run", "--fleet", str(fleet), "--modes", modes,
+            "--address", cluster.address, "--ray-workers", "--scenario", "chat", "--requests", str(requests),
+            "--cooldown", "0", "--out", str(out), "--run-id", run_id, "--no-metrics", *extra]
+    return subprocess.Popen(argv, cwd=ROOT, env=ray_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def manifest_of(run_dir: Path) -> dict:
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def test_replicas_go_one_mode_per_gpu_node_and_locust_workers_to_the_node_without_gpus(three_nodes, tmp_path):
+    run = start_run(three_nodes, tmp_path / "results", "placed", 24, "--workers", "2")
+    out, err = finished(run, 400)
+    assert run.returncode == 0, out + err
+    manifest = manifest_of(tmp_path / "results" / "placed")
+    cluster = {n["node_id"]: n for n in manifest["plan"]["cluster"]}
+    assert len(cluster) == 3 and sorted(n["gpus"] for n in cluster.values()) == [0, 4, 4], cluster
+    (head,) = [node for node, n in cluster.items() if n["gpus"] == 0]
+    assert "8 H100 GPUs on 2 nodes: all modes at once" in manifest["plan"]["text"]
+    runs = manifest["mode_runs"]
+    replica_nodes = [r["node_id"] for m in ("baseline", "eagle") for r in runs[m]["replicas"]]
+    assert len(set(replica_nodes)) == 2 and head not in replica_nodes, (replica_nodes, head)   # one mode per GPU node
+    for mode in ("baseline", "eagle"):
+        workers = runs[mode]["ray_workers"]
+        assert [w["node_id"] for w in workers] == [head, head], workers   # never on a GPU node
+        assert all(w["node"] == cluster[head]["address"] and not pid_alive(w["pid"]) for w in workers)
+        assert runs[mode]["ray_worker_nodes"] == "the 1 Ray node(s) without GPUs, of 3"
+        assert runs[mode]["end"] == "completed" and runs[mode]["records"] == 24
+    rows = ds.dataset(tmp_path / "results" / "placed" / "requests", partitioning="hive").to_table(
+        columns=["mode", "status", "worker"])
+    assert Counter(zip(rows["mode"].to_pylist(), rows["status"].to_pylist(), strict=True)) == {
+        ("baseline", "ok"): 24, ("eagle", "ok"): 24}
+    assert set(rows["worker"].to_pylist()) == {"w0", "w1"}
+
+
+def test_workers_the_cpu_nodes_cannot_hold_are_refused_before_any_mode_replays(three_nodes, tmp_path):
+    run = start_run(three_nodes, tmp_path / "results", "crowded", 24, "--workers", "4")
+    out, err = finished(run, 300)
+    assert run.returncode == 3, out + err
+    assert ("loadtest run: error: --ray-workers: 6 CPU(s) are free on the 1 Ray node(s) without GPUs, of 3, and the 2 "
+            "mode(s) replayed at once need 8 (at least 4 Locust worker(s) each, one CPU a worker)") in err, err
+    manifest = manifest_of(tmp_path / "results" / "crowded")
+    assert manifest["status"] == "failed" and not any(mr.get("started_at") for mr in manifest["mode_runs"].values())
+    assert not (tmp_path / "results" / "crowded" / "requests").exists() or not any(
+        (tmp_path / "results" / "crowded" / "requests").rglob("*.parquet"))
+
+
+def replay_span(manifest: dict) -> float:
+    """From the first mode's replay start to the last one's end, in seconds."""
+    runs = manifest["mode_runs"].values()
+    return max(epoch(r["ended_at"]) for r in runs) - min(epoch(r["started_at"]) for r in runs)
+
+
+def test_five_modes_side_by_side_take_about_the_time_of_one_with_workers_sized_from_the_trace(three_nodes, tmp_path):
+    """Five TP1 modes fit on the 8 GPUs at once: replayed side by side, from one trace long enough for
+    a steady state, they take about the time one mode takes alone, and no mode is client-limited."""
+    spans = {}
+    for run_id, modes in (("one", "baseline"), ("five", ",".join(MODES))):
+        started = time.monotonic()
+        run = start_run(three_nodes, tmp_path / "results", run_id, 240, modes=modes, tp=1)
+        out, err = finished(run, 500)
+        assert run.returncode == 0, out + err
+        manifest = manifest_of(tmp_path / "results" / run_id)
+        spans[run_id] = replay_span(manifest)
+        print(f"{run_id}: {time.monotonic() - started:.1f} s in all, replays {spans[run_id]:.1f} s")
+        assert "client: 1 Locust worker(s) per mode (auto: the trace peaks at " in out, out
+        assert manifest["workers"]["per_mode"] == 1 and manifest["workers"]["sizing"]["peak_requests_per_s"] > 0
+        head = next(n["node_id"] for n in manifest["plan"]["cluster"] if n["gpus"] == 0)
+        for mode, mr in manifest["mode_runs"].items():
+            assert [w["node_id"] for w in mr["ray_workers"]] == [head], (mode, mr["ray_workers"])
+            assert mr["end"] == "completed" and mr["records"] == 240
+            assert mr["client"]["client_limited"] is False, (mode, mr["client"])
+        assert "too short for a steady state" not in out, out
+    assert manifest["mode_order"].startswith("parallel") and manifest["plan"]["turns"] == [MODES]
+    assert spans["five"] < 1.25 * spans["one"], spans
+
+
+def test_a_gpu_node_lost_mid_replay_fails_its_mode_and_the_other_goes_on(three_nodes, tmp_path):
+    """Runs last in the module: it kills one of the cluster's GPU nodes."""
+    run_dir = tmp_path / "results" / "lost"
+    run = start_run(three_nodes, tmp_path / "results", "lost", 200, "--workers", "2")
+    try:
+        deadline, victim, mode = time.monotonic() + 300, None, None
+        while victim is None and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.5)
+            parts = {p.parent.name for p in (run_dir / "requests").glob("mode=*/part-*.parquet")}
+            if parts >= {"mode=baseline", "mode=eagle"}:   # both replays are recording
+                replica = manifest_of(run_dir)["mode_runs"]["eagle"]["replicas"][0]
+                victim, mode = node_of(replica["pid"], three_nodes.nodes[1:]), "eagle"
+        assert victim is not None, "the replays never started, or eagle's node was not found"
+        victim.kill()
+        out, err = finished(run, 400)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    manifest = manifest_of(run_dir)
+    runs = manifest["mode_runs"]
+    statuses = ds.dataset(run_dir / "requests", partitioning="hive").to_table(columns=["mode", "status"])
+    counts = Counter(zip(statuses["mode"].to_pylist(), statuses["status"].to_pylist(), strict=True))
+    for m in ("baseline", "eagle"):   # every scheduled request accounted for, once
+        assert sum(n for (mm, _s), n in counts.items() if mm == m) == 200, counts
+        assert runs[m]["unrecorded"] == 0 and runs[m]["end"] == "completed"
+    assert counts[("baseline", "ok")] == 200, counts   # the other mode went on, untouched
+    assert counts[(mode, "error")] > 0, counts
+    # the replica that lived there, said with what was sent to it and where it ran
+    (lost,) = runs[mode]["replicas"]
+    assert lost["actor"] == "died during the run" and lost["requests"] == {
+        s: n for (m, s), n in counts.items() if m == mode}, lost
+    said = (f"replica {mode}-0's Ray actor died during the run; requests sent to it failed ("
+            + ", ".join(f"{n:,} {s}" for s, n in sorted(lost["requests"].items()))
+            + f") (Ray node {lost['node_id'][:12]} at {lost['node']}; see ")
+    assert said in out, out
+    # exit 1: the run completed and the mode failed the error gate (DESIGN's exit codes)
+    assert run.returncode == 1, out + err
+    assert f"gate failed: {mode}:" in out + err, out + err
+    assert manifest["status"] == "completed" and "Traceback" not in err
