@@ -11,23 +11,27 @@ one computation of it); what is new here is the spread between the runs' figures
 - min..max of the runs' estimates, and their standard deviation (ddof 1) from 2 runs;
 - from MIN_RUNS_FOR_INTERVAL runs, the 95% t-interval of the mean of the runs' estimates
   (mean +- t(0.975, N - 1) sd / sqrt(N)): each run is one draw of the fleet's boot-to-boot
-  behaviour, so this interval says where the figure lies across boots; with fewer, none;
-- whether the runs disagree more than one run's interval says: the range of their estimates is
-  wider than the widest of their own 95% intervals (the paired bootstrap of a speedup, the
-  distribution-free interval of a percentile). Runs that differ only by sampling noise rarely
-  do this (three estimates with a common standard error s span 3.92 s, one 95% interval's
-  width, about 1.5% of the time; two 0.6%, five 4%), so when they do, the fleet differed
-  between the runs. Not judged when a run's interval is not to be read (too few requests or
-  pairs).
+  behaviour, so this interval bounds the figure's mean over boots (one boot may land outside
+  it); with fewer, none;
+- whether the runs disagree more than sampling explains: the range of their estimates is wider
+  than the range N runs that differ only by sampling would span 95% of the time. A run's 95%
+  interval is about 2 x 1.96 standard errors wide, so from the widest of the runs' own intervals
+  (the paired bootstrap of a speedup, the distribution-free interval of a percentile) that range
+  is its width x q(N) / 3.92, q(N) the 95% quantile of the range of N standard normals (2.77 for
+  2 runs, 3.31 for 3, 4.47 for 10: `range_quantile`). The false alarm stays at 5% however many
+  runs; when it trips, the fleet differed between the runs. Not judged when a run's interval is
+  not to be read (too few requests or pairs).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pyarrow as pa
@@ -99,6 +103,32 @@ def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
         if high - low < 1e-12 * high:
             break
     return (low + high) / 2
+
+
+@functools.cache
+def range_quantile(n: int, confidence: float = CONFIDENCE) -> float:
+    """The `confidence` quantile of the range (max - min) of `n` independent standard normals:
+    P(R <= w) = n * integral of phi(x) (Phi(x + w) - Phi(x))^(n - 1) dx, by the trapezoid rule on a
+    fine grid, then bisection on w (2.772 for 2, 3.314 for 3, 4.474 for 10 at 95%: the studentized
+    range's values with infinite degrees of freedom, Harter 1960)."""
+    if n < 2:
+        raise ValueError(f"the range of {n} value(s): need at least 2")
+    x = np.linspace(-9.0, 9.0, 7201)
+    erf = np.frompyfunc(math.erf, 1, 1)
+    cdf = lambda v: 0.5 * (1.0 + erf(v / math.sqrt(2.0)).astype(np.float64))   # noqa: E731
+    pdf = np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+
+    def below(w: float) -> float:
+        return float(np.trapezoid(n * pdf * (cdf(x + w) - cdf(x)) ** (n - 1), x))
+
+    low, high = 0.0, 12.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if below(mid) < confidence else (low, mid)
+    return (low + high) / 2
+
+
+Z_WIDTH = 2 * NormalDist().inv_cdf((1 + CONFIDENCE) / 2)   # a 95% interval's width in standard errors: 3.92
 
 
 @dataclass(frozen=True)
@@ -176,12 +206,19 @@ class Spread:
         return max(r.width for r in self.runs)
 
     @property
-    def disagree(self) -> bool | None:
-        """The runs' estimates span more than the widest of their own intervals; None when not
-        judged (one run, or a run's interval not to be read)."""
+    def sampling_range(self) -> float | None:
+        """The range the runs' estimates would stay within 95% of the time were they to differ by
+        sampling alone (module docstring); None when a run's interval cannot be read."""
         if self.n < 2 or self.within is None:
             return None
-        return self.high - self.low > self.within
+        return self.within * range_quantile(self.n) / Z_WIDTH
+
+    @property
+    def disagree(self) -> bool | None:
+        """The runs' estimates span more than sampling explains; None when not judged (one run, or
+        a run's interval not to be read)."""
+        limit = self.sampling_range
+        return None if limit is None else self.high - self.low > limit
 
     @property
     def envelope(self) -> tuple[float, float] | None:
@@ -247,13 +284,14 @@ class Spread:
         if self.disagree is None:
             said = (f"{name}: the runs span {span}; not judged against one run's interval (a run has too few "
                     f"{'paired requests' if self.is_speedup else 'requests'} for one)")
-        elif self.disagree:
-            said = (f"{name}: the runs disagree more than one run's interval says (they span {span}, wider than "
-                    f"any run's 95% interval, at most {self.text(self.within or 0.0, width=True)} wide)")
         else:
-            said = (f"{name}: the runs agree within one run's interval (they span {span}, inside the widest run's "
-                    f"95% interval, {self.text(self.within or 0.0, width=True)} wide): no boot-to-boot difference "
-                    f"shows in {self.n} runs")
+            limit = (f"{self.n} runs that differ by sampling alone span up to "
+                     f"{self.text(self.sampling_range or 0.0, width=True)} 95% of the time, from their widest 95% "
+                     f"interval, {self.text(self.within or 0.0, width=True)} wide")
+            said = (f"{name}: the runs disagree more than sampling explains (they span {span}; {limit})"
+                    if self.disagree else
+                    f"{name}: the runs agree within sampling (they span {span}; {limit}): no boot-to-boot "
+                    f"difference shows in {self.n} runs")
         reading = self.reading
         if reading is None:
             envelope = self.envelope
@@ -300,7 +338,8 @@ class Repeats:
                 f"runs' estimates; mean [95% t-interval] of the runs' estimates, from {MIN_RUNS_FOR_INTERVAL} runs "
                 "(too few runs: fewer); widest run interval: the widest of the runs' own 95% intervals (paired "
                 f"bootstrap for a speedup, distribution-free for a percentile); spread: {WIDER!r} when the runs' "
-                "min..max is wider than it (the fleet differed between the runs, more than sampling explains), "
+                "min..max is wider than runs differing by sampling alone span 95% of the time (that interval's "
+                "width x q(N)/3.92, q(N) the 95% range of N normals: the fleet differed between the runs), "
                 f"{WITHIN!r} when not, {NOT_JUDGED!r} when a run's interval cannot be read")
 
     @property
@@ -344,6 +383,7 @@ class RepeatRun:
     run_id: str
     status: str
     long: pa.Table          # its long summary (summary.parquet)
+    fleet: str = ""         # the fleet it replayed against (its name and file hash): repeats share one
 
 
 def repeats_of(runs: Sequence[RepeatRun]) -> Repeats:
@@ -364,6 +404,13 @@ def repeats_of(runs: Sequence[RepeatRun]) -> Repeats:
         said = "; ".join(", ".join(run_id for run_id, d in digests if d == g) for g in groups)
         return Repeats(ids, False, f"the runs replayed {len(groups)} different traces ({said}): their requests or "
                                    "send times differ")
+    fleets = list(dict.fromkeys(r.fleet for r in runs))
+    if len(fleets) > 1:
+        said = "; ".join(f"{', '.join(i for i, r in zip(ids, runs, strict=True) if r.fleet == f)}: {f or 'unnamed'}"
+                         for f in fleets)
+        return Repeats(ids, False, f"the runs replayed one trace against {len(fleets)} different fleets ({said}): a "
+                                   "difference between them is the fleets', not boot to boot (`loadtest compare` "
+                                   "sets two runs against each other)")
     return Repeats(ids, True, spreads=spreads_of([(label, r.long) for label, r in zip(ids, runs, strict=True)]),
                    unfinished=tuple(f"{label} ({r.status})" for label, r in zip(ids, runs, strict=True)
                                     if r.status != "completed"))

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from cluster import FleetError
 from cluster.fleet import FleetSpec
+from common.ray_nodes import ACCELERATOR_PREFIX, GPU, RayNode, alive_nodes
 
-ACCELERATOR_PREFIX = "accelerator_type:"  # Ray's per-node accelerator resource
 ACCELERATOR_SHARE = 0.001                 # what one bundle asks of it: it only selects the node type
 EPSILON = 1e-9
 
@@ -26,24 +26,12 @@ class PlanError(FleetError):
     """The cluster cannot hold a mode at all (or not in the way asked): bad input, exit 2."""
 
 
-@dataclass(frozen=True)
-class Node:
-    node_id: str
-    resources: dict[str, float]   # total resources of the node (Ray's "Resources")
-    address: str = ""             # its raylet's address (Ray's "NodeManagerAddress")
-
-    def as_dict(self) -> dict:
-        """The node as the manifest's plan lists it: where, and its CPUs and GPUs."""
-        kinds = sorted(k.removeprefix(ACCELERATOR_PREFIX) for k in self.resources if k.startswith(ACCELERATOR_PREFIX))
-        return {"node_id": self.node_id, "address": self.address, "cpus": self.resources.get("CPU", 0.0),
-                "gpus": self.resources.get("GPU", 0.0), "accelerators": kinds}
+Node = RayNode   # the pre-flight's name for a node
 
 
 def nodes_from_ray(ray_nodes: Sequence[dict]) -> list[Node]:
     """The alive nodes of `ray.nodes()`."""
-    return [Node(str(n.get("NodeID", i)), {k: float(v) for k, v in n.get("Resources", {}).items()},
-                 str(n.get("NodeManagerAddress", "")))
-            for i, n in enumerate(ray_nodes) if n.get("Alive", True)]
+    return alive_nodes(ray_nodes)
 
 
 def replica_bundles(spec: FleetSpec) -> list[dict[str, float]]:
@@ -53,7 +41,7 @@ def replica_bundles(spec: FleetSpec) -> list[dict[str, float]]:
     if spec.engine == "sim" or spec.device == "cpu":
         return [{"CPU": spec.cpus_per_replica}]
     tp = spec.tensor_parallel_size
-    bundle: dict[str, float] = {"GPU": 1.0, "CPU": spec.cpus_per_replica / tp}
+    bundle: dict[str, float] = {GPU: 1.0, "CPU": spec.cpus_per_replica / tp}
     if spec.accelerator_type:
         bundle[ACCELERATOR_PREFIX + spec.accelerator_type] = ACCELERATOR_SHARE
     return [dict(bundle) for _ in range(tp)]
@@ -140,11 +128,11 @@ def _unit(spec: FleetSpec) -> tuple[str, str]:
     """The resource key a replica is counted in, and its name for people."""
     if spec.engine == "sim" or spec.device == "cpu":
         return "CPU", "CPU"
-    return "GPU", f"{spec.accelerator_type} GPU" if spec.accelerator_type else "GPU"
+    return GPU, f"{spec.accelerator_type} GPU" if spec.accelerator_type else GPU
 
 
 def _units_on(node: Node, spec: FleetSpec, key: str) -> float:
-    if key == "GPU" and spec.accelerator_type and ACCELERATOR_PREFIX + spec.accelerator_type not in node.resources:
+    if key == GPU and spec.accelerator_type and ACCELERATOR_PREFIX + spec.accelerator_type not in node.resources:
         return 0.0  # GPUs of another type
     return node.resources.get(key, 0.0)
 
@@ -158,8 +146,8 @@ def _shortfall(spec: FleetSpec, nodes: Sequence[Node], bundles: list[dict[str, f
     where = (f"one node (Ray packs a replica's {len(bundles)} bundles on one node: STRICT_PACK)"
              if len(bundles) > 1 else "one node")
     if need[key] > largest + EPSILON:
-        if key == "GPU" and not total:
-            gpus = sum(n.resources.get("GPU", 0.0) for n in nodes)
+        if key == GPU and not total:
+            gpus = sum(n.gpus for n in nodes)
             types = sorted({k.removeprefix(ACCELERATOR_PREFIX) for n in nodes for k in n.resources
                             if k.startswith(ACCELERATOR_PREFIX)})
             return (f"a replica needs {_num(need[key])} {unit}s, and no node has one (the cluster has "

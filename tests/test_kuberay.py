@@ -39,6 +39,7 @@ from packaging.requirements import Requirement
 from cluster.fleet import available_modes, load_fleet, resolve_modes
 from cluster.placement import ACCELERATOR_PREFIX, Node, make_plan
 from loadtest.commands.arguments import build_parser
+from loadtest.replay.worker_nodes import chosen_nodes, deal
 from tests.conftest import ROOT
 
 KUBERAY = ROOT / "ops" / "kuberay"
@@ -409,8 +410,11 @@ def test_the_fleet_fits_its_cluster_at_once_and_the_locust_workers_fit_the_cpu_p
         nodes = _ray_nodes(_cluster_of(job))
         plan = make_plan(fleet, modes, nodes)
         assert plan.all_at_once, f"{where}: {plan.text()}"
-        free = sum(n.resources.get("CPU", 0) for n in nodes if not n.resources.get("GPU"))
-        assert args.workers * len(modes) <= free, f"{where}: {len(modes)} modes x {args.workers} workers, {free} CPUs"
+        # the Locust workers' seats, as --ray-workers deals them: on the nodes without GPUs, one CPU each
+        seats_on, said = chosen_nodes(nodes, args.ray_worker_nodes)
+        assert said.startswith("the ") and "without GPUs" in said and all(not n.gpus for n in seats_on), said
+        seats = deal((args.workers or 1) * len(modes), seats_on, {n.node_id: n.cpus for n in seats_on}, said)
+        assert {n.node_id for n in seats} <= {n.node_id for n in nodes if n.node_id.startswith("cpu-")}, where
     few = [n for n in _ray_nodes(_one("RayCluster")["spec"]) if not n.node_id.startswith("gpu-h100-1")]
     fleet, _ = load_fleet("h100-70b")
     assert not make_plan(fleet, ["baseline", "draft", "eagle", "ngram"], few).all_at_once   # it can say no

@@ -43,7 +43,7 @@ def test_too_many_ray_workers_is_a_clear_error(tmp_path):
     with sim_server("--tensor-parallel-size", "4", "--served-model-name", "m") as url:
         run = loadtest("run", "--endpoints", f"baseline={url}", "--workers", "64", "--ray-workers",
                        "--requests", "5", "--out", str(tmp_path), timeout=300)
-    assert run.returncode == 3, run.stdout + run.stderr  # the cluster lacks room: the run could not complete
-    said = (r"--ray-workers: \d+ CPU\(s\) are free on every Ray node \(1; none has GPUs\), and the 1 mode\(s\) "
-            r"replayed at once need 64 \(at least 64 Locust worker\(s\) each")
+    assert run.returncode == 2, run.stdout + run.stderr  # the cluster lacks room: refused before the replay
+    said = (r"--ray-workers: \d+ CPU\(s\) are left for Locust workers on every Ray node with CPUs \(1 of 1; none "
+            r"has GPUs\), and the 1 mode\(s\) replayed at once need 64 \(at least 64 worker\(s\) each")
     assert re.search(said, run.stderr), run.stderr

@@ -53,7 +53,9 @@ def test_the_choice_is_the_flag_or_the_need_within_the_room_and_says_which():
     short = choose_workers(None, need, 6, "this machine's free cores")
     assert short.workers == 6 and short.why.endswith(
         "; this machine's free cores has room for 6: the replay may be client-limited (its verdict will say)")
-    closed = choose_workers(None, None, 6, "this machine's free cores", closed=4)
-    assert closed.workers == 4 and "one per request the closed loop keeps in flight" in closed.why
+    closed = choose_workers(None, None, 6, "this machine's free cores", closed=4, unsized="a closed loop's rate is "
+                            "the server's")
+    assert closed.why == ("auto: a closed loop's rate is the server's, so one per free CPU on this machine's free "
+                          "cores; at most 4, one per request the closed loop keeps in flight") and closed.workers == 4
     assert choose_workers(None, need, 0, "nowhere").workers == 1   # never none
     assert auto.as_dict()["sizing"]["workers"] == 25

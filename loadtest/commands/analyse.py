@@ -65,6 +65,14 @@ def sweeps_side_by_side(console, sweeps: list[Path], out: Path | None) -> int:
     return exits.OK
 
 
+def fleet_identity(manifest: Manifest) -> str:
+    """Which fleet a run replayed against: its name and the hash of its file (a redeploy of the
+    same file keeps both)."""
+    fleet = manifest.fleet or {}
+    sha = str(fleet.get("sha256") or "")
+    return f"{fleet.get('name', '')}" + (f" (file {sha[:12]})" if sha else "")
+
+
 def main(args: ReportOptions) -> int:
     console = new_console()
     runs: list[tuple[Path, Manifest]] = []
@@ -111,7 +119,7 @@ def main(args: ReportOptions) -> int:
              else LONG_SCHEMA.empty_table() for run_dir, _ in runs]
     repeats = None
     if len(runs) > 1:   # runs of one trace as one experiment: the spread between them
-        repeats = repeats_of([RepeatRun(run_dir, manifest.run_id, manifest.status, long)
+        repeats = repeats_of([RepeatRun(run_dir, manifest.run_id, manifest.status, long, fleet_identity(manifest))
                               for (run_dir, manifest), long in zip(runs, longs, strict=True)])
         show_repeats(console, repeats)
     out = Path(args.out) if args.out is not None else None

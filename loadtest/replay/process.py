@@ -138,7 +138,6 @@ class LocustProcess:
 
             host = driver_ip()  # workers on other nodes reach the master at this node's address
             self.ray_pool = RayWorkers(cfg, host, self.env)
-            self.ray_pool.check_capacity()
         if cfg.distributed:
             port = free_port()
         self._stats_out = open(cfg.logs_dir / f"locust-{cfg.mode}.stdout.txt", "w")

@@ -21,14 +21,16 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from common.process import child_env, signal_group, stop_group, told_when_parent_dies
+from common.ray_nodes import alive_nodes
 from loadtest.replay.options import LOCUSTFILE, ReplayConfig, ReplayError
-from loadtest.replay.worker_nodes import chosen_nodes, deal, ray_nodes
+from loadtest.replay.worker_nodes import chosen_nodes, deal
 
 log = logging.getLogger("loadtest")
 STOP_GRACE_S = 10.0
 START_TIMEOUT_S = 120.0
 ACTOR_DIED = "died during the run"   # a placement's "actor" when Ray says the actor was dead at its stop
-SEATING = threading.Lock()           # one replay seats its workers at a time (modes replayed at once)
+SEATING = threading.Lock()           # one replay seats its workers at a time (modes replayed at once) ...
+SETTLE_S = 10.0                      # ... and Ray's view of free CPUs is given this long to catch up
 
 
 @ray.remote(num_cpus=1, max_restarts=0)
@@ -81,19 +83,15 @@ class RayWorkers:
         self.placements: list[dict] = []   # node (address, Ray node id) and pid of each worker, for the manifest
         self.cluster_gone = False          # the Ray cluster went away (cluster/ray_watch.py): call nothing of Ray
         self.where = ""                    # the nodes chosen, in words, for the manifest
-
-    def check_capacity(self) -> None:
-        free, n = ray.available_resources().get("CPU", 0.0), self.config.workers
-        if free < n:
-            raise ReplayError(f"--ray-workers: Ray has {free:g} CPU(s) free and each of the {n} "
-                             "Locust workers takes one; use fewer --workers or a bigger cluster")
+        self.free: dict[str, float] = {}   # node id -> CPUs free when the workers were seated
 
     def start(self, master_port: int) -> None:
         """Seat the workers on their nodes (worker_nodes.py) and start them there. One replay seats
         its workers at a time, so modes replayed at once do not count the same free CPU twice."""
         with SEATING:
-            nodes, self.where = chosen_nodes(ray_nodes(ray.nodes()), self.config.ray_worker_nodes)
-            seats = deal(self.config.workers, nodes, free_cpus(), self.where)
+            nodes, self.where = chosen_nodes(alive_nodes(ray.nodes()), self.config.ray_worker_nodes)
+            seats = self._seats(nodes)
+            before = sum(self.free.get(n.node_id, 0.0) for n in nodes)
             self.actors = [LocustWorkerActor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
                 node.node_id, soft=False)).remote() for node in seats]
             master = (self.master_host, master_port)
@@ -105,9 +103,24 @@ class RayWorkers:
             except ray.exceptions.GetTimeoutError:
                 raise ReplayError(f"--ray-workers: the workers' actors did not start within {START_TIMEOUT_S:g} s "
                                  f"on {self.where} (cluster resources: {ray.cluster_resources()})") from None
+            settled(lambda: sum(free_cpus().get(n.node_id, 0.0) for n in nodes) <= before - len(seats) + 1e-9)
         nodes_of = ray.get([a.node.remote() for a in self.actors])
         self.placements = [{"node": ip, "node_id": node_id, "pid": p}
                            for (ip, node_id), p in zip(nodes_of, pids, strict=True)]
+
+    def _seats(self, nodes: list) -> list:
+        """Each worker's node, from the CPUs free now. Ray's per-node view trails its raylets by a
+        report or so: CPUs the last replay's workers gave back may not show yet, so a shortfall is
+        looked at again for SETTLE_S before it is said."""
+        deadline = time.monotonic() + SETTLE_S
+        while True:
+            self.free = free_cpus()
+            try:
+                return deal(self.config.workers, nodes, self.free, self.where)
+            except ReplayError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.25)
 
     def signal(self, sig: int) -> None:
         """Pass a signal of the command's on to every worker (not waited for: the replay's end says
@@ -155,11 +168,22 @@ class RayWorkers:
         self.actors = []
 
 
-def worker_room(selector: str | None) -> tuple[int, str]:
-    """The CPUs free now on the nodes the workers would be dealt over, and those nodes in words."""
-    nodes, where = chosen_nodes(ray_nodes(ray.nodes()), selector)
+def worker_room(selector: str | None) -> tuple[float, str, bool]:
+    """The CPUs free now on the nodes the workers would be dealt over, those nodes in words, and
+    whether any of them has GPUs (a fleet's GPU replicas may then take some of those CPUs)."""
+    nodes, where = chosen_nodes(alive_nodes(ray.nodes()), selector)
     free = free_cpus()
-    return int(sum(free.get(n.node_id, 0.0) for n in nodes) + 1e-9), where
+    return sum(free.get(n.node_id, 0.0) for n in nodes), where, any(n.gpus for n in nodes)
+
+
+def settled(done, limit_s: float = SETTLE_S) -> bool:
+    """Wait until `done()` holds (Ray's view caught up), at most `limit_s`."""
+    deadline = time.monotonic() + limit_s
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def free_cpus() -> dict[str, float]:

@@ -2,11 +2,13 @@
 request and event rates and the per-core cost of the client, as bench/loadgen.py measures it.
 
 A worker's work is per request (a connection's turn, the record) and per streamed event (an SSE
-chunk read, timed and tallied). Each cost below is an upper bound that holds the other's share:
-the closed-loop figure counts a request's 64 events in its cost, the paced figure counts the
-requests' own work in its events'. Adding both overestimates, so the workers are never too few
-for the costs measured. Events per request are taken as its max_tokens, one token a chunk: the
-baseline's stream (a speculating server sends several tokens a chunk, so fewer events).
+chunk read, timed and tallied). The bench measures them together, not apart: its closed-loop
+figure counts a request's 64 events in the request's cost, its paced figure counts the requests'
+own work in the events'. Adding both counts each share twice, so at the bench's sizes (64 events
+a response, prompts of a few tokens) the estimate is above what was measured; prompts of
+thousands of tokens cost the client more bytes to send, which the bench did not measure. Events
+per request are taken as its max_tokens, one token a chunk: the baseline's stream (a speculating
+server sends several tokens a chunk, so fewer events).
 """
 
 from __future__ import annotations
@@ -78,14 +80,15 @@ class WorkerChoice:
 
 
 def choose_workers(asked: int | None, sizing: LoadSizing | None, room: int, where: str,
-                   closed: int | None = None) -> WorkerChoice:
+                   closed: int | None = None, unsized: str = "") -> WorkerChoice:
     """`asked` (--workers N), or auto: what `sizing` needs, within the `room` (CPUs for workers, per
     mode, on `where`); no more than a closed loop's concurrency (each worker keeps one request in
-    flight). A closed-loop trace has no rate to size from: its workers take the room."""
+    flight). Without a sizing (`unsized` says why: a closed loop's rate is the server's, a soak's
+    trace is drawn as it goes) the workers take the room."""
     if asked is not None:
         n, why = asked, "--workers"
     elif sizing is None:
-        n, why = room, f"auto: a closed loop's rate is the server's, so one per free CPU on {where}"
+        n, why = room, f"auto: {unsized}, so one per free CPU on {where}"
     else:
         n, why = min(sizing.workers, room), f"auto: {sizing.text()}"
         if sizing.workers > room:

@@ -12,52 +12,35 @@ nodes one at a time, in turn, so none gets a second while another has a free cor
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from common.ray_nodes import RayNode
 from loadtest.replay.options import ReplayError
-
-GPU = "GPU"   # Ray's own resource name for a node's GPUs (fake ones included: `ray start --num-gpus`)
-
-
-@dataclass(frozen=True)
-class RayNode:
-    node_id: str
-    address: str
-    resources: dict[str, float]   # the node's total resources (Ray's "Resources")
-    labels: dict[str, str]        # its labels (Ray's "Labels")
-
-    @property
-    def has_gpus(self) -> bool:
-        return self.resources.get(GPU, 0.0) > 0
-
-
-def ray_nodes(nodes: Sequence[dict]) -> list[RayNode]:
-    """The alive nodes of `ray.nodes()`."""
-    return [RayNode(str(n.get("NodeID", "")), str(n.get("NodeManagerAddress", "")),
-                    {k: float(v) for k, v in (n.get("Resources") or {}).items()}, dict(n.get("Labels") or {}))
-            for n in nodes if n.get("Alive", True)]
 
 
 def chosen_nodes(nodes: Sequence[RayNode], selector: str | None) -> tuple[list[RayNode], str]:
-    """The nodes the workers may run on, and in words which and why (for the manifest)."""
+    """The nodes the workers may run on, and in words which and why (for the manifest). A node of
+    no CPUs (a KubeRay head started with num-cpus 0) takes no worker, whatever else it has."""
+    with_cpus = [n for n in nodes if n.cpus > 0]
     if selector is not None:
         key, eq, value = selector.partition("=")
         if eq:
-            picked = [n for n in nodes if n.labels.get(key) == value]
+            picked = [n for n in with_cpus if n.labels.get(key) == value]
             what = f"label {key}={value}"
         else:
-            picked = [n for n in nodes if n.resources.get(selector, 0.0) > 0]
+            picked = [n for n in with_cpus if n.resources.get(selector, 0.0) > 0]
             what = f"resource {selector!r}"
         if not picked:
-            raise ReplayError(f"--ray-worker-nodes {selector}: no alive Ray node has the {what} "
+            raise ReplayError(f"--ray-worker-nodes {selector}: no alive Ray node with CPUs has the {what} "
                               f"({len(nodes)} node(s) up)")
         return picked, f"the {len(picked)} Ray node(s) with the {what} (--ray-worker-nodes)"
-    without = [n for n in nodes if not n.has_gpus]
-    if without and len(without) < len(nodes):
+    if not with_cpus:
+        raise ReplayError(f"--ray-workers: no alive Ray node has a CPU for a Locust worker ({len(nodes)} node(s) up)")
+    without = [n for n in with_cpus if n.gpus == 0]
+    if without and len(without) < len(with_cpus):
         return without, f"the {len(without)} Ray node(s) without GPUs, of {len(nodes)}"
-    if not without:
-        return list(nodes), f"every Ray node ({len(nodes)}; none is without GPUs)"
-    return list(nodes), f"every Ray node ({len(nodes)}; none has GPUs)"
+    if without:
+        return with_cpus, f"every Ray node with CPUs ({len(with_cpus)} of {len(nodes)}; none has GPUs)"
+    return with_cpus, f"every Ray node with CPUs ({len(with_cpus)} of {len(nodes)}; none is without GPUs)"
 
 
 def deal(workers: int, nodes: Sequence[RayNode], free: Mapping[str, float], where: str) -> list[RayNode]:

@@ -19,9 +19,11 @@ import pyarrow as pa
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
+from cluster.placement import PlanError
 from cluster.provision import ACTOR_GONE, Fleet
 from cluster.scrape import Scraper
 from cluster.state import ExistingFleet
+from common.ray_nodes import GPU
 from common.times import utc_now
 from loadtest.manifest import Manifest, ModeRun
 from loadtest.replay import protocol
@@ -81,29 +83,44 @@ class Session:
 
     def __post_init__(self) -> None:
         self.room = (default_workers(self.choice.spec, len(self.choice.modes)), "this machine's free cores")
-        self.workers = self.workers_for(self.trace.table).workers
+        self.workers = self.workers_for(self.trace.table).workers   # until _size_workers knows the room
 
     def workers_for(self, trace: pa.Table) -> WorkerChoice:
         """The workers a replay of `trace` gets: --workers, or what its peak load needs (auto)
         within the room the session has for them."""
         closed = closed_concurrency(trace)
-        sizing = None if closed else size_load(trace["offset_s"].to_numpy(), trace["max_tokens"].to_numpy())
+        if closed or not trace.num_rows:
+            unsized = "a closed loop's rate is the server's" if closed else "a soak's trace is drawn as it goes"
+            return choose_workers(self.args.processes.workers, None, *self.room, closed, unsized)
+        sizing = size_load(trace["offset_s"].to_numpy(), trace["max_tokens"].to_numpy())
         return choose_workers(self.args.processes.workers, sizing, *self.room, closed)
 
     def _size_workers(self, modes_at_once: int) -> None:
-        """The workers per mode, now that the room for them is known (Ray's nodes are), said once."""
+        """The workers per mode, now that the room for them is known (Ray's nodes are), said once;
+        the modes replayed at once share it. Before any replica starts, so a cluster without room
+        for the workers is refused (exit 2) with nothing started."""
         processes = self.args.processes
-        if processes.ray_workers:
+        local = default_workers(self.choice.spec, len(self.choice.modes))
+        self.room = (max(1, local // modes_at_once), "this machine's free cores")
+        if processes.on_ray:
             from loadtest.replay.ray_workers import worker_room
 
-            free, where = worker_room(processes.ray_worker_nodes)
+            try:
+                free, where, gpu_nodes = worker_room(processes.ray_worker_nodes)
+            except ReplayError as exc:
+                raise PlanError(str(exc)) from None
+            plan = self.manifest.plan or {}
+            bundles = plan.get("replica_bundles", [])
+            if gpu_nodes or not any(GPU in b for b in bundles):   # the replicas may take those CPUs too
+                free -= sum(b.get("CPU", 0.0) for b in bundles) * plan.get("replicas_per_mode", 0) * modes_at_once
+            free = max(0, int(free + 1e-9))
             self.room = (free // modes_at_once, where)
             asked = processes.workers or 1
-            if free < asked * modes_at_once:   # refused before any mode starts, not when the last one does
-                raise ReplayError(f"--ray-workers: {free} CPU(s) are free on {where}, and the {modes_at_once} "
-                                  f"mode(s) replayed at once need {asked * modes_at_once} (at least {asked} "
-                                  "Locust worker(s) each, one CPU a worker): use fewer --workers, more CPUs "
-                                  "there, or --mode-order turns")
+            if free < asked * modes_at_once:
+                raise PlanError(f"--ray-workers: {free} CPU(s) are left for Locust workers on {where}, and the "
+                                f"{modes_at_once} mode(s) replayed at once need {asked * modes_at_once} (at least "
+                                f"{asked} worker(s) each, one CPU a worker): use fewer --workers, more CPUs there, "
+                                "or --mode-order turns")
         choice = self.workers_for(self.trace.table)
         self.workers = choice.workers
         self.manifest.workers = choice.as_dict()
@@ -115,7 +132,7 @@ class Session:
         with ExitStack() as stack:
             processes = self.args.processes
             # a Ray cluster that goes away ends the run (exit 3, one line)
-            fleet = join_fleet(self.choice, self.args.fleet.address, processes.ray_workers, self.signals,
+            fleet = join_fleet(self.choice, self.args.fleet.address, processes.on_ray, self.signals,
                                self.manifest, self.run_dir, self.args.PROG, stack)
             bringup = BringUp(fleet, self.choice.modes, self.manifest, self.run_dir, self.console,
                               processes.mode_order)
@@ -183,7 +200,7 @@ class Session:
                               max_inflight=a.max_inflight, timeout_s=a.timeout, retry_after=a.retry_after,
                               max_retries=a.max_retries, deadline_s=deadline_s,
                               drain=drain, api_key_env=a.api_key_env, lateness_limit_ms=a.lateness_limit,
-                              workers=workers or self.workers, ray_workers=self.args.processes.ray_workers,
+                              workers=workers or self.workers, ray_workers=self.args.processes.on_ray,
                               ray_worker_nodes=self.args.processes.ray_worker_nodes,
                               **self.replay_extra.get(mode, {}))
         key = os.environ.get(a.api_key_env)  # Ray workers get it in their environment, never their argv
@@ -235,8 +252,12 @@ class Session:
             code = fleet.exit_code(rep)
             if code is None:
                 continue
-            # what its records say was sent to it (a sweep's records are in its levels' folders)
-            sent = entry["requests"] = sent_to(self.run_dir / "requests" / f"mode={mode}", rep.label)
+            # what its records say was sent to it (a sweep's records are in its levels' folders); an
+            # unreadable part must not hide how the run ended
+            try:
+                sent = entry["requests"] = sent_to(self.run_dir / "requests" / f"mode={mode}", rep.label)
+            except (OSError, pa.ArrowException):
+                sent = {}
             said = f" ({', '.join(f'{n:,} {s}' for s, n in sorted(sent.items()))})" if sent else ""
             if existing:  # not ours: all we know is that it stopped answering
                 entry["healthy_after_run"] = False
@@ -293,7 +314,8 @@ def replay_level(session: Session, mode: str, lv: LevelDir, pause: bool, deadlin
     lmr.replicas, lmr.turn, lmr.started_at = top.replicas, top.turn, utc_now()
     stage.progress.update(stage.tasks[mode], description=f"{mode} {lv.level.name}", completed=0,
                           total=lv.trace.num_rows, counts="starting")
-    workers = session.workers_for(lv.trace).workers   # a level's own rate (or concurrency) sizes its workers
+    choice = session.workers_for(lv.trace)   # a level's own rate (or concurrency) sizes its workers
+    lv.manifest.workers, workers = choice.as_dict(), choice.workers
     with Scraper(lv.dir) as scraper:
         scraper.watch(mode, [(r.label, r.url) for r in replicas])
         try:

@@ -177,9 +177,14 @@ class ProcessOptions:
         "without GPUs where it has any (else over every node; the master stays here); --out must then be on "
         "storage every node mounts. The manifest names each worker's node")
     ray_worker_nodes: str | None = option(
-        help="with --ray-workers, the nodes the workers go to instead: those declaring the Ray resource NAME "
-        "(ray start --resources), or carrying the node label KEY=VALUE (ray start --labels)",
+        help="the Ray nodes the workers go to instead (implies --ray-workers): those declaring the Ray resource "
+        "NAME (ray start --resources), or carrying the node label KEY=VALUE (ray start --labels)",
         parse=node_selector, metavar="NAME|KEY=VALUE")
+
+    @property
+    def on_ray(self) -> bool:
+        """The workers run as Ray actors: asked for, or their nodes named."""
+        return self.ray_workers or self.ray_worker_nodes is not None
 
 
 METRICS = "client metrics (Prometheus)"
