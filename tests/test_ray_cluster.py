@@ -95,10 +95,11 @@ def test_five_modes_side_by_side_take_about_the_time_of_one_with_workers_sized_f
     spans = {}
     for run_id, modes in (("one", "baseline"), ("five", ",".join(MODES))):
         started = time.monotonic()
-        # The suite runs four tests at once on this machine's 2 cores, which delays any client now and
-        # then: here the verdict holds it to a send lateness p99 of 25 ms (run alone, every mode met
-        # the default 10 ms; measured 2026-12-05, p99 2.0 to 4.7 ms).
-        run = start_run(three_nodes, tmp_path / "results", run_id, 240, "--lateness-limit", "25", modes=modes, tp=1)
+        # The suite runs several tests at once on this machine's 2 cores, which stalls any client now
+        # and then (a send lateness p99 of 55 ms seen so): here the verdict holds it to 100 ms, which
+        # a client short of workers passes by seconds. Run alone, every mode met the default 10 ms
+        # (2026-12-05: p99 2.0 to 4.7 ms).
+        run = start_run(three_nodes, tmp_path / "results", run_id, 240, "--lateness-limit", "100", modes=modes, tp=1)
         out, err = finished(run, 500)
         assert run.returncode == 0, out + err
         manifest = manifest_of(tmp_path / "results" / run_id)
