@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pyarrow as pa
 import pytest
 import requests
@@ -69,7 +70,11 @@ def test_five_tokens_per_chunk_are_measured_exactly(tmp_path):
         # headers' (~0 ms); above it, allow for timer delays on a loaded CI machine (measured +20 ms).
         assert srv.TTFT_S * 1e3 - 5 <= r["ttft_ms"] < srv.TTFT_S * 1e3 + 60
         assert itl[0] == pytest.approx(r["ttft_ms"], rel=1e-6)  # itl_ms[0] is the TTFT (float32)
-        assert itl[1:] == pytest.approx([srv.GAP_S * 1e3] * 7, abs=10)  # one gap per chunk, not per token
+        # one gap per chunk (50 ms), not per token (10 ms): never early, late by a timer's delay at most
+        # (a loaded suite once delayed one by 10.8 ms), and in the middle within 5 ms
+        gap = srv.GAP_S * 1e3
+        assert all(gap - 10 <= g < gap + 40 for g in itl[1:]), itl
+        assert float(np.median(itl[1:])) == pytest.approx(gap, abs=5), itl
         expected_tpot = (r["e2e_ms"] - r["ttft_ms"]) / 39
         assert r["tpot_ms"] == pytest.approx(expected_tpot)
         assert r["tpot_ms"] == pytest.approx(7 * srv.GAP_S * 1e3 / 39, rel=0.1)  # ~9 ms, not 50 ms
