@@ -36,10 +36,10 @@ def test_the_peak_is_the_busiest_window_of_arrivals_counted_by_hand(rows):
 
 def test_a_heavy_trace_takes_several_workers_and_a_light_one_one():
     # 2,048 req/s (binary fractions of a second: exact windows) of 256-token streams for a minute:
-    # 524,288 events/s, 12.1 cores at the measured costs
+    # 524,288 events/s, 13.8 cores at the measured costs
     heavy = size_load(np.arange(122_880) / 2_048, np.full(122_880, 256))
     assert heavy.peak_requests_per_s == 2_048 and heavy.peak_events_per_s == 524_288
-    assert heavy.workers == math.ceil((2_048 * REQUEST_CORE_S + 524_288 * EVENT_CORE_S) / WORKER_SHARE) == 25
+    assert heavy.workers == math.ceil((2_048 * REQUEST_CORE_S + 524_288 * EVENT_CORE_S) / WORKER_SHARE) == 28
     assert size_load(np.arange(400) / 8, np.full(400, 256)).workers == 1   # chat: 8 req/s
 
 
@@ -47,9 +47,9 @@ def test_the_choice_is_the_flag_or_the_need_within_the_room_and_says_which():
     need = size_load(np.arange(122_880) / 2_048, np.full(122_880, 256))
     assert choose_workers(3, need, 8, "here").text() == "client: 3 Locust worker(s) per mode (--workers)"
     auto = choose_workers(None, need, 64, "the 1 Ray node(s) without GPUs, of 3")
-    assert auto.workers == 25 and auto.text() == (
-        "client: 25 Locust worker(s) per mode (auto: the trace peaks at 2,048.0 req/s and 524,288 events/s "
-        "(busiest 10 s), 12.09 core(s) of client work: 25 worker(s) at most 50% of a core each)")
+    assert auto.workers == 28 and auto.text() == (
+        "client: 28 Locust worker(s) per mode (auto: the trace peaks at 2,048.0 req/s and 524,288 events/s "
+        "(busiest 10 s), 13.77 core(s) of client work: 28 worker(s) at most 50% of a core each)")
     short = choose_workers(None, need, 6, "this machine's free cores")
     assert short.workers == 6 and short.why.endswith(
         "; this machine's free cores has room for 6: the replay may be client-limited (its verdict will say)")
@@ -58,4 +58,4 @@ def test_the_choice_is_the_flag_or_the_need_within_the_room_and_says_which():
     assert closed.why == ("auto: a closed loop's rate is the server's, so one per free CPU on this machine's free "
                           "cores; at most 4, one per request the closed loop keeps in flight") and closed.workers == 4
     assert choose_workers(None, need, 0, "nowhere").workers == 1   # never none
-    assert auto.as_dict()["sizing"]["workers"] == 25
+    assert auto.as_dict()["sizing"]["workers"] == 28

@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-# bench/loadgen.py on this machine (2 cores, 2026-12-05, median of three runs at b1b33d0):
-# no delay, one worker on its own core: 3,302 streamed requests/s (64 events each) ...
-REQUEST_CORE_S = 1 / 3_302
-# ... and paced at 100 requests/s, an event every 10 ms, 64 events each: 14% of a core.
-EVENT_CORE_S = 0.14 / (100 * 64)
+# bench/loadgen.py on this machine (2 cores, 2026-12-05, median of three runs at 70b8d94; the
+# README's table): no delay, one worker on its own core: 3,098 streamed requests/s (64 events each) ...
+REQUEST_CORE_S = 1 / 3_098
+# ... and paced at 100 requests/s, an event every 10 ms, 64 events each: 16% of a core.
+EVENT_CORE_S = 0.16 / (100 * 64)
 # A worker is sized to at most half a core at the trace's peak: the client flags itself
 # client_limited above 90% of a core (client_stats.py), and bursts inside the window need room.
 WORKER_SHARE = 0.5
