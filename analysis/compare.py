@@ -5,6 +5,12 @@ more than the threshold and the interval says it got worse at all (its low end i
 percentile over fewer pairs than it needs (analysis.stats.supported_count: a p99 368) is neither:
 "too few to judge", which fails no gate.
 
+Beside the percentiles, what far fewer pairs do support: for each latency compared, the typical
+request's change, the geometric mean over requests of NEW / BASE with its paired bootstrap
+interval (`<latency>_per_request`, judged from MIN_BOOTSTRAP_PAIRS pairs). The gate has three
+answers (`CompareGate`): failed when a judged figure regressed, passed when at least one was judged
+and none regressed, not judged when no figure could be.
+
 Requests pair only when both runs' traces hold the same request: the same id, tenant, API,
 prompt or messages and max_tokens, sent at the same offset (`common_requests`). Every trace
 numbers its requests from r000000, so ids alone would pair the prompts of unrelated scenarios."""
@@ -21,14 +27,22 @@ import pyarrow.dataset as ds
 
 from analysis.long_summary import ALL
 from analysis.reader import read_requests
-from analysis.stats import Ratio, floats, paired_quantile_ratio_ci, supported_count
+from analysis.stats import (
+    MIN_BOOTSTRAP_PAIRS,
+    Ratio,
+    floats,
+    paired_quantile_ratio_ci,
+    paired_speedup_ci,
+    supported_count,
+)
+from loadtest.manifest import Manifest
 from loadtest.records import OK
 
 COLUMNS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms", "ttft_sched": "ttft_sched_ms",
            "e2e_sched": "e2e_sched_ms"}
 DEFAULT_METRICS = ("ttft_p99", "tpot_p99", "e2e_p99")
-DEFAULT_MAX_REGRESSION = 0.05
 COMPARE_RESAMPLES = 1000
+PER_REQUEST = "per_request"   # the figure name's suffix: the typical request's NEW / BASE
 
 
 class CompareError(ValueError):
@@ -57,6 +71,10 @@ class Change:
     @property
     def too_few(self) -> bool:
         return self.ratio.pairs < self.needs
+
+    @property
+    def per_request(self) -> bool:
+        return self.metric.endswith(PER_REQUEST)
 
     def verdict(self, max_regression: float) -> str:
         if self.too_few:   # neither a pass nor a fail: the data cannot bound this percentile
@@ -160,6 +178,10 @@ def compare_runs(base: pa.Table, new: pa.Table, metrics: list[str], resamples: i
         tenants = joined["tenant"].to_numpy(zero_copy_only=False)
         for tenant in [ALL, *sorted(set(tenants))]:
             rows = np.ones(len(tenants), bool) if tenant == ALL else tenants == tenant
+            for latency, col in dict.fromkeys((name.rpartition("_p")[0], col) for name, col, _ in parsed):
+                bv, nv = floats(joined[col])[rows], floats(joined[f"new_{col}"])[rows]
+                if (typical := per_request_change(mode, tenant, latency, bv, nv, resamples)) is not None:
+                    out.append(typical)
             for name, col, q in parsed:
                 bv, nv = floats(joined[col])[rows], floats(joined[f"new_{col}"])[rows]
                 r = paired_quantile_ratio_ci(bv, nv, q, resamples=resamples)
@@ -170,4 +192,57 @@ def compare_runs(base: pa.Table, new: pa.Table, metrics: list[str], resamples: i
     if not out:
         raise CompareError("the runs have no request in common that succeeded in both (compare runs of the same "
                            "trace: the same scenario and seed, or the same --trace file)")
+    return out
+
+
+def per_request_change(mode: str, tenant: str, latency: str, base: np.ndarray, new: np.ndarray,
+                       resamples: int = COMPARE_RESAMPLES) -> Change | None:
+    """The typical request's change in `latency`: the geometric mean over pairs of NEW / BASE, with
+    its paired bootstrap interval, and each run's geometric mean (base, new); None with no pair of
+    positive values."""
+    ratio = paired_speedup_ci(new, base, resamples=resamples)   # its geometric mean of new / base
+    if ratio is None:
+        return None
+    keep = np.isfinite(base) & np.isfinite(new) & (base > 0) & (new > 0)
+    return Change(mode, tenant, f"{latency}_{PER_REQUEST}", float(np.exp(np.log(base[keep]).mean())),
+                  float(np.exp(np.log(new[keep]).mean())), ratio, MIN_BOOTSTRAP_PAIRS)
+
+
+@dataclass(frozen=True)
+class CompareGate:
+    """The compare gate's answer over every figure: failed (a judged figure regressed), passed
+    (figures judged, none regressed) or not judged (no figure had the pairs it needs)."""
+
+    regressed: list[Change]
+    judged: int
+    figures: int
+
+    @property
+    def verdict(self) -> str:
+        return "failed" if self.regressed else "passed" if self.judged else "not judged"
+
+
+def compare_gate(changes: list[Change], max_regression: float) -> CompareGate:
+    return CompareGate([c for c in changes if c.verdict(max_regression) == "regressed"],
+                       sum(not c.too_few for c in changes), len(changes))
+
+
+def caveats(run_dir: Path, label: str) -> list[str]:
+    """What a reader of a comparison must know about one of its runs: that it did not complete
+    (interrupted, failed: its records stop short), or that a mode's client was the limit (its
+    latencies hold the client's own delay)."""
+    try:
+        manifest = Manifest.read(run_dir)
+    except ValueError:
+        return [f"{label} ({run_dir}) has no readable manifest: how it ended is unknown"]
+    out = []
+    if manifest.status != "completed":
+        unsent = {m: n for m, n in manifest.unrecorded.items() if n}
+        out.append(f"{label} ({run_dir}) was {manifest.status}" + (f" ({manifest.reason})" if manifest.reason else "")
+                   + ": only the requests that succeeded in both runs are compared"
+                   + (f"; requests with no record: {unsent}" if unsent else ""))
+    for mode, mr in manifest.mode_runs.items():
+        if mr.client and mr.client.get("client_limited"):
+            out.append(f"{label} {mode} was client-limited ({'; '.join(mr.client.get('reasons') or [])}): its "
+                       "latencies include the client's own delay")
     return out

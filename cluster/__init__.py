@@ -9,5 +9,10 @@ class FleetError(ValueError):
     """A fleet file or speculative config that cannot be used; the message is one line for the user."""
 
 
+class ClusterAccessError(FleetError):
+    """A Ray cluster that would not let this process join for want of its credentials (Ray's token):
+    bad input from the environment, said in one line before anything starts (exit 2, refused)."""
+
+
 class StartupCancelled(Exception):
     """The caller asked the fleet to stop while it was still starting."""

@@ -22,14 +22,16 @@ from pathlib import Path
 
 import ray
 import requests
+from ray.exceptions import AuthenticationError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from cluster import FleetError, StartupCancelled, memory
+from cluster import ClusterAccessError, FleetError, StartupCancelled, memory
 from cluster.argv import installed_vllm_version, serve_argv, server_api_key
 from cluster.fleet import FleetSpec
 from cluster.memory import ReplicaMemory
 from cluster.placement import Plan, PlanError, make_plan, nodes_from_ray, replica_bundles
+from cluster.ray_access import access_problem, refused_for_token, stderr_into, token_source
 from cluster.supervise import Restart, Supervisor
 from common.process import die_with_parent, stop_group
 from common.times import utc_now
@@ -178,14 +180,25 @@ def init_ray(address: str | None, num_gpus: int | None = 0, log_file: Path | Non
     kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
                   configure_logging=log_file is not None)
     if address:
-        try:
-            ray.init(address=address, **kwargs)
-        except ConnectionError as exc:
-            raise FleetError(f"cannot join the Ray cluster at {address}: {exc} (a cluster with token "
-                             "authentication needs RAY_AUTH_MODE=token and its token, as Ray's docs say)") from None
+        join_ray(address, log_file, kwargs)
     else:
         ray.init(address="local", num_cpus=os.cpu_count() or 1, num_gpus=num_gpus, **kwargs)
     return True
+
+
+def join_ray(address: str, log_file: Path | None, kwargs: dict) -> None:
+    """ray.init(address) with what Ray's C++ client writes to stderr meanwhile sent to `log_file`;
+    ClusterAccessError when the cluster refused this process's token (or its lack of one),
+    FleetError when it could not be reached at all."""
+    with stderr_into(log_file) as said:
+        try:
+            ray.init(address=address, **kwargs)
+            return
+        except (ConnectionError, AuthenticationError) as exc:
+            failure = exc
+    if isinstance(failure, AuthenticationError) or refused_for_token(said[0]):
+        raise ClusterAccessError(access_problem(address, token_source())) from None
+    raise FleetError(f"cannot join the Ray cluster at {address}: {failure}") from None
 
 
 class Fleet:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import site
 import subprocess
+from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
 # What a Locust process gets when the process that started it dies: a signal of its own, because
@@ -31,10 +33,24 @@ def told_when_parent_dies() -> None:
     die_with_parent(PARENT_GONE)
 
 
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for a Locust process started now by this process: ours, `extra`, and our pid
-    (PARENT_PID_ENV)."""
-    return {**os.environ, **(extra or {}), PARENT_PID_ENV: str(os.getpid())}
+# Locust takes every option from LOCUST_<OPTION> variables and from ~/.locust.conf, ./locust.conf
+# and ./pyproject.toml ([tool.locust]) besides its command line (locust.argument_parser,
+# DEFAULT_CONFIG_FILES): a user's file or variable would set options under a replay (a run-time
+# that cuts it short, a CSV or HTML writer, another log level). A Locust process of ours runs in a
+# folder of the run's (its logs/, which holds none of those files) as its working directory and HOME,
+# and without Locust's variables, so its command line is the whole of its configuration.
+LOCUST_ENV_PREFIX = "LOCUST_"
+
+
+def child_env(extra: dict[str, str] | None = None, home: Path | None = None) -> dict[str, str]:
+    """The environment for a Locust process started now by this process: ours without Locust's
+    own variables, `extra`, our pid (PARENT_PID_ENV) and, given `home`, HOME there (the user's
+    site-packages kept through PYTHONUSERBASE, which Python would otherwise look for under HOME)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(LOCUST_ENV_PREFIX)}
+    if home is not None:
+        env.setdefault("PYTHONUSERBASE", site.getuserbase())
+        env["HOME"] = str(home)
+    return {**env, **(extra or {}), PARENT_PID_ENV: str(os.getpid())}
 
 
 def signal_group(pgid: int, sig: int) -> None:

@@ -29,7 +29,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests import invariants, priority, world
+from tests import invariants, machine, priority, world
+
+MACHINE = machine.prepare()   # before anything starts: Ray's token and folder, a clean environment
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).with_name("data")
@@ -357,6 +359,20 @@ def _set_nodeid(item: pytest.Item, nodeid: str) -> None:
         item._nodeid = nodeid
         return
     item._id = NodeId.parse(nodeid)
+
+
+def pytest_unconfigure(config) -> None:
+    machine.remove(MACHINE)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _home_untouched() -> Iterator[None]:
+    """No test reads or writes ~/.ray: every local Ray of the suite's takes the session's token
+    (tests/machine.py), every cluster a test starts its own (tests/ray_nodes.py)."""
+    token = Path.home() / ".ray" / "auth_token"
+    before = token.exists()
+    yield
+    assert before or not token.exists(), f"the suite wrote {token}: a Ray of its own took no token of the suite's"
 
 
 # With LOADTEST_TEST_TIMELINE=FILE, each test's worker, start and end go to FILE (where the time goes).

@@ -18,7 +18,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from tests.conftest import ROOT, finished, pid_alive
-from tests.ray_nodes import RayTestCluster, cpu_node, gpu_node, node_of, ray_cluster, ray_env
+from tests.ray_nodes import RayTestCluster, cpu_node, gpu_node, node_of, ray_cluster
 from tests.test_turns import MODES, epoch, fleet_file
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("three-ray-nodes")]   # one worker builds the cluster once
@@ -37,7 +37,7 @@ def start_run(cluster: RayTestCluster, out: Path, run_id: str, requests: int, *e
     argv = [sys.executable, "-m", "loadtest", "run", "--fleet", str(fleet), "--modes", modes,
             "--address", cluster.address, "--ray-workers", "--scenario", "chat", "--requests", str(requests),
             "--cooldown", "0", "--out", str(out), "--run-id", run_id, "--no-metrics", *extra]
-    return subprocess.Popen(argv, cwd=ROOT, env=ray_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return subprocess.Popen(argv, cwd=ROOT, env=cluster.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
 
 

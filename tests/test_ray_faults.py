@@ -8,12 +8,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -24,7 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.reader import read_requests
-from tests.conftest import DATA, ROOT, free_port, pid_alive, sim_server
+from tests.conftest import DATA, ROOT, pid_alive, sim_server
+from tests.ray_nodes import ray_cluster
 
 pytestmark = pytest.mark.e2e
 
@@ -151,6 +149,7 @@ def test_a_dead_replica_actor_fails_its_requests_by_kind_and_the_run_ends(tmp_pa
 class Head:
     address: str
     proc: subprocess.Popen   # `ray start --block`: it leads the group of the head's processes
+    env: dict[str, str]      # a driver's environment for this head (its token included)
 
     def kill(self) -> None:
         """SIGKILL the head's whole process group (GCS, raylet, dashboard agents, workers)."""
@@ -160,34 +159,10 @@ class Head:
 
 @pytest.fixture
 def ray_head() -> Iterator[Head]:
-    """A Ray head of this test's own (`ray start --head --block`, loopback, its own temp dir and
-    process group); its whole group is killed on the way out."""
-    port = free_port()
-    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("ray")), "start", "--head", "--port", str(port),
-                             "--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--num-gpus", "0",
-                             "--include-dashboard", "false", "--temp-dir", str(temp), "--disable-usage-stats",
-                             "--block"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env=ray_env())
-    lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
-    try:
-        deadline = time.monotonic() + 90
-        while "Ray runtime started" not in "".join(lines):
-            assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
-            time.sleep(0.2)
-        yield Head(f"127.0.0.1:{port}", proc)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(10)
-        shutil.rmtree(temp, ignore_errors=True)
-
-
-def ray_env() -> dict[str, str]:
-    return {**os.environ, "RAY_AUTH_MODE": "token"}  # the head enables Ray's token auth by default
+    """A Ray head of this test's own (tests/ray_nodes.py: `ray start --head --block`, loopback, its
+    own token, temporary folder and process group); its whole group is gone on the way out."""
+    with ray_cluster(["--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--num-gpus", "0"], []) as cluster:
+        yield Head(cluster.address, cluster.nodes[0].proc, cluster.env())
 
 
 def descendants(pid: int) -> set[int]:
@@ -234,7 +209,7 @@ def test_the_ray_head_going_away_ends_the_run_with_exit_3_and_readable_records(r
     scheduled request one record (the rest of the trace not_sent), nothing left running."""
     proc = start_run("--address", ray_head.address, "--scenario", str(DATA / "tiny-mix.toml"), "--fleet",
                      str(DATA / "fast-sim.toml"), "--modes", "baseline", "--requests", "200", "--workers", "2",
-                     "--timeout", "20", "--out", str(tmp_path), "--run-id", "head", env=ray_env())
+                     "--timeout", "20", "--out", str(tmp_path), "--run-id", "head", env=ray_head.env)
     try:
         run_dir = tmp_path / "head"
         wait_for_parts(proc, run_dir / "requests" / "mode=baseline", 2)
@@ -276,7 +251,7 @@ def test_the_ray_head_going_away_while_the_fleet_starts_is_ended_by_the_last_res
     the manifest `failed`, the replica's server gone with its node."""
     proc = start_run("--address", ray_head.address, "--scenario", str(DATA / "tiny-mix.toml"), "--fleet",
                      str(DATA / "slow-start-sim.toml"), "--requests", "20", "--out", str(tmp_path), "--run-id", "slow",
-                     env=ray_env())
+                     env=ray_head.env)
     try:
         run_dir = tmp_path / "slow"
         log, deadline = run_dir / "logs" / "baseline-0.log", time.monotonic() + 120

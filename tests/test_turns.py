@@ -20,7 +20,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from tests.conftest import DATA, ROOT, cli, loadtest, pid_alive
-from tests.ray_nodes import gpu_node, ray_cluster, ray_env
+from tests.ray_nodes import RayTestCluster, gpu_node, ray_cluster
 
 MODES = ["baseline", "draft", "medusa", "eagle", "ngram"]
 SPEC_MODES = """
@@ -67,10 +67,10 @@ def fleet_file(tmp_path: Path, tp: int = 4, medusa: str = "FasterDecoding/medusa
 
 
 @pytest.fixture(scope="module")
-def two_gpu_nodes() -> Iterator[str]:
-    """A Ray head and a second node on this machine, 4 fake H100s each; yields the address."""
+def two_gpu_nodes() -> Iterator[RayTestCluster]:
+    """A Ray head and a second node on this machine, 4 fake H100s each, with their own token."""
     with ray_cluster(gpu_node(), [gpu_node()]) as cluster:
-        yield cluster.address
+        yield cluster
 
 
 def epoch(stamp: str) -> float:
@@ -86,9 +86,9 @@ def _intervals(manifest: dict) -> list[tuple[str, float, float, str, str]]:
 @pytest.mark.e2e
 @pytest.mark.xdist_group("two-gpu-nodes")   # one worker builds the module's cluster once
 def test_five_tp4_modes_on_8_gpus_run_in_three_turns_overlapping_loads_with_replays(two_gpu_nodes, tmp_path):
-    run = loadtest("run", "--fleet", str(fleet_file(tmp_path)), "--address", two_gpu_nodes, "--scenario", "chat",
-                   "--requests", "6", "--cooldown", "0", "--out", str(tmp_path / "results"), "--run-id", "t",
-                   timeout=400, env=ray_env())
+    run = loadtest("run", "--fleet", str(fleet_file(tmp_path)), "--address", two_gpu_nodes.address, "--scenario",
+                   "chat", "--requests", "6", "--cooldown", "0", "--out", str(tmp_path / "results"), "--run-id", "t",
+                   timeout=400, env=two_gpu_nodes.env())
     assert run.returncode == 0, run.stdout + run.stderr
     assert ("plan: 5 modes x 1 replica x 4 H100 GPUs (TP4); the cluster has 8 H100 GPUs on 2 nodes: 2 mode(s) at "
             "a time, in 3 turns (baseline+draft, medusa+eagle, ngram)") in run.stdout
@@ -135,9 +135,9 @@ def test_five_tp4_modes_on_8_gpus_run_in_three_turns_overlapping_loads_with_repl
 @pytest.mark.xdist_group("two-gpu-nodes")   # one worker builds the module's cluster once
 def test_tp8_on_4_gpu_nodes_fails_in_the_pre_flight(two_gpu_nodes, tmp_path):
     start = time.monotonic()
-    run = loadtest("run", "--fleet", str(fleet_file(tmp_path, tp=8)), "--address", two_gpu_nodes, "--scenario",
+    run = loadtest("run", "--fleet", str(fleet_file(tmp_path, tp=8)), "--address", two_gpu_nodes.address, "--scenario",
                    "chat", "--requests", "6", "--out", str(tmp_path / "results"), "--run-id", "t8", timeout=120,
-                   env=ray_env())
+                   env=two_gpu_nodes.env())
     took = time.monotonic() - start
     assert run.returncode == 2, run.stdout + run.stderr
     errors = [line for line in run.stderr.splitlines() if "error" in line]
@@ -155,8 +155,8 @@ def test_tp8_on_4_gpu_nodes_fails_in_the_pre_flight(two_gpu_nodes, tmp_path):
 @pytest.mark.xdist_group("two-gpu-nodes")   # one worker builds the module's cluster once
 def test_cluster_up_refuses_a_fleet_that_needs_turns(two_gpu_nodes, tmp_path):
     state = tmp_path / "cluster.json"
-    up = loadtest("cluster", "up", "--fleet", str(fleet_file(tmp_path)), "--address", two_gpu_nodes, "--state",
-                  str(state), "--logs", str(tmp_path / "logs"), timeout=120, env=ray_env())
+    up = loadtest("cluster", "up", "--fleet", str(fleet_file(tmp_path)), "--address", two_gpu_nodes.address, "--state",
+                  str(state), "--logs", str(tmp_path / "logs"), timeout=120, env=two_gpu_nodes.env())
     assert up.returncode == 2, up.stdout + up.stderr
     assert ("`cluster up` keeps every mode up at once, and the cluster holds 2 of 5 at a time (3 turns: "
             "baseline+draft, medusa+eagle, ngram)") in up.stderr

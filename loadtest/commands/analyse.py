@@ -15,13 +15,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.table import Table
 
-from analysis.compare import DEFAULT_METRICS, CompareError, compare_runs, read_compared
+from analysis.compare import (
+    DEFAULT_METRICS,
+    PER_REQUEST,
+    CompareError,
+    caveats,
+    compare_gate,
+    compare_runs,
+    read_compared,
+)
 from analysis.gate import slo_gate_lines
 from analysis.long_summary import LONG_SCHEMA
 from analysis.markdown import repeats_markdown, runs_markdown
 from analysis.reader import ContractError
 from analysis.repeats import RepeatRun, repeats_of
 from analysis.run_analysis import analyse_run
+from analysis.stats import MIN_BOOTSTRAP_PAIRS
 from analysis.summary import too_few_rule
 from analysis.sweep import plan_vs_measured
 from common import exits, files
@@ -158,17 +167,25 @@ def compare(args: CompareOptions) -> int:
                       else f"[dim]{verdict}[/dim]" if c.too_few else verdict)
     console.print(table)
     console.print(common.text(), soft_wrap=True)
-    regressed = [c for c in changes if c.verdict(limit) == "regressed"]
-    for c in regressed:
-        console.print(f"[red bold]gate failed: {c.mode}/{c.tenant} {c.metric} regressed {c.ratio.value - 1:+.1%} "
+    for caveat in caveats(Path(args.base or ""), "BASE") + caveats(Path(args.new or ""), "NEW"):
+        console.print(f"[yellow]{caveat}[/yellow]", soft_wrap=True)
+    gate = compare_gate(changes, limit)
+    for c in gate.regressed:
+        what = f"the typical request's {c.metric}" if c.per_request else c.metric
+        console.print(f"[red bold]gate failed: {c.mode}/{c.tenant} {what} regressed {c.ratio.value - 1:+.1%} "
                       f"(95% CI {c.ratio.low - 1:+.1%} to {c.ratio.high - 1:+.1%}; --max-regression "
                       f"{limit:.0%})[/red bold]", soft_wrap=True)
-    unjudged = [c for c in changes if c.too_few]
+    unjudged = gate.figures - gate.judged
     if unjudged:
-        console.print(f"[yellow]{len(unjudged)} of {len(changes)} figures had too few requests in both runs to judge "
-                      f"(neither passed nor failed): {too_few_rule()}; replay more requests, or compare a lower "
-                      "percentile (--metric e2e_p90)[/yellow]", soft_wrap=True)
-    if not regressed:
+        console.print(f"[yellow]{unjudged} of {gate.figures} figures had too few requests in both runs to judge "
+                      f"(neither passed nor failed): {too_few_rule()}; the typical request's change "
+                      f"(*_{PER_REQUEST}) needs {MIN_BOOTSTRAP_PAIRS} pairs; replay more requests, or compare a "
+                      "lower percentile (--metric e2e_p90)[/yellow]", soft_wrap=True)
+    if gate.verdict == "not judged":
+        console.print(f"[yellow bold]gate not judged: none of the {gate.figures} figures had the pairs it needs, "
+                      "so nothing was passed or failed[/yellow bold]", soft_wrap=True)
+        return exits.INCOMPLETE
+    if gate.verdict == "passed":
         console.print(f"no metric regressed beyond {limit:.0%} with significance "
-                      f"({len(changes) - len(unjudged)} of {len(changes)} judged)")
-    return exits.GATE_FAILED if regressed else exits.OK
+                      f"({gate.judged} of {gate.figures} judged)")
+    return exits.GATE_FAILED if gate.regressed else exits.OK

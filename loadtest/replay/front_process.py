@@ -5,7 +5,6 @@ on every path. Locust is never imported here."""
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from common.process import die_with_parent, stop_group
+from common.process import child_env, die_with_parent, stop_group
 from loadtest.replay import protocol
 from loadtest.replay.process import read_output
 
@@ -52,11 +51,14 @@ class FrontProcess:
         return [*argv, "--login"] if self.login else argv
 
     def __enter__(self) -> FrontProcess:
-        env = {**os.environ, BOARD_ENV: self.board_url, TOKEN_ENV: self.board_token, MODES_ENV: json.dumps(self.modes)}
+        self.logs = self.logs.absolute()   # its working directory and HOME (common.process.child_env)
+        env = child_env({BOARD_ENV: self.board_url, TOKEN_ENV: self.board_token, MODES_ENV: json.dumps(self.modes)},
+                        home=self.logs)
         self.logs.mkdir(parents=True, exist_ok=True)
         self._out = open(self.logs / STDOUT, "w", buffering=1)
         self.proc = subprocess.Popen(self.argv(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     bufsize=1, env=env, start_new_session=True, preexec_fn=die_with_parent)
+                                     bufsize=1, cwd=self.logs, env=env, start_new_session=True,
+                                     preexec_fn=die_with_parent)
         self._reader = threading.Thread(target=self._read, daemon=True, name="loadtest-ui-front")
         self._reader.start()
         return self

@@ -62,6 +62,12 @@ class ReplayConfig:
     first_row: int = 0                     # a resumed soak: rows before this one are recorded already ...
     resume_at_s: float = 0.0               # ... and this trace offset comes `start_delay_s` after the start
 
+    def __post_init__(self) -> None:
+        # Absolute, so that a Locust process (which runs in the run's logs/, common.process.child_env)
+        # or a worker on another node finds them whatever its working directory.
+        object.__setattr__(self, "trace", Path(self.trace).absolute())
+        object.__setattr__(self, "run_dir", Path(self.run_dir).absolute())
+
     @property
     def distributed(self) -> bool:
         return self.workers > 1 or self.ray_workers

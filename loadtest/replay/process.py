@@ -143,7 +143,7 @@ class LocustProcess:
         self._stats_out = open(cfg.logs_dir / f"locust-{cfg.mode}.stdout.txt", "w")
         self.main = subprocess.Popen(cfg.main_argv(host, port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, bufsize=1, start_new_session=True, preexec_fn=told_when_parent_dies,
-                                     env=child_env())
+                                     cwd=cfg.logs_dir, env=child_env(home=cfg.logs_dir))
         try:
             if self.ray_pool is not None:
                 self.ray_pool.start(port)
@@ -152,7 +152,8 @@ class LocustProcess:
                     with open(cfg.logs_dir / f"locust-{cfg.mode}-worker{i}.stderr.txt", "wb") as err:
                         self.workers.append(subprocess.Popen(
                             cfg.worker_argv(i, host, port), stdout=subprocess.DEVNULL, stderr=err,
-                            start_new_session=True, preexec_fn=told_when_parent_dies, env=child_env()))
+                            start_new_session=True, preexec_fn=told_when_parent_dies, cwd=cfg.logs_dir,
+                            env=child_env(home=cfg.logs_dir)))
         except BaseException:
             self.kill()
             raise

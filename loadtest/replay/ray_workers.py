@@ -53,8 +53,8 @@ class LocustWorkerActor:
                              "with --ray-workers, --out must be on storage every node mounts")
         argv = config.worker_argv(index, *master, python=sys.executable, locustfile=LOCUSTFILE)
         with open(Path(run_dir, "logs", f"ray-worker{index}.stderr.txt"), "wb") as err:
-            self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
-                                         stdin=subprocess.DEVNULL, env=child_env(env),
+            self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL,
+                                         cwd=config.logs_dir, env=child_env(env, home=config.logs_dir),
                                          start_new_session=True, preexec_fn=told_when_parent_dies)
         return self.proc.pid
 

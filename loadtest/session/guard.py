@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from cluster import FleetError, StartupCancelled
+from cluster import ClusterAccessError, FleetError, StartupCancelled
 from cluster.placement import PlanError
 from common import exits
 from common.exits import print_error
@@ -61,7 +61,8 @@ def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path
             status, code = "completed", exits.OK
         except (Interrupted, StartupCancelled, KeyboardInterrupt):
             status, reason, code = "interrupted", "stopped by signal", exits.INTERRUPTED
-        except PlanError as exc:  # the pre-flight: the cluster cannot hold a mode; nothing was started
+        except (PlanError, ClusterAccessError) as exc:  # the pre-flight: the cluster cannot hold a mode, or
+            # would not let this process join; nothing was started
             status, reason, code = "refused", str(exc), exits.BAD_INPUT
             print_error(prog, reason)
         except (FleetError, ReplayError) as exc:

@@ -47,7 +47,8 @@ class CompareOptions:
         help="a gated metric, repeatable: ttft, tpot, e2e, ttft_sched or e2e_sched at a percentile, e.g. e2e_p99 "
         "(default: ttft_p99, tpot_p99, e2e_p99)", metavar="LATENCY_pNN", repeat=True)
     max_regression: float = option(0.05, "how much worse a metric may get before it fails, in percent (default "
-                                   "{default})", parse=percent, metavar="PCT")
+                                   "{default}); exit 1 when a judged figure regressed, 3 when no figure could be "
+                                   "judged", parse=percent, metavar="PCT")
 
 
 @dataclass(frozen=True)
