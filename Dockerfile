@@ -11,6 +11,7 @@ COPY loadtest ./loadtest
 COPY scenarios ./scenarios
 COPY cluster ./cluster
 COPY analysis ./analysis
+COPY contract ./contract
 COPY common ./common
 # The vllm extra is already satisfied by the base image; installing it keeps the pin checked.
 RUN python3 -m pip install --no-cache-dir ".[vllm]"

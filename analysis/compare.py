@@ -35,8 +35,8 @@ from analysis.stats import (
     paired_speedup_ci,
     supported_count,
 )
-from loadtest.manifest import Manifest
-from loadtest.records import OK
+from contract.manifest import Manifest
+from contract.records import OK
 
 COLUMNS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms", "ttft_sched": "ttft_sched_ms",
            "e2e_sched": "e2e_sched_ms"}

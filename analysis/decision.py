@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from analysis.long_summary import SummaryView
 from analysis.stats import MIN_BOOTSTRAP_PAIRS, Ratio
-from loadtest.records import FAILED, OK
+from contract.records import FAILED, OK
 
 BASELINE = "baseline"
 RESOLUTION = 0.10          # a speedup interval narrower than +-10% resolves "no different"

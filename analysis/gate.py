@@ -4,7 +4,7 @@ A mode fails the gate when none of its requests succeeded, or when its errors an
 a share of the requests it sent (`--max-errors`, 10% by default). What the client did to itself
 does not count: requests never sent (a deadline, an interrupt), in flight when the run was
 stopped (`interrupted`) or its --deadline came (`timeout/deadline`), or on a worker that was lost
-(`worker_lost`, reported as the mode's end): the outcome `client` of `loadtest.records.outcomes`, the one
+(`worker_lost`, reported as the mode's end): the outcome `client` of `contract.records.outcomes`, the one
 definition the console, the reports, capacity probes and soak windows count by too.
 The gate turns into exit code 1 (DESIGN.md, "Exit codes"); with --slo-gate a tenant's missed SLO
 fails it too, and an SLO the data cannot judge (analysis.slo) leaves it not judged: exit 3, the
@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.slo import MISSED, SLO_TOO_FEW_RULE, UNJUDGED
-from loadtest.manifest import Manifest
-from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, kinds, outcomes
+from contract.manifest import Manifest
+from contract.records import CLIENT, FAILED, NOT_SENT, OK, kinds, outcomes
 
 
 @dataclass(frozen=True)

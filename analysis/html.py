@@ -17,7 +17,7 @@ from plotly.offline import get_plotlyjs
 
 from analysis.long_summary import ALL
 from analysis.stats import floats
-from loadtest.records import OK
+from contract.records import OK
 
 CDF_POINTS = 400          # quantiles drawn per CDF line: the file stays small for 50,000 requests
 TIME_BIN_S = 1.0          # completions per second, binned

@@ -11,7 +11,7 @@ Metrics (latencies in ms, over requests that succeeded unless said):
   the tokens its chunk carried); statistics p50, p90, p95, p99, max, and `count` (the values
   they are of);
 - `requests` by `status` and `status/error_kind`, and by outcome (`failed`, `client`: the one
-  definition of `loadtest.records.outcomes` that the gate counts by);
+  definition of `contract.records.outcomes` that the gate counts by);
 - `req_per_s`, `out_tok_per_s`, `goodput_req_per_s` (statistic `rate`: completions inside the
   mode's steady window per second, NaN when the replay was too short for one; see
   analysis.steady), `req_per_s` and `out_tok_per_s` `makespan` (completions and their tokens
@@ -52,7 +52,7 @@ from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
 from analysis.stats import Ratio, floats, paired_speedups_ci, percentiles_with_intervals
 from analysis.steady import in_window, steady_window
-from loadtest.records import CLIENT, FAILED, OK, REQUEST_SCHEMA, STATUSES, outcomes
+from contract.records import CLIENT, FAILED, OK, REQUEST_SCHEMA, STATUSES, outcomes
 
 LATENCIES = ("ttft_ms", "tpot_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms")
 SPEEDUPS = {"speedup_ttft": "ttft_ms", "speedup_tpot": "tpot_ms", "speedup_e2e": "e2e_ms"}

@@ -56,7 +56,7 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
     rows = []
     for m in v.modes:
         ok = v.get(m, "requests", "ok")
-        failed = v.get(m, "requests", "failed") or 0      # loadtest.records.outcomes, as the gate counts
+        failed = v.get(m, "requests", "failed") or 0      # contract.records.outcomes, as the gate counts
         client = v.get(m, "requests", "client") or 0
         errors = f"{int(failed):,}" + (f" (+{int(client):,} client)" if client else "")
         good = v.get(m, "goodput_req_per_s", "rate")

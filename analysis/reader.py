@@ -1,6 +1,6 @@
 """The one reader of result datasets: `requests/` of one run (hive-partitioned by mode), read with
 pyarrow.dataset, columns projected and filters pushed down, and checked against the record
-contract of `loadtest.records`: a dataset that lacks a column or holds an unknown status is
+contract of `contract.records`: a dataset that lacks a column or holds an unknown status is
 refused with one line naming it."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from loadtest.records import ADDED_COLUMNS, REQUEST_SCHEMA, STATUSES
-from loadtest.request.compact import record_parts
+from contract.parts import record_parts
+from contract.records import ADDED_COLUMNS, REQUEST_SCHEMA, STATUSES
 
 
 class ContractError(ValueError):
@@ -40,7 +40,7 @@ def read_requests(run_dir: Path, columns: list[str] | None = None, filter: pc.Ex
     for f in REQUEST_SCHEMA:
         if f.name not in names and f.name not in ADDED_COLUMNS:
             raise ContractError(f"{run_dir}/requests: column {f.name!r} is missing (the record contract is "
-                                "loadtest.records.REQUEST_SCHEMA)")
+                                "contract.records.REQUEST_SCHEMA)")
     wanted = list(columns) if columns is not None else [*dataset.schema.names,
                                                         *(c for c in ADDED_COLUMNS if c not in names)]
     table = dataset.to_table(columns=[c for c in wanted if c in names], filter=filter)

@@ -30,7 +30,7 @@ from analysis.summary import (
 )
 from analysis.table import steady_state_note
 from common import files
-from loadtest.manifest import Manifest
+from contract.manifest import Manifest
 
 
 @dataclass

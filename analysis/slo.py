@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from analysis.stats import floats, percentiles_with_intervals, supported_count
 from common.times import ms_text
-from loadtest.records import OK, SLO_COLUMNS, meets_slos
+from contract.records import OK, SLO_COLUMNS, meets_slos
 
 MET, MISSED, UNJUDGED = "met", "missed", "too few to judge"   # Attainment.verdict
 SLO_TOO_FEW_RULE = (f"too few requests to judge the p99 against its target: its 95% interval holds the target or "

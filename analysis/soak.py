@@ -23,7 +23,7 @@ from analysis.reader import read_requests
 from analysis.server import load_server_metrics
 from analysis.slo import METRIC_OF, SLO_COLUMNS
 from common import files
-from loadtest.records import CLIENT, FAILED, outcomes
+from contract.records import CLIENT, FAILED, outcomes
 
 MIN_WINDOW_REQUESTS = 20   # a window's p99 from fewer successes says nothing; such windows are skipped
 MIN_TREND_WINDOWS = 6      # fewer windows than this: no trend is judged
@@ -172,7 +172,7 @@ def drift(check: str, mode: str, y: np.ndarray, starts: np.ndarray, load: np.nda
 
 def error_bursts(mode: str, errors: np.ndarray, sent: np.ndarray, starts: np.ndarray, window_s: float) -> list[Finding]:
     """Windows whose errors and timeouts stand far above the run's own share (`sent`: the requests
-    that ended ok or failed, the share the gate takes; loadtest.records.outcomes)."""
+    that ended ok or failed, the share the gate takes; contract.records.outcomes)."""
     share = errors.sum() / max(1, sent.sum())
     with np.errstate(divide="ignore", invalid="ignore"):
         w = np.where(sent > 0, errors / sent, 0.0)

@@ -15,7 +15,7 @@ from analysis.server import spec_decode_stats
 from analysis.stats import PERCENTILES, Ratio, supported_count
 from common import files
 from common.times import ms_text
-from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, STATUSES
+from contract.records import CLIENT, FAILED, NOT_SENT, OK, STATUSES
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class ModeSummary:
     mode: str
     requests: int
     ok: int
-    errors: int            # errors and timeouts the server is answerable for (loadtest.records.outcomes: failed)
+    errors: int            # errors and timeouts the server is answerable for (contract.records.outcomes: failed)
     client: int            # ends the client caused: stopped in flight, cut by --deadline, on a lost worker
     not_sent: int
     req_per_s: float       # completed requests per second over the steady window (nan: none)

@@ -1,4 +1,4 @@
-"""A synthetic result dataset in the record contract (loadtest.records.REQUEST_SCHEMA), for the
+"""A synthetic result dataset in the record contract (contract.records.REQUEST_SCHEMA), for the
 analysis benchmark: `requests/mode=M/part-K.parquet`, every mode replaying the same request ids,
 five tenants with their own length and latency profiles, a few errors, timeouts and not-sent
 rows, and the list columns (`itl_ms`, `chunk_tokens`) as long as the completions make them.
@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from loadtest.records import REQUEST_SCHEMA
+from contract.records import REQUEST_SCHEMA
 
 MODES = ("baseline", "draft", "eagle", "medusa", "ngram")
 TENANTS = ("chat", "code-agent", "doc-summarize", "rag", "sql-analytics")

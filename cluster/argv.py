@@ -9,6 +9,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, packages_distributions, version
 
 from cluster.fleet import FleetSpec
+from cluster.sim.config import SimConfig
 
 # vLLM's `--per-request-spec-decode-metrics` (each response's own acceptance, as
 # `metrics.speculative_decoding`) came with vLLM 0.29.0 (its release notes list the flag among
@@ -63,18 +64,41 @@ def serve_argv(fleet: FleetSpec, mode: str, port: int, python: str = sys.executa
         "--gpu-memory-utilization", str(fleet.gpu_memory_utilization),
         "--max-num-seqs", str(fleet.max_num_seqs),
     ]
+    if fleet.max_model_len is not None:
+        argv += ["--max-model-len", str(fleet.max_model_len)]
     spec = fleet.speculative_config(mode)
     if spec is not None:
         argv += ["--speculative-config", spec.to_json()]
-        level = fleet.per_request_spec_decode_metrics
-        if level == "auto":
-            level = "summary" if fleet.engine == "sim" or has_per_request_spec_metrics(vllm_version) else "none"
-        if level != "none":
+        if (level := spec_metrics_level(fleet, vllm_version)) != "none":
             argv += ["--per-request-spec-decode-metrics", level]
     if fleet.engine == "sim":
         argv += ["--hardware", fleet.sim.hardware, "--seed", str(fleet.sim.seed),
                  "--time-scale", str(fleet.sim.time_scale)]
     return argv + list(fleet.extra_args)
+
+
+def spec_metrics_level(fleet: FleetSpec, vllm_version: str | None = None) -> str:
+    """The --per-request-spec-decode-metrics a speculative mode's server gets: the fleet's setting;
+    `auto`: `summary` where the server has the flag (the simulator, vLLM `vllm_version` >= 0.29)."""
+    level = fleet.per_request_spec_decode_metrics
+    if level == "auto":
+        return "summary" if fleet.engine == "sim" or has_per_request_spec_metrics(vllm_version) else "none"
+    return level
+
+
+def sim_config(fleet: FleetSpec, mode: str, hardware: str | None = None) -> SimConfig:
+    """What the simulator standing in for a replica of `mode` is (a plan's model of it, built
+    from the fleet's fields as `serve_argv` writes them as flags; `hardware` in place of the
+    fleet's simulator profile). The fleet's extra_args, a server's own flags, are not modelled."""
+    spec = fleet.speculative_config(mode)
+    return SimConfig(model=fleet.model, served_model_names=(fleet.served_model_name(mode),),
+                     host=fleet.bind_host, tensor_parallel_size=fleet.tensor_parallel_size,
+                     speculative_config=spec.to_json() if spec is not None else None,
+                     max_num_seqs=fleet.max_num_seqs, max_model_len=fleet.max_model_len,
+                     gpu_memory_utilization=fleet.gpu_memory_utilization,
+                     per_request_spec_decode_metrics=spec_metrics_level(fleet.model_copy(update={"engine": "sim"}))
+                     if spec is not None else "none",
+                     hardware=hardware or fleet.sim.hardware, seed=fleet.sim.seed, time_scale=fleet.sim.time_scale)
 
 
 def server_api_key(argv: list[str], env: dict[str, str]) -> str | None:

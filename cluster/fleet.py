@@ -31,6 +31,7 @@ MAX_TIME_SCALE = 1000.0          # wall seconds per simulated second: a thousand
 MAX_GPUS_PER_REPLICA = 1024      # tensor parallel ranks (vLLM's largest deployments span a few 8-GPU nodes)
 MAX_REPLICAS = 10_000            # per mode
 MAX_NUM_SEQS = 65_536            # vLLM's default is 256 (1,024 at most in its docs' examples)
+MAX_MODEL_LEN = 10_485_760       # 10 Mi tokens: the longest context a served model declares (Llama 4 Scout's 10M)
 MAX_CPUS_PER_REPLICA = 1024.0
 MAX_STARTUP_S = 86_400.0         # a day to come up
 MAX_RESTARTS = 1000
@@ -145,6 +146,9 @@ class FleetSpec(_Strict):
     replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS)] = 1
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
     max_num_seqs: Annotated[int, Field(ge=1, le=MAX_NUM_SEQS)] = 256
+    # vLLM's --max-model-len (None: the model's own, the simulator's DEFAULT_MAX_MODEL_LEN), typed so
+    # that a plan's model of a replica reads it without parsing extra_args.
+    max_model_len: Annotated[int, Field(ge=1, le=MAX_MODEL_LEN)] | None = None
     cpus_per_replica: Annotated[float, Field(gt=0, le=MAX_CPUS_PER_REPLICA)] = 1.0
     bind_host: str = "127.0.0.1"
     startup_timeout_s: Annotated[float, Field(gt=0, le=MAX_STARTUP_S)] = 600.0
@@ -193,6 +197,16 @@ class FleetSpec(_Strict):
                              for name, m in modes.items()}
         return data
 
+    @field_validator("extra_args")
+    @classmethod
+    def _typed_flags(cls, args: list[str]) -> list[str]:
+        """A flag the fleet has a field for is set there, once: extra_args holds only the rest."""
+        for arg in args:
+            flag = arg.split("=", 1)[0]
+            if flag in TYPED_FLAGS:
+                raise ValueError(f"{flag} is the fleet's {TYPED_FLAGS[flag]} field: set it there, not in extra_args")
+        return args
+
     @model_validator(mode="after")
     def _speculation(self):
         for name, _mode in self.modes.items():
@@ -213,6 +227,12 @@ class FleetSpec(_Strict):
         """Unique per mode, so a request sent to the wrong fleet fails loudly."""
         return f"{self.model.rstrip('/').split('/')[-1]}-{mode}"
 
+
+# vLLM's flags the fleet sets from its own fields (cluster.argv.serve_argv), never from extra_args.
+TYPED_FLAGS = {"--tensor-parallel-size": "tensor_parallel_size", "-tp": "tensor_parallel_size",
+               "--gpu-memory-utilization": "gpu_memory_utilization", "--max-num-seqs": "max_num_seqs",
+               "--max-model-len": "max_model_len", "--served-model-name": "modes' served names",
+               "--speculative-config": "modes"}
 
 # Flags whose value may be a secret, as they may appear in a fleet's extra_args.
 SECRET_FLAGS = ("--api-key", "--hf-token")

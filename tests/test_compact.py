@@ -9,8 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow.compute as pc
 
 from analysis.reader import read_requests
-from loadtest.records import REQUEST_SCHEMA, RequestRecord
-from loadtest.request.compact import PREFIX, compact, record_parts
+from contract.parts import PREFIX, record_parts
+from contract.records import REQUEST_SCHEMA, RequestRecord
+from loadtest.request.compact import compact
 from loadtest.request.sink import ParquetSink
 from loadtest.request.tally import tally_of
 

@@ -18,8 +18,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from loadtest.manifest import Manifest
-from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from contract.manifest import Manifest
+from contract.records import REQUEST_SCHEMA, RequestRecord
 from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, write_trace
 from tests.conftest import DATA, cli

@@ -10,7 +10,7 @@ from analysis.decision import DEPLOY, NONE_BETTER, TOO_FEW, decide_run
 from analysis.long_summary import long_summary
 from analysis.stats import MIN_BOOTSTRAP_PAIRS
 from analysis.sweep import LEVEL_SCHEMA, decide_sweep, with_level
-from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from contract.records import REQUEST_SCHEMA, RequestRecord
 
 
 def _run(n: int, faster: dict[str, float], noise: float, seed: int = 1, failed: dict[str, int] | None = None

@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.reader import read_requests
-from loadtest.manifest import RESERVE_BYTES, SPACE_RESERVE, Manifest, hold_reserve
-from loadtest.records import REQUEST_SCHEMA, STATUSES, RequestRecord
+from contract.manifest import RESERVE_BYTES, SPACE_RESERVE, Manifest, hold_reserve
+from contract.records import REQUEST_SCHEMA, STATUSES, RequestRecord
 from loadtest.replay import protocol
 from loadtest.request.client_stats import ClientStats
 from loadtest.request.sink import ParquetSink, RecordsNotWritten

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.reader import read_requests
-from loadtest.records import STATUSES
-from loadtest.request.compact import replaced_by
+from contract.parts import replaced_by
+from contract.records import STATUSES
 from tests.conftest import DATA, ROOT, loadtest, pid_alive
 
 pytestmark = pytest.mark.e2e

@@ -14,9 +14,12 @@ import pytest
 
 from tests.conftest import ROOT
 
-ROOMS = ("scenarios", "cluster", "loadtest", "analysis")
+ROOMS = ("scenarios", "cluster", "loadtest", "analysis", "contract")
 # What each room may import of the others (DESIGN.md, "The way data flows"); `common` is beneath all.
-ALLOWED = {"scenarios": set(), "cluster": set(), "loadtest": {"scenarios"}, "analysis": {"loadtest"}}
+# The record contract (`contract`: the request schema and outcomes, the manifest, the part files) is
+# beneath both the client and the analysis, so analysis reads records without importing loadtest.
+ALLOWED = {"scenarios": set(), "cluster": set(), "contract": set(), "loadtest": {"scenarios", "contract"},
+           "analysis": {"contract"}}
 # Inside loadtest: the engine (session/) composes the four rooms and knows nothing of the command
 # line; the commands (commands/) wire the command line to it and may import anything.
 ENGINE = ("loadtest", "session")
@@ -73,6 +76,39 @@ def test_the_engine_knows_nothing_of_the_command_line():
         assert "Namespace" not in path.read_text(), f"{path.relative_to(ROOT)} names a Namespace"
 
 
+def _uses_argparse(module: str) -> bool:
+    path = ROOT / f"{module.replace('.', '/')}.py"
+    return "argparse" in _imports(path if path.is_file() else ROOT / module.replace(".", "/") / "__init__.py")
+
+
+def argparse_paths(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each chain of imports from a module of the engine (loadtest/session/) to a module that
+    imports argparse, at any distance."""
+    found, seen = [], set()
+    stack = [[m] for m in sorted(graph) if m.startswith("loadtest.session")]
+    while stack:
+        chain = stack.pop()
+        if chain[-1] in seen:
+            continue
+        seen.add(chain[-1])
+        if _uses_argparse(chain[-1]):
+            found.append(chain)
+        stack += [[*chain, m] for m in sorted(graph.get(chain[-1], ()))]
+    return found
+
+
+def test_no_argparse_on_the_engines_path():
+    """Nothing the engine imports, at any distance, parses a command line: the plan builds the
+    simulator's typed configuration (cluster.sim.config) rather than parsing a server's argv."""
+    assert not argparse_paths(import_graph()), argparse_paths(import_graph())
+
+
+def test_the_argparse_check_finds_an_indirect_import():
+    graph = import_graph()   # as it was at ef8d684: the plan built its simulator through the simulator's CLI
+    graph["loadtest.session.plan"] = graph["loadtest.session.plan"] | {"cluster.sim.cli"}
+    assert ["loadtest.session.plan", "cluster.sim.cli"] in [chain[-2:] for chain in argparse_paths(graph)]
+
+
 def test_common_imports_no_room():
     for path in (ROOT / "common").rglob("*.py"):
         assert not _imports(path) & set(ROOMS), path
@@ -93,7 +129,7 @@ def _module(path) -> str:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Every module of the five packages -> the modules of them it imports, wherever the import is."""
+    """Every module of the six packages -> the modules of them it imports, wherever the import is."""
     paths = [p for pkg in (*ROOMS, "common") for p in (ROOT / pkg).rglob("*.py")]
     modules = {_module(p) for p in paths}
     graph: dict[str, set[str]] = {}
@@ -115,6 +151,15 @@ def test_no_module_imports_one_that_imports_it_back():
         tuple(graphlib.TopologicalSorter(import_graph()).static_order())
     except graphlib.CycleError as err:
         pytest.fail("an import circle: " + " -> ".join(err.args[1]))
+
+
+def test_the_one_way_check_finds_an_import_that_climbs(tmp_path):
+    """analysis importing loadtest (as analysis/reader.py did at ef8d684) is refused."""
+    climbing = tmp_path / "analysis" / "reader.py"
+    climbing.parent.mkdir()
+    climbing.write_text("from loadtest.request.compact import record_parts\n")
+    assert _imports(climbing) & set(ROOMS) - {"analysis"} == {"loadtest"}
+    assert not {"loadtest"} <= ALLOWED["analysis"]
 
 
 def test_the_circle_check_finds_a_circle():

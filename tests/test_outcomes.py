@@ -1,4 +1,4 @@
-"""One definition of a failed request (loadtest.records.outcomes): the gate, the console table,
+"""One definition of a failed request (contract.records.outcomes): the gate, the console table,
 report.md, summary.parquet, a capacity probe (which runs the gate on its records) and a soak's
 windows count the same records the same way, whatever the mix of real errors and ends the client
 caused (stopped in flight, cut by --deadline, a lost worker)."""
@@ -20,7 +20,7 @@ from analysis.markdown import report_markdown
 from analysis.soak import windows
 from analysis.summary import summarize
 from analysis.table import mode_table
-from loadtest.records import CLIENT, FAILED, NOT_SENT, OK, OUTCOMES, REQUEST_SCHEMA, RequestRecord, outcomes
+from contract.records import CLIENT, FAILED, NOT_SENT, OK, OUTCOMES, REQUEST_SCHEMA, RequestRecord, outcomes
 from loadtest.session.options import MAX_ERROR_SHARE
 
 # (status, error_kind) -> the outcome it must be

@@ -111,12 +111,11 @@ def test_the_planned_replica_is_the_live_one_with_its_extra_flags_and_replicas(t
     from scenarios.trace import build_trace
 
     fleet = FleetSpec.model_validate({"name": "f", "engine": "sim", "model": "meta-llama/Llama-3.3-70B-Instruct",
-                                      "tensor_parallel_size": 4, "replicas": 2,
-                                      "extra_args": ["--max-model-len", "2048"],
+                                      "tensor_parallel_size": 4, "replicas": 2, "max_model_len": 2048,
                                       "modes": {"eagle": {"method": "eagle", "num_speculative_tokens": 5,
                                                           "model": "yuhuili/EAGLE-LLaMA3-Instruct-70B"}}})
     server = simulator_of(fleet, "eagle", None)
-    assert server.cfg.max_model_len == 2048               # the fleet's simulator flag, as a replica gets it
+    assert server.cfg.max_model_len == 2048               # the fleet's field, as a replica gets it (--max-model-len)
     scenario, _ = load_scenario("saas-mix")
     trace = build_trace(scenario, requests=40, seed=scenario.seed)
     records = predicted_records(trace, server, "eagle", "r", replicas=2)

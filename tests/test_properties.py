@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, seed, settings
 from hypothesis import strategies as st
 
-from loadtest.records import ERROR_KINDS
+from contract.records import ERROR_KINDS
 from loadtest.request.client import _read_loop
 from loadtest.request.sse import StreamError, StreamMeasurement
 from scenarios import ScenarioError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from cluster.scrape import METRICS_SCHEMA
-from loadtest.records import REQUEST_SCHEMA
+from contract.records import REQUEST_SCHEMA
 from tests.conftest import ROOT, cli
 
 README = (ROOT / "README.md").read_text()

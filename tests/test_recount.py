@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from common import exits
-from loadtest.manifest import Manifest
+from contract.manifest import Manifest
 from loadtest.session.guard import Interrupted, guarded, unrecorded_text
 
 

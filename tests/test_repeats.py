@@ -18,8 +18,8 @@ import pytest
 from analysis.repeats import NOT_JUDGED, WIDER, WITHIN, t_quantile
 from analysis.stats import paired_speedup_ci, percentiles_with_intervals
 from common.times import ms_text
-from loadtest.manifest import Manifest
-from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from contract.manifest import Manifest
+from contract.records import REQUEST_SCHEMA, RequestRecord
 from scenarios.spec import load_scenario
 from scenarios.trace import build_trace, write_trace
 from tests.conftest import DATA, cli

@@ -21,7 +21,7 @@ import pytest
 from analysis.reader import read_requests
 from cluster import FleetError
 from cluster.fleet import load_fleet
-from loadtest.records import STATUSES
+from contract.records import STATUSES
 from tests import invariants
 from tests.conftest import DATA, ROOT, cli, finished, loadtest, pid_alive
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from analysis.long_summary import long_summary
 from analysis.sweep import LEVEL_SCHEMA, saturation, with_level
-from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from contract.records import REQUEST_SCHEMA, RequestRecord
 
 
 def _queue(rate: float, seconds: float, life_s: float, servers: int | None = None) -> pa.Table:

@@ -18,7 +18,7 @@ from analysis.long_summary import LONG_SCHEMA, long_summary, peak_in_flight
 from analysis.reader import ContractError, read_requests
 from analysis.summary import summarize, tenant_speedups
 from analysis.table import steady_state_note
-from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from contract.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.sink import ParquetSink
 
 

@@ -168,8 +168,8 @@ def test_resume_records_lost_outcomes_once_and_drops_the_stops_not_sent(tmp_path
     from concurrent.futures import ThreadPoolExecutor
 
     from analysis.reader import read_requests
-    from loadtest.manifest import Manifest
-    from loadtest.records import REQUEST_SCHEMA, RequestRecord
+    from contract.manifest import Manifest
+    from contract.records import REQUEST_SCHEMA, RequestRecord
     from loadtest.request.sink import ParquetSink
     from loadtest.session.options import SoakOptions
     from loadtest.session.soak import Soak, _go_on, _recorded

@@ -129,3 +129,36 @@ def test_builtin_h100_fleet_argv_per_mode():
         argv = serve_argv(fleet, mode, 8000)
         assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-3.3-70B-Instruct"]
         assert "--tensor-parallel-size" in argv and argv[argv.index("--tensor-parallel-size") + 1] == "4"
+
+
+def test_the_planned_simulator_is_what_the_replicas_command_line_says():
+    """`sim_config` (the plan's typed model of a replica) and `serve_argv` (the replica's flags)
+    say the same: the simulator's own CLI reads the argv back to the same configuration."""
+    import argparse
+
+    from cluster.argv import serve_argv, sim_config
+    from cluster.fleet import FleetSpec
+    from cluster.sim.cli import add_arguments, config_of
+
+    fleet = FleetSpec.model_validate({"name": "f", "engine": "sim", "model": "meta-llama/Llama-3.3-70B-Instruct",
+                                      "tensor_parallel_size": 4, "max_model_len": 4096, "max_num_seqs": 64,
+                                      "gpu_memory_utilization": 0.8, "sim": {"hardware": "h200", "seed": 3},
+                                      "modes": {"baseline": {"method": "none"},
+                                                "eagle": {"method": "eagle", "num_speculative_tokens": 5,
+                                                          "model": "yuhuili/EAGLE-LLaMA3-Instruct-70B"}}})
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    for mode in fleet.modes:
+        read = config_of(parser.parse_args(serve_argv(fleet, mode, 8000)[3:]))   # 8000: SimConfig's port
+        assert sim_config(fleet, mode) == read
+
+
+@pytest.mark.parametrize("flag", ["--max-model-len", "--tensor-parallel-size", "--max-num-seqs"])
+def test_a_flag_the_fleet_has_a_field_for_is_refused_in_extra_args(flag):
+    from pydantic import ValidationError
+
+    from cluster.fleet import FleetSpec
+
+    with pytest.raises(ValidationError, match=f"{flag} is the fleet's .* field: set it there, not in extra_args"):
+        FleetSpec.model_validate({"name": "f", "model": "m", "extra_args": [flag, "8"],
+                                  "modes": {"baseline": {"method": "none"}}})

@@ -29,7 +29,7 @@ from analysis.stats import (
     tokens_per_step,
 )
 from analysis.summary import summarize
-from loadtest.records import REQUEST_SCHEMA, meets_slos
+from contract.records import REQUEST_SCHEMA, meets_slos
 
 
 @given(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=1, max_size=200))

@@ -11,7 +11,7 @@ import time
 from geventhttpclient.client import HTTPClientPool
 from geventhttpclient.url import URL
 
-from loadtest.records import RequestRecord
+from contract.records import RequestRecord
 from loadtest.request.client import Clock, execute
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"

@@ -35,9 +35,9 @@ from analysis.summary import too_few_rule
 from analysis.sweep import plan_vs_measured
 from common import exits, files
 from common.exits import print_error
+from contract.manifest import Manifest
 from loadtest.commands.console import new_console, say_summaries_not_written
 from loadtest.commands.views import show_gate, show_repeats, show_run
-from loadtest.manifest import Manifest
 from loadtest.session.tool_options import CompareOptions, ReportOptions
 
 

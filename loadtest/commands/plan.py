@@ -8,7 +8,7 @@ import time
 
 from analysis.sweep import sweep_markdown
 from cluster import FleetError
-from cluster.sim import cli as sim_cli
+from cluster.sim.config import SimArgsError
 from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console
@@ -23,7 +23,7 @@ def main(args: PlanOptions) -> int:
     started = time.monotonic()
     try:
         plan = new_plan(args)
-    except (ScenarioError, FleetError, sim_cli.SimArgsError, OutError) as exc:
+    except (ScenarioError, FleetError, SimArgsError, OutError) as exc:
         print_error("loadtest plan", str(exc))
         return exits.BAD_INPUT
     run_dir = plan.run_dir

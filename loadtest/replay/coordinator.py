@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from loadtest.records import RequestRecord
+from contract.records import RequestRecord
 from loadtest.replay import protocol
 from loadtest.replay.dispatcher import Clock
 from loadtest.replay.shards import iter_index

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import gevent
 from gevent.threadpool import ThreadPoolExecutor
 
-from loadtest.records import REQUEST_SCHEMA
+from contract.records import REQUEST_SCHEMA
 from loadtest.replay import protocol
 from loadtest.replay.coordinator import Coordinator, CoordinatorOptions
 from loadtest.replay.options import ReplayConfig

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from common.process import child_env, told_when_parent_dies
-from loadtest.records import NO_RECORD
+from contract.records import NO_RECORD
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
 from loadtest.replay.shards import trace_rows, trace_tenants

@@ -20,7 +20,7 @@ import orjson
 from gevent.threadpool import ThreadPoolExecutor
 from geventhttpclient.url import URL
 
-from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from contract.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.replay import protocol
 from loadtest.replay.dispatcher import Dispatcher, Schedule
 from loadtest.replay.options import ReplayConfig

@@ -16,7 +16,7 @@ import gevent
 from geventhttpclient.client import HTTPClientPool
 from geventhttpclient.url import URL
 
-from loadtest.records import RequestRecord
+from contract.records import RequestRecord
 from loadtest.request.retry import RetryPolicy, parse_retry_after
 from loadtest.request.sse import StreamError, StreamMeasurement, spec_counts
 

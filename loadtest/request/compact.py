@@ -21,24 +21,11 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from contract.parts import PREFIX, REPLACES, record_parts
+
 log = logging.getLogger("loadtest")
-PREFIX = "part-compact-"
-REPLACES = b"loadtest.replaces"   # a compacted file's metadata: the JSON list of the part names it holds
 FILE_ROWS = 250_000               # rows in one compacted file at most (a 50,000-request mode: one file)
 ROW_GROUP_ROWS = 32_768           # rows per row group (readers skip by row group statistics)
-
-
-def replaced_by(path: Path) -> list[str]:
-    """The names of the part files a compacted file holds."""
-    meta = pq.read_schema(path).metadata or {}
-    return json.loads(meta.get(REPLACES, b"[]"))
-
-
-def record_parts(folder: Path) -> list[Path]:
-    """A mode's record files, in order, without the parts a compacted file already holds."""
-    parts = sorted(Path(folder).glob("part-*.parquet"))
-    held = {name for p in parts if p.name.startswith(PREFIX) for name in replaced_by(p)}
-    return [p for p in parts if p.name not in held]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from loadtest.records import ERROR_KINDS, TIMEOUT_KINDS
+from contract.records import ERROR_KINDS, TIMEOUT_KINDS
 from loadtest.request.tally import LiveTallies
 
 # metric (tally.HISTOGRAMS) -> (the Prometheus name, its help)

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from common import files
 from common.exits import os_error_text
-from loadtest.records import STORABLE_ERRORS, unstorable
+from contract.records import STORABLE_ERRORS, unstorable
 
 FLUSH_ROWS = 5000   # the bound: a row group at least every 5,000 rows ...
 FLUSH_S = 1.0       # ... or every second

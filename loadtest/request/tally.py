@@ -2,8 +2,8 @@
 as counts that add up exactly. The progress bars, /metrics, the live board (`loadtest ui`'s
 Comparison page and the Locust statistics beside it) and the client's verdict on itself all read it.
 
-- requests by status and error kind (their outcome is `loadtest.records.outcome_of`'s), and the
-  good ones (`loadtest.records.meets_slos`, against the tenant's targets in the trace);
+- requests by status and error kind (their outcome is `contract.records.outcome_of`'s), and the
+  good ones (`contract.records.meets_slos`, against the tenant's targets in the trace);
 - the latencies of the requests that succeeded (TTFT, TPOT, the gaps between chunks after the
   first, E2E), and the send lateness of every request sent, each twice: in vLLM's own buckets
   (common/vllm_buckets.py) for Prometheus, so the client's histograms and the server's `vllm:*`
@@ -35,8 +35,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from common.vllm_buckets import INTER_TOKEN_LATENCY_BUCKETS, REQUEST_LATENCY_BUCKETS, TIME_TO_FIRST_TOKEN_BUCKETS
-from loadtest.records import OK, OUTCOMES, SLO_COLUMNS, meets_slos, outcome_of
-from loadtest.request.compact import record_parts
+from contract.parts import record_parts
+from contract.records import OK, OUTCOMES, SLO_COLUMNS, meets_slos, outcome_of
 from loadtest.request.histogram import LogHistogram
 
 # vLLM's inter-token buckets, with 1, 2.5, 5 and 7.5 ms added below its first (10 ms)
@@ -216,7 +216,7 @@ class TenantTally:
     # ---- what the views read ---------------------------------------------------------------
     @property
     def outcomes(self) -> dict[str, int]:
-        """Requests by outcome (loadtest.records.OUTCOMES), every one present."""
+        """Requests by outcome (contract.records.OUTCOMES), every one present."""
         out = dict.fromkeys(OUTCOMES, 0)
         for (status, kind), n in self.requests.items():
             out[outcome_of(status, kind or None)] += n
@@ -248,7 +248,7 @@ class TenantTally:
 
 @dataclass
 class Tally:
-    """Per tenant, with each tenant's SLO targets (in the order of loadtest.records.SLO_COLUMNS;
+    """Per tenant, with each tenant's SLO targets (in the order of contract.records.SLO_COLUMNS;
     a NaN is no target) to judge which requests were good."""
 
     targets: dict[str, tuple[float, ...]] = field(default_factory=dict)

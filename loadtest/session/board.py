@@ -30,7 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from analysis.cells import ALL
 from analysis.server import ACCEPTED, DRAFT_TOKENS
-from loadtest.records import CLIENT, FAILED, NOT_SENT, OK
+from contract.records import CLIENT, FAILED, NOT_SENT, OK
 from loadtest.replay import protocol
 from loadtest.replay.front_process import TOKEN_HEADER
 from loadtest.request.exporter import key_of

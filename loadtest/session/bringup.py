@@ -24,7 +24,7 @@ from cluster.rollout import Rollout
 from cluster.state import ExistingFleet
 from cluster.supervise import Restart
 from common.times import utc_now
-from loadtest.manifest import Manifest, ModeRun
+from contract.manifest import Manifest, ModeRun
 from loadtest.session.inputs import replica_entry
 
 log = logging.getLogger("loadtest")

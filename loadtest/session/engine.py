@@ -25,7 +25,7 @@ from cluster.scrape import Scraper
 from cluster.state import ExistingFleet
 from common.ray_nodes import GPU
 from common.times import utc_now
-from loadtest.manifest import Manifest, ModeRun
+from contract.manifest import Manifest, ModeRun
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig, ReplayError
 from loadtest.replay.process import LocustProcess, ReplayEnd

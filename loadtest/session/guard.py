@@ -15,8 +15,8 @@ from cluster.placement import PlanError
 from common import exits
 from common.exits import print_error
 from common.times import utc_now
-from loadtest.manifest import Manifest, hold_reserve, release_reserve
-from loadtest.records import NO_RECORD
+from contract.manifest import Manifest, hold_reserve, release_reserve
+from contract.records import NO_RECORD
 from loadtest.replay.options import ReplayError
 from loadtest.session.metrics_server import MetricsError, MetricsServer, serving
 from loadtest.session.options import Replaying

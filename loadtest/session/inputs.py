@@ -20,7 +20,7 @@ from cluster.fleet import FleetSpec, available_modes, load_fleet, redacted, reso
 from cluster.provision import Replica, ray_address
 from cluster.state import ClusterState, ReplicaState, check_health, load_endpoints
 from common.names import slug
-from loadtest.manifest import Manifest
+from contract.manifest import Manifest
 from loadtest.session.options import DEFAULT_FLEET, FleetOptions, TraceOptions
 from scenarios import ScenarioError
 from scenarios.limits import disk_problem

@@ -15,7 +15,7 @@ from analysis.long_summary import SCALAR_COLUMNS
 from analysis.reader import read_requests
 from analysis.run_analysis import analyse_run
 from common.times import utc_now
-from loadtest.manifest import Manifest, ModeRun
+from contract.manifest import Manifest, ModeRun
 from loadtest.session.levels import Level, offered_rate
 from scenarios.trace import write_trace
 

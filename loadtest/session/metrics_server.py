@@ -28,7 +28,7 @@ from rich.console import Console
 
 from common import files
 from common.login import CHALLENGE, authorized, bind_error, credentials, is_loopback, login_problem
-from loadtest.manifest import Manifest
+from contract.manifest import Manifest
 from loadtest.request.exporter import ClientMetrics
 from loadtest.request.tally import LiveTallies
 from loadtest.session.options import MetricsOptions

@@ -49,7 +49,7 @@ DEFAULT_RATE_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)   # a sweep's levels, as multip
 MODE_ORDERS = ("auto", "parallel", "turns")   # --mode-order: resolved by bringup.at_once
 COOLDOWN_S = 2.0                     # between modes (and levels, and probes): the last one's requests drain
 # A mode fails the error gate past this share of failed requests (the gate's definition:
-# loadtest.records.outcomes). DESIGN.md's default.
+# contract.records.outcomes). DESIGN.md's default.
 MAX_ERROR_SHARE = 0.10
 
 

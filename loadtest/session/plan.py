@@ -1,8 +1,9 @@
 """The model's levels (`loadtest plan`, and a sweep's plan/): a load sweep predicted before any GPU
 is rented.
 
-Each mode of the fleet is built exactly as a simulator replica would be (the same argv,
-`cluster.argv.serve_argv`, parsed by the simulator's own CLI), each trace row becomes the request
+Each mode of the fleet is built as a simulator replica would be (`cluster.argv.sim_config`: the
+simulator's typed configuration from the fleet's fields, which `serve_argv` writes as the same
+flags; no argv is parsed), each trace row becomes the request
 body the replay would send (`loadtest.request.body`) and then what the server would run for it
 (`cluster.sim.server.sequence_for`), and the engine's scheduler serves the trace in virtual time
 (`cluster.sim.offline.simulate`). The records it predicts are written in the record contract, one
@@ -23,15 +24,15 @@ from analysis.long_summary import long_summary
 from analysis.slo import attainment, has_targets, join_targets, judged, with_slos
 from analysis.sweep import LEVEL_SCHEMA, with_level
 from cluster import FleetError
-from cluster.argv import serve_argv
+from cluster.argv import sim_config
 from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
-from cluster.sim import cli as sim_cli
 from cluster.sim import sim_profile
+from cluster.sim.config import build_server
 from cluster.sim.offline import SimRequest, simulate
 from cluster.sim.server import RequestError, SimServer, chat_prompt, completion_prompt, sequence_for
 from common import files
-from loadtest.manifest import Manifest
-from loadtest.records import REQUEST_SCHEMA, RequestRecord
+from contract.manifest import Manifest
+from contract.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.replay.dispatcher import UNSENT_BECAUSE
 from loadtest.request.body import request_body
 from loadtest.session.inputs import new_run_dir
@@ -55,12 +56,8 @@ EPOCH_NS = 1_700_000_000 * 10**9     # a plan's virtual clock starts here (no wa
 
 
 def simulator_of(fleet: FleetSpec, mode: str, hardware: str | None) -> SimServer:
-    """The simulator a replica of `mode` would run: its serve argv, parsed by the simulator's CLI."""
-    as_sim = fleet.model_copy(update={"engine": "sim"})
-    if hardware is not None:
-        as_sim = as_sim.model_copy(update={"sim": as_sim.sim.model_copy(update={"hardware": hardware})})
-    # the fleet's extra_args keep what the simulator knows (--max-model-len ...); vLLM-only flags go
-    return sim_cli.server_of(serve_argv(as_sim, mode, 1)[3:])
+    """The simulator a replica of `mode` would run (`hardware` in place of the fleet's profile)."""
+    return build_server(sim_config(fleet, mode, hardware))
 
 
 def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str, replicas: int = 1,

@@ -30,7 +30,7 @@ from common import exits
 from common.exits import print_error
 from common.process import signal_group
 from common.times import utc_now
-from loadtest.manifest import Manifest
+from contract.manifest import Manifest
 from loadtest.session.inputs import FleetChoice
 from loadtest.session.signals import Signals
 

@@ -22,9 +22,9 @@ from analysis.reader import ContractError, read_requests
 from cluster import FleetError
 from common import files
 from common.times import utc_now
-from loadtest.manifest import Manifest
-from loadtest.records import REQUEST_SCHEMA, RequestRecord
-from loadtest.request.compact import record_parts
+from contract.manifest import Manifest
+from contract.parts import record_parts
+from contract.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.sink import ParquetSink
 from loadtest.session.inputs import FleetChoice, choose_fleet, new_run_dir
 from loadtest.session.metrics_server import MetricsServer

@@ -21,7 +21,7 @@ from analysis.sweep import LEVEL_SCHEMA, decide_sweep, plan_vs_measured, saturat
 from analysis.sweep_html import sweep_html
 from cluster.fleet import FleetSpec
 from common import files
-from loadtest.manifest import Manifest
+from contract.manifest import Manifest
 from loadtest.session.engine import Session, Stage, replay_level
 from loadtest.session.level_dirs import LevelDir, summarise
 from loadtest.session.levels import Level

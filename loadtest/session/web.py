@@ -22,7 +22,7 @@ from analysis.run_analysis import RunAnalysis, analyse_run
 from cluster import FleetError
 from common import exits, files
 from common.exits import print_error
-from loadtest.manifest import Manifest
+from contract.manifest import Manifest
 from loadtest.replay import protocol
 from loadtest.replay.front_process import ALREADY_REPLAYED, LOG, STDOUT, FrontProcess
 from loadtest.session.board import Board
