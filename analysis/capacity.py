@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 from analysis.decision import BASELINE, DEPLOY, NONE_BETTER, NONE_MET, TOO_FEW, Decision
 from analysis.stats import supported_count
 
+# Where a capacity search stops: when the highest passing and the lowest failing rate are within
+# this share of the former; the one default of `capacity --precision` and of `plan --capacity`
+# (a measured and a planned capacity are bisected alike, so they can be held side by side).
+CAPACITY_PRECISION = 0.10
 
 @dataclass(frozen=True)
 class Probe:
@@ -50,7 +54,7 @@ def _decide(probe: Callable[[float], bool], rate: float, repeats: int, phase: st
     return passed >= need
 
 
-def search_capacity(probe: Callable[[float], bool], start: float, max_rate: float, precision: float = 0.05,
+def search_capacity(probe: Callable[[float], bool], start: float, max_rate: float, precision: float,
                     repeats: int = 1, max_probes: int = 200, min_rate: float | None = None) -> Capacity:
     """Bracket by doubling from `start` up to `max_rate` (or, when `start` fails, by halving
     down to `min_rate`, default `start`), then bisect until the bracket is within `precision`

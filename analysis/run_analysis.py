@@ -50,6 +50,7 @@ class RunAnalysis:
     limited: list[str] = field(default_factory=list)        # client-limited modes, said as a reader must see it
     skipped: dict[str, str] = field(default_factory=dict)   # mode -> why --skip-unavailable left it out
     checks: list[ErrorCheck] = field(default_factory=list)  # the error gate per mode (when asked)
+    simulated: str | None = None                            # the numbers are the simulator's: said first
 
     @property
     def empty(self) -> bool:
@@ -74,6 +75,7 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
     tenant_speedups.parquet, report.md, report.html), put each tenant's SLOs in the manifest, and
     with `max_error_share` check each mode's errors. A run without records gives an empty one."""
     found = RunAnalysis(manifest.run_id, manifest.status, list(modes), skipped=dict(manifest.skipped),
+                        simulated=manifest.simulated,
                         stopped_note=stopped_note(manifest, modes))
     # every column but the chunk lists; those are read a mode at a time (the long summary's chunks_of)
     table = read_requests(run_dir, columns=SCALAR_COLUMNS) if (run_dir / "requests").exists() else None
@@ -116,7 +118,8 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                      for mode, mr in manifest.mode_runs.items() if mr.client and mr.client.get("client_limited")]
     notes = [*(n for n in (found.stopped_note, found.steady_note, found.too_few_note) if n), *found.limited,
              *(f"{mode}: skipped (--skip-unavailable): {why}" for mode, why in manifest.skipped.items())]
-    about = (f"**Decision: {found.decision.text}**\n\n"
+    about = ((f"**{manifest.simulated}.**\n\n" if manifest.simulated else "") +
+             f"**Decision: {found.decision.text}**\n\n"
              f"Run **{manifest.status}**: {manifest.requests:,} requests of scenario `{manifest.scenario.get('name')}` "
              f"against fleet `{manifest.fleet.get('name')}`, modes {', '.join(present)}.")
     report_md = report_markdown(manifest.run_id, about, long, found.slos, notes)

@@ -190,12 +190,15 @@ def decide_sweep(sweep: pa.Table) -> Decision:
     return Decision(DEPLOY, text, mode, r)
 
 
-def sweep_markdown(sweep: pa.Table, title: str) -> str:
+def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None) -> str:
+    """report.md of a sweep or a plan, headed by where its numbers come from when that is the
+    simulator or the model (`source`), then its decision."""
     cells = _cells(sweep)
     levels = levels_of(sweep)
     flags = saturation(sweep)
     modes = list(dict.fromkeys(sweep["mode"].to_pylist()))
-    out = [f"# {title}", "", f"**Decision: {decide_sweep(sweep).text}**", "",
+    out = [f"# {title}", "", *([f"**{source}.**", ""] if source else []),
+           f"**Decision: {decide_sweep(sweep).text}**", "",
            "Per level (offered load), over each mode's steady window: done req/s and output tok/s; latencies "
            "in ms from the send; the E2E speedup over the baseline, paired by request, with its 95% interval. "
            f"*saturated*: completions under {SATURATED_BELOW:.0%} of the offered rate, by more than "

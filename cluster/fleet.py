@@ -223,6 +223,17 @@ class FleetSpec(_Strict):
         raw = m.model_dump(exclude_none=True, exclude={"note"})
         return parse_speculative_config(raw, self.tensor_parallel_size)
 
+    def simulated(self) -> str | None:
+        """What every output of a run on this fleet says first, where its decision is, when its
+        numbers come from loadtest's simulator rather than GPUs: the model, the parallelism and
+        the hardware profile it models (a calibrated profile by its file); None for real vLLM."""
+        if self.engine != "sim":
+            return None
+        hardware = self.sim.hardware
+        profile = hardware if hardware in HARDWARE else f"the calibrated profile {Path(hardware).name}"
+        return (f"SIMULATED: these numbers come from loadtest's simulator (a performance model of {self.model} at "
+                f"TP{self.tensor_parallel_size} on {profile}), not from a GPU fleet")
+
     def served_model_name(self, mode: str) -> str:
         """Unique per mode, so a request sent to the wrong fleet fails loudly."""
         return f"{self.model.rstrip('/').split('/')[-1]}-{mode}"

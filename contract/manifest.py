@@ -83,6 +83,7 @@ class Manifest:
     requests: int
     status: str = "running"                # then completed, interrupted, failed, or refused (the pre-flight)
     reason: str | None = None
+    simulated: str | None = None           # said first where the decision is: the simulator, and what it models
     started_at: str = field(default_factory=utc_now)
     ended_at: str | None = None
     mode_order: str = "sequential"

@@ -21,6 +21,7 @@ systemd) or by each test in its own tmp_path (run folders, servers on free ports
 
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
 import shutil
@@ -32,6 +33,7 @@ from hypothesis import settings
 CLEARED_PREFIXES = ("RAY_", "LOCUST_", "LOADTEST_", "VLLM_", "OPENAI_")
 KEPT_PREFIX = "LOADTEST_TEST_"   # the suite's own settings (LOADTEST_TEST_TIMELINE) and tags
 TOKEN_NAME = "ray-auth-token"
+PREPARED: list[str] = []   # the variables of those prefixes left once `prepare` is done (its own)
 
 
 def new_ray_token(path: Path) -> Path:
@@ -52,6 +54,8 @@ def prepare() -> Path:
     os.environ["RAY_TMPDIR"] = str(folder)
     settings.register_profile("suite", database=None, derandomize=True)
     settings.load_profile("suite")
+    PREPARED.extend(sorted(n for n in os.environ if n.startswith(CLEARED_PREFIXES)))
+    atexit.register(remove, folder)   # also when imported outside pytest (a script reusing the helpers)
     return folder
 
 

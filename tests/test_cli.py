@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from loadtest.commands.arguments import build_parser, subparsers
-from loadtest.session.registry import COMMANDS as OPTIONS
+from loadtest.commands.table import BY_WORDS, COMMANDS, GROUPS
 from tests.conftest import DATA, ROOT, cli, loadtest
 
 
@@ -84,7 +84,7 @@ def _parser(words: str):
     return parser
 
 
-@pytest.mark.parametrize("command", sorted(OPTIONS))
+@pytest.mark.parametrize("command", sorted(BY_WORDS))
 def test_each_commands_grammar_is_its_options_record(command):
     """Every option of the command's record is on its parser with the record's default and help,
     and nothing else is; what the parser's defaults read back to is the record's defaults."""
@@ -93,7 +93,7 @@ def test_each_commands_grammar_is_its_options_record(command):
     from loadtest.commands.grammar import read_options
     from loadtest.session.options import option_fields
 
-    record = OPTIONS[command]
+    record = BY_WORDS[command].options
     parser = _parser(command)
     actions = [a for a in parser._actions if a.dest != "help"]
     by_dest = {a.dest: a for a in actions}
@@ -160,7 +160,7 @@ def _defaults() -> tuple[dict[str, list], dict[str, list]]:
 
     names: dict[str, list] = {}
     flags: dict[str, list] = {}
-    for record in OPTIONS.values():
+    for record in {c.options for c in COMMANDS}:
         defaults = record()
         for path, f, _ in option_fields(record):
             value = defaults
@@ -239,3 +239,22 @@ def test_a_trace_or_scenario_past_a_month_is_refused_in_one_line(tmp_path):
     ran = cli("trace", "build", "--scenario", str(huge), "--out", str(tmp_path / "h.parquet"))   # its full size
     assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
     assert "--requests 1,000,000,000,000" in ran.stderr and "a trace may span" in ran.stderr
+
+
+def test_each_command_is_declared_once_and_every_declared_command_runs():
+    """The one table (loadtest/commands/table.py) names each command once, with a function that
+    exists and takes its options record; the parser holds exactly those commands (and `sim`)."""
+    import importlib
+    import inspect
+
+    assert len(BY_WORDS) == len(COMMANDS)
+    top = subparsers(build_parser())
+    assert set(top) == {c.words.split()[0] for c in COMMANDS} | {"sim"}
+    for group in GROUPS:
+        assert set(subparsers(top[group])) == {c.words.split()[1] for c in COMMANDS if c.words.startswith(group + " ")}
+    for c in COMMANDS:
+        module, function = c.main.split(":")
+        run = getattr(importlib.import_module(module), function)
+        (param,) = inspect.signature(run).parameters.values()
+        hint = param.annotation if isinstance(param.annotation, str) else param.annotation.__name__
+        assert c.options.__name__ in hint, (c.words, hint)

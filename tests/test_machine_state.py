@@ -6,14 +6,17 @@ left."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pyarrow.compute as pc
 import pytest
 
 from analysis.reader import read_requests
 from tests import machine
-from tests.conftest import DATA, cli
+from tests.conftest import DATA, ROOT, cli
 
 # What each of Locust's configuration sources would do to a replay: stop it after a second.
 CUT_SHORT = "run-time = 1s\n"
@@ -43,7 +46,20 @@ def test_the_suite_starts_from_the_state_it_makes(tmp_path):
     developer's shell that the product, Ray, Locust, vLLM or the openai client reads is left."""
     assert os.environ["RAY_AUTH_TOKEN_PATH"].startswith(os.environ["RAY_TMPDIR"])
     assert len(open(os.environ["RAY_AUTH_TOKEN_PATH"]).read()) == 64
-    left = [n for n in os.environ if n.startswith(machine.CLEARED_PREFIXES) and not n.startswith(machine.KEPT_PREFIX)]
-    assert sorted(left) == sorted(["RAY_AUTH_TOKEN_PATH", "RAY_TMPDIR", "LOADTEST_API_KEY"]), left
+    left = [n for n in machine.PREPARED if not n.startswith(machine.KEPT_PREFIX)]   # as prepare left it
+    assert left == ["RAY_AUTH_TOKEN_PATH", "RAY_TMPDIR"], left
     from hypothesis import settings
     assert settings.default.database is None and settings.default.derandomize
+
+
+def test_prepare_clears_what_a_developers_shell_would_hand_the_suite():
+    shell = {**os.environ, "RAY_ADDRESS": "10.0.0.1:6379", "RAY_AUTH_TOKEN": "theirs", "LOCUST_RUN_TIME": "1s",
+             "LOADTEST_WEB_USER": "me", "VLLM_API_KEY": "k", "OPENAI_BASE_URL": "http://example.invalid",
+             "LOADTEST_TEST_TIMELINE": "/dev/null"}
+    code = ("import json, os; from tests import machine; machine.prepare(); "
+            "print(json.dumps(sorted(n for n in os.environ if n.startswith(machine.CLEARED_PREFIXES))))")
+    out = subprocess.run([sys.executable, "-c", code], env=shell, cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    left = [n for n in json.loads(out.stdout) if n != "LOADTEST_TEST_TAG"]   # the suite's own tag, which each test sets
+    assert left == ["LOADTEST_TEST_TIMELINE", "RAY_AUTH_TOKEN_PATH", "RAY_TMPDIR"], out.stdout

@@ -81,7 +81,8 @@ def test_where_the_token_comes_from_follows_rays_order(tmp_path):
 README_STEPS = re.search(r"```bash\n((?:\s*#\s*1\. on the head.*?\n)(?:.*?\n)*?)\s*```", README).group(1)
 # What the README's steps leave to each machine, added here for a node on this one: a node in a
 # process group of the test's (--block), of a small size, no dashboard, no usage report.
-NODE_FLAGS = ["--block", "--num-cpus", "2", "--num-gpus", "0", "--include-dashboard", "false", "--disable-usage-stats"]
+NODE_FLAGS = ["--block", "--num-cpus", "2", "--num-gpus", "0", "--disable-usage-stats"]
+HEAD_FLAGS = [*NODE_FLAGS, "--include-dashboard", "false"]   # a head's own flag (a joining node refuses it)
 
 
 def readme_machines() -> list[tuple[str, dict[str, str], list[list[str]]]]:
@@ -126,7 +127,7 @@ def test_the_readme_multi_node_steps_work_on_new_machines(tmp_path):
         (Path(env["HOME"]) / ".ray").mkdir()
         shutil.copy(token, Path(env["HOME"]) / ".ray" / "auth_token")
     here = {"6379": port}   # the README's port, and the head's address once it is known
-    nodes = [start_node([*(here.get(w, w) for w in head_cmds[1][2:]), *NODE_FLAGS], head_env)]
+    nodes = [start_node([*(here.get(w, w) for w in head_cmds[1][2:]), *HEAD_FLAGS], head_env)]
     try:
         here["HEAD_IP:6379"] = head_address(nodes[0])
         assert here["HEAD_IP:6379"].endswith(f":{port}")

@@ -59,6 +59,8 @@ def main(args: CapacityOptions) -> int:
     console.print(f"[bold]capacity {manifest.run_id}[/bold]: {args.probe_duration:g} s of {trace.info['name']}'s "
                   f"arrivals a probe, modes {', '.join(choice.modes)}, fleet {choice.info['name']}",
                   soft_wrap=True)
+    if manifest.simulated:
+        console.print(f"[bold magenta]{manifest.simulated}[/bold magenta]", soft_wrap=True)
     results = {m: ModeCapacity() for m in choice.modes}
     driver = CapacityProbes(args, results)
     code = served(args, console, manifest, run_dir, lambda signals, server: Session(
@@ -68,7 +70,7 @@ def main(args: CapacityOptions) -> int:
     probes = [p for r in results.values() for p in r.probes]
     files.write_table(pa.Table.from_pylist(probes, schema=PROBE_SCHEMA), run_dir / "capacity.parquet")
     gpus = choice.spec.gpus_per_mode if choice.spec is not None else 1
-    text, decision = report(results, gpus, args.precision, args.repeats, args.probe_duration)
+    text, decision = report(results, gpus, args.precision, args.repeats, args.probe_duration, manifest.simulated)
     manifest.decision = decision.record()
     manifest.write(run_dir)
     files.write_text(run_dir / "report.md", text)

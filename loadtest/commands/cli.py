@@ -12,21 +12,9 @@ from common.exits import BAD_INPUT as EXIT_USAGE
 from common.exits import INCOMPLETE, INTERRUPTED, os_error_text, print_error
 from loadtest.commands.arguments import build_parser, subparsers
 from loadtest.commands.grammar import read_options
-from loadtest.session.registry import COMMANDS as OPTIONS
+from loadtest.commands.table import BY_WORDS
 
-# Each command's module and function, imported only when it runs (so `--help` and `loadtest sim`
-# start fast); each gets its options record (loadtest.session.registry), but `sim` its namespace.
-COMMANDS = {"sim": ("cluster.sim.cli", "run"), "run": ("loadtest.commands.run", "main"),
-            "ui": ("loadtest.commands.ui", "main"), "report": ("loadtest.commands.analyse", "main"),
-            "compare": ("loadtest.commands.analyse", "compare"), "plan": ("loadtest.commands.plan", "main"),
-            "sweep": ("loadtest.commands.sweep", "main"), "capacity": ("loadtest.commands.capacity", "main"),
-            "calibrate": ("loadtest.commands.calibrate", "main"), "soak": ("loadtest.commands.soak", "main"),
-            "cluster up": ("loadtest.commands.cluster", "up"),
-            "cluster status": ("loadtest.commands.cluster", "status"),
-            "cluster down": ("loadtest.commands.cluster", "down"),
-            **{f"{group} {action}": ("loadtest.commands.traffic", "main")
-               for group, action in (("scenario", "list"), ("scenario", "show"), ("scenario", "validate"),
-                                     ("trace", "build"), ("trace", "import"), ("trace", "show"))}}
+SIM = ("cluster.sim.cli", "run")   # the simulator's own command line: it gets its namespace
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,11 +28,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     words = f"{args.command} {args.action}" if getattr(args, "action", None) else args.command
-    module, function = COMMANDS[words]
-    record = OPTIONS.get(words)
+    command = BY_WORDS.get(words)
+    module, function = command.main.split(":") if command is not None else SIM
     try:
         return getattr(importlib.import_module(module), function)(
-            read_options(record, args) if record is not None else args)
+            read_options(command.options, args) if command is not None else args)
     except KeyboardInterrupt:   # Ctrl-C outside a replay's handlers (writing the summaries, say)
         print(f"loadtest {words}: interrupted", file=sys.stderr)
         return INTERRUPTED

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from common.exits import BAD_INPUT, print_error
 from loadtest.commands.console import new_console
+from loadtest.session.options import DEFAULT_OUT
 from loadtest.session.tool_options import ClusterStateOptions, ClusterUpOptions
 
 
@@ -17,7 +18,7 @@ def up(args: ClusterUpOptions) -> int:
     from cluster import commands as c
 
     stamp = f"cluster-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-    logs = Path(args.logs) if args.logs else Path("results") / stamp / "logs"
+    logs = Path(args.logs) if args.logs else Path(DEFAULT_OUT) / stamp / "logs"
     relaunch = [sys.executable, "-m", "loadtest"]  # how --detach starts the same command again
     try:
         return c.up(new_console(), args.fleet, args.modes, Path(args.state), logs, args.address, args.detach,

@@ -30,9 +30,10 @@ def main(args: PlanOptions) -> int:
     console.print(f"plan {run_dir.name}: {plan.base.num_rows:,} requests of {plan.scenario} per level, modes "
                   f"{', '.join(plan.modes)}, fleet {plan.fleet.name} on {plan.hardware} (the simulator's model, in "
                   "virtual time)", soft_wrap=True)
+    console.print(f"[bold magenta]{plan.predicted()}[/bold magenta]", soft_wrap=True)
     sweep = plan_levels(plan.base, plan.levels, plan.servers, plan.fleet, run_dir, plan.top, "",
                         lambda name, offered: console.print(f"  {name}: offered {offered:,.2f} req/s"))
-    report = sweep_markdown(sweep, plan.title())
+    report = sweep_markdown(sweep, plan.title(), plan.predicted())
     if args.capacity:
         report += "\n" + capacity_section(plan.base, plan.servers, plan.modes, plan.fleet, run_dir)
     files.write_text(run_dir / "report.md", report)

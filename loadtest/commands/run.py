@@ -46,6 +46,8 @@ def main(args: RunOptions) -> int:
     console.print(f"[bold]{manifest.run_id}[/bold]: {trace.table.num_rows} requests of {trace.info['name']} over "
                   f"{trace.table['offset_s'][-1].as_py():.1f} s (trace ready in {time.monotonic() - t_build:.1f} s), "
                   f"modes {', '.join(fleet.modes)}, fleet {fleet.info['name']}")
+    if manifest.simulated:
+        console.print(f"[bold magenta]{manifest.simulated}[/bold magenta]", soft_wrap=True)
 
     driver = OneReplay(args.deadline)
     code = served(args, console, manifest, run_dir, lambda signals, server: Session(

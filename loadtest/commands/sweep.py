@@ -46,6 +46,8 @@ def main(args: SweepOptions) -> int:
     console.print(f"[bold]sweep {manifest.run_id}[/bold]: {trace.table.num_rows:,} requests of {trace.info['name']} "
                   f"per level, levels {', '.join(lv.name for lv in levels)}, modes {', '.join(choice.modes)}, fleet "
                   f"{choice.info['name']}", soft_wrap=True)
+    if manifest.simulated:
+        console.print(f"[bold magenta]{manifest.simulated}[/bold magenta]", soft_wrap=True)
     driver = SweepLevels(dirs, args.keep_going, args.level_duration)
     code = served(args, console, manifest, run_dir, lambda signals, server: Session(
         args, console, trace, choice, run_dir, manifest, signals, server, driver, args.cooldown).replay_all())

@@ -1,7 +1,10 @@
-"""`loadtest scenario list|show|validate` and `loadtest trace build|import|show`: options to the
-scenarios room's commands (scenarios/commands.py), a ScenarioError as one line and exit 2."""
+"""`loadtest scenario list|show|validate` and `loadtest trace build|import|show`: each hands its
+options to the scenarios room's command (scenarios/commands.py); a ScenarioError is one line and
+exit 2."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from common.exits import BAD_INPUT, print_error
 from loadtest.commands.console import new_console
@@ -14,36 +17,51 @@ from loadtest.session.tool_options import (
     TraceShowOptions,
 )
 
-Traffic = (ScenarioListOptions | ScenarioShowOptions | ScenarioValidateOptions | TraceBuildOptions
-           | TraceImportOptions | TraceShowOptions)
 
-
-def main(args: Traffic) -> int:
+def _guarded(prog: str, command: Callable[[object], int]) -> int:
     from scenarios import ScenarioError
-    from scenarios import commands as c
 
-    console = new_console()
     try:
-        match args:
-            case ScenarioListOptions():
-                return c.scenario_list(console)
-            case ScenarioShowOptions():
-                return c.scenario_show(console, args.name or "")
-            case ScenarioValidateOptions():
-                return c.scenario_validate(console, args.path or "")
-            case TraceBuildOptions():
-                return c.trace_build(console, args.scenario or "", args.out or "", args.requests, args.seed,
-                                     args.duration, args.rate_scale)
-            case TraceImportOptions():
-                return c.trace_import(console, args.file or "", args.format or "", args.out or "", args.importing())
-            case _:
-                return c.trace_show(console, args.file or "")
+        return command(new_console())
     except ScenarioError as exc:
-        print_error(f"loadtest {_words(args)}", str(exc))
+        print_error(prog, str(exc))
         return BAD_INPUT
 
 
-def _words(args: Traffic) -> str:
-    from loadtest.session.registry import COMMANDS
+def scenario_list(args: ScenarioListOptions) -> int:
+    from scenarios import commands as c
 
-    return next(words for words, record in COMMANDS.items() if isinstance(args, record))
+    return _guarded(args.PROG, c.scenario_list)
+
+
+def scenario_show(args: ScenarioShowOptions) -> int:
+    from scenarios import commands as c
+
+    return _guarded(args.PROG, lambda console: c.scenario_show(console, args.name or ""))
+
+
+def scenario_validate(args: ScenarioValidateOptions) -> int:
+    from scenarios import commands as c
+
+    return _guarded(args.PROG, lambda console: c.scenario_validate(console, args.path or ""))
+
+
+def trace_build(args: TraceBuildOptions) -> int:
+    from scenarios import commands as c
+
+    return _guarded(args.PROG, lambda console: c.trace_build(console, args.scenario or "", args.out or "",
+                                                             args.requests, args.seed, args.duration,
+                                                             args.rate_scale))
+
+
+def trace_import(args: TraceImportOptions) -> int:
+    from scenarios import commands as c
+
+    return _guarded(args.PROG, lambda console: c.trace_import(console, args.file or "", args.format or "",
+                                                              args.out or "", args.importing()))
+
+
+def trace_show(args: TraceShowOptions) -> int:
+    from scenarios import commands as c
+
+    return _guarded(args.PROG, lambda console: c.trace_show(console, args.file or ""))

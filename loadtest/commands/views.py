@@ -19,6 +19,8 @@ def show_run(console: Console, found: RunAnalysis, slo_details: bool = False) ->
         console.print(f"[yellow]{found.stopped_note}[/yellow]", soft_wrap=True)
     if found.empty:
         return
+    if found.simulated:   # before the answer: where its numbers come from
+        console.print(f"[bold magenta]{found.simulated}[/bold magenta]", soft_wrap=True)
     if found.decision is not None:   # the answer first
         colour = {"deploy": "green", "none_better": "yellow"}.get(found.decision.kind, "yellow")
         console.print(f"[bold {colour}]decision: {found.decision.text}[/bold {colour}]", soft_wrap=True)

@@ -110,8 +110,9 @@ def search_range(args: CapacityOptions, native: float) -> tuple[float, float]:
 
 
 def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeats: int,
-           probe_s: float) -> tuple[str, Decision]:
-    """report.md's text, headed by the search's decision, and the decision."""
+           probe_s: float, simulated: str | None = None) -> tuple[str, Decision]:
+    """report.md's text, headed by where its numbers come from when that is the simulator
+    (`simulated`) and by the search's decision, and the decision."""
     rows = []
     for mode, r in results.items():
         f = r.found
@@ -128,7 +129,7 @@ def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeat
     table, decision = capacity_table(rows, gpus, with_goodput=True, raise_with="--max-rate")
     return "\n".join([
         "# Capacity: the highest offered rate within every tenant's SLOs (measured)", "",
-        f"**Decision: {decision.text}**", "",
+        *([f"**{simulated}.**", ""] if simulated else []), f"**Decision: {decision.text}**", "",
         f"Bracketed by doubling, then bisected to {precision:.0%}; each rate near the boundary decided by the "
         f"majority of {repeats} probe(s). Per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the "
         "target's). Goodput: requests within every target per second, at the rate found. Binding: what failed "

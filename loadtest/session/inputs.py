@@ -45,6 +45,12 @@ class FleetChoice:
     existing: ClusterState | None = None
     skipped: dict[str, str] = field(default_factory=dict)   # mode -> why it cannot start (--skip-unavailable)
 
+    @property
+    def simulated(self) -> str | None:
+        """Whether the numbers will come from the simulator (FleetSpec.simulated): known for a fleet
+        provisioned here or held up by `cluster up`; not for bare --endpoints URLs."""
+        return self.spec.simulated() if self.spec is not None else None
+
 
 def prepare_trace(args: TraceOptions, slo_gate: bool = False) -> Trace:
     """The trace to replay, checked against --slo-gate (which needs targets to check)."""
@@ -109,7 +115,7 @@ def choose_fleet(args: FleetOptions, api_key_env: str) -> FleetChoice:
 def new_manifest(run_dir: Path, trace: Trace, fleet: FleetChoice) -> Manifest:
     """The manifest of a replaying command's run folder, before anything starts."""
     return Manifest(run_id=run_dir.name, scenario=trace.info, fleet=fleet.info, modes=fleet.modes, seed=trace.seed,
-                    requests=trace.table.num_rows, skipped=fleet.skipped)
+                    requests=trace.table.num_rows, skipped=fleet.skipped, simulated=fleet.simulated)
 
 
 def endpoints_fleet_info(state: ClusterState, text: str, from_file: bool, modes: list[str]) -> dict:

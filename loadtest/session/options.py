@@ -14,10 +14,12 @@ from collections.abc import Callable
 from dataclasses import Field, dataclass, field, fields, is_dataclass, replace
 from typing import Any, ClassVar
 
+from analysis.capacity import CAPACITY_PRECISION
 from loadtest.replay.options import MAX_INFLIGHT, ReplayConfig
 from loadtest.request.retry import POLICIES
 from loadtest.session.values import (
     at_most,
+    concurrency_levels,
     node_selector,
     non_negative_float,
     non_negative_int,
@@ -30,7 +32,6 @@ from loadtest.session.values import (
     positive_float,
     positive_floats,
     positive_int,
-    positive_ints,
     precision_percent,
     seconds,
     slo_targets,
@@ -44,6 +45,8 @@ from loadtest.session.values import (
 )
 
 DEFAULT_FLEET = "local-sim"          # the simulator on a local Ray: what runs on any machine
+SOAK_WINDOW_S = 300.0                # a soak's SLO window: five minutes, as SLO dashboards commonly hold p99s
+DEFAULT_OUT = "results"              # where run folders go (and a held fleet's logs, `cluster up`)
 DEFAULT_SCENARIO = "saas-mix"        # the built-in multi-tenant mix
 DEFAULT_RATE_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)   # a sweep's levels, as multiples of the scenario's rate
 MODE_ORDERS = ("auto", "parallel", "turns")   # --mode-order: resolved by bringup.at_once
@@ -122,7 +125,7 @@ class TraceOptions:
 class FolderOptions:
     """Where the results go."""
 
-    out: str = option("results", "results directory (default: {default}/)", metavar="DIR", parse=out_dir)
+    out: str = option(DEFAULT_OUT, "results directory (default: {default}/)", metavar="DIR", parse=out_dir)
     run_id: str | None = option(help="name of this run's folder under --out (default: UTC time and scenario)",
                                 parse=plain_name, metavar="ID")
     progress_every: float = option(30.0, "when the output is not a terminal (a log, CI, nohup), a progress line per "
@@ -247,7 +250,8 @@ class LevelOptions:
         parse=positive_floats, metavar="R,S,...", exclusive="levels")
     concurrency: tuple[int, ...] | None = option(
         help="closed-loop levels: N requests kept in flight (each sent the moment one ends), e.g. 1,4,16,64 from a "
-        "single stream up", parse=positive_ints, metavar="N,M,...", exclusive="levels")
+        f"single stream up (each at most {MAX_INFLIGHT:,})", parse=concurrency_levels, metavar="N,M,...",
+        exclusive="levels")
 
 
 class Replaying:
@@ -355,8 +359,8 @@ class CapacityOptions(Replaying):
                              parse=seconds(non_negative_float), metavar="S")
     repeats: int = option(3, "probes that decide each rate near the boundary, by majority (odd; default {default})",
                           parse=odd_count, metavar="N")
-    precision: float = option(0.10, "stop when the highest passing and lowest failing rates are within PCT percent "
-                              "(default {default})", parse=precision_percent, metavar="PCT")
+    precision: float = option(CAPACITY_PRECISION, "stop when the highest passing and lowest failing rates are "
+                              "within PCT percent (default {default})", parse=precision_percent, metavar="PCT")
     start_rate: float | None = option(help="the first rate probed, in req/s (default: the scenario's own)",
                                       parse=positive_float, metavar="R")
     max_rate: float | None = option(help="the highest rate probed, in req/s (default: 8 times the scenario's)",
@@ -379,7 +383,7 @@ class SoakOptions(Replaying):
     duration: float | None = option(help="how long to send, e.g. 8h, 30m, 90s (default: the scenario's duration)",
                                     parse=time_span, metavar="T")
     window: float = option(
-        300.0, "the SLO window: each target is held over every window this long (default {default} s), one window "
+        SOAK_WINDOW_S, "the SLO window: each target is held over every window this long (default {default} s), one window "
         "every --window-step; drift is judged over tumbling windows this long", parse=time_span, metavar="T")
     window_step: float | None = option(help="how far each SLO window slides (default: a fifth of --window)",
                                        parse=time_span, metavar="T")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis.capacity import CapacityRow, capacity_table, search_capacity
+from analysis.capacity import CAPACITY_PRECISION, CapacityRow, capacity_table, search_capacity
 from analysis.long_summary import long_summary
 from analysis.slo import attainment, has_targets, join_targets, judged, with_slos
 from analysis.sweep import LEVEL_SCHEMA, with_level
@@ -51,7 +51,6 @@ from scenarios.trace import (
     scenario_hash,
 )
 
-CAPACITY_PRECISION = 0.05     # the capacity search stops when its bracket is within 5%
 EPOCH_NS = 1_700_000_000 * 10**9     # a plan's virtual clock starts here (no wall time is measured)
 
 
@@ -237,6 +236,11 @@ class Plan:
     hardware: str
     scenario: str
 
+    def predicted(self) -> str:
+        """What a plan's every output says first: nothing in it was measured."""
+        return (f"PREDICTED: these numbers come from loadtest's performance model of {self.fleet.model} at "
+                f"TP{self.fleet.tensor_parallel_size} on {self.hardware}, run in virtual time; nothing was measured")
+
     def title(self) -> str:
         return (f"Plan {self.run_dir.name}: {self.scenario} on fleet {self.fleet.name} ({self.hardware}), predicted "
                 "by the simulator's performance model in virtual time")
@@ -271,4 +275,6 @@ def new_plan(args: PlanOptions) -> Plan:
                                   "sha256": scenario_hash(raw)},
                    {"name": fleet.name, "sha256": scenario_hash(raw_fleet), "spec": redacted(fleet),
                     "planned_on": hardware}, modes, seed, base.num_rows)
-    return Plan(fleet, modes, base, levels, servers, run_dir, top, hardware, scenario.name)
+    plan = Plan(fleet, modes, base, levels, servers, run_dir, top, hardware, scenario.name)
+    top.simulated = plan.predicted()
+    return plan

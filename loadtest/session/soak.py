@@ -28,7 +28,7 @@ from contract.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.sink import ParquetSink
 from loadtest.session.inputs import FleetChoice, choose_fleet, new_run_dir
 from loadtest.session.metrics_server import MetricsServer
-from loadtest.session.options import SoakOptions, value_of, with_values
+from loadtest.session.options import SOAK_WINDOW_S, SoakOptions, value_of, with_values
 from scenarios import ScenarioError
 from scenarios.spec import Closed, Scenario, load_scenario
 from scenarios.stream import TraceStream
@@ -96,6 +96,20 @@ def tenant_targets(scenario: Scenario, slo: dict[str, float] | None) -> dict | N
     return out or None
 
 
+def too_many_windows(args: SoakOptions, duration: float, step: float) -> str:
+    """One line for a soak that would hold more than MAX_WINDOWS windows, blaming the flag the user
+    gave: --window-step, else --window (its step a fifth of it), else --duration (or the scenario's)."""
+    count = f"{duration / step:,.0f} windows, past the {MAX_WINDOWS:,} a soak is judged over"
+    if args.window_step is not None:
+        return f"--window-step: {step:g} s over the {duration:g} s soak is {count}: give a longer step"
+    if args.window != SOAK_WINDOW_S:
+        return (f"--window: {args.window:g} s (each a fifth of it apart) over the {duration:g} s soak is {count}: give a "
+                "longer window or --window-step")
+    source = "--duration" if args.duration else f"the scenario's duration ({args.trace.scenario})"
+    return (f"{source}: {duration / 3600:,.6g} h at the default window ({SOAK_WINDOW_S:g} s, every {step:g} s) is "
+            f"{count}: give a shorter --duration, or a longer --window or --window-step")
+
+
 def new_soak(args: SoakOptions) -> Soak:
     scenario, raw = load_scenario(args.trace.scenario)
     if isinstance(scenario.arrival, Closed):
@@ -108,9 +122,10 @@ def new_soak(args: SoakOptions) -> Soak:
         raise ScenarioError(f"--window: {args.window:g} s is longer than the soak ({duration:g} s)")
     if step > args.window:
         raise ScenarioError(f"--window-step: {step:g} s is longer than the window ({args.window:g} s)")
-    if args.window < MIN_WINDOW_S or duration / step > MAX_WINDOWS:
-        raise ScenarioError(f"--window, --window-step: at least {MIN_WINDOW_S:g} s and at most {MAX_WINDOWS:,} "
-                            f"windows over the soak (got {args.window:g} s every {step:g} s over {duration:g} s)")
+    if args.window < MIN_WINDOW_S:
+        raise ScenarioError(f"--window: at least {MIN_WINDOW_S:g} s, got {args.window:g} s")
+    if duration / step > MAX_WINDOWS:
+        raise ScenarioError(too_many_windows(args, duration, step))
     sha = scenario_hash(raw)
     seed = scenario.seed if args.trace.seed is None else args.trace.seed
     rate_scale = args.trace.rate_scale

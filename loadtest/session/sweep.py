@@ -96,7 +96,7 @@ def write_report(console: Console, run_dir: Path, title: str, levels: list[Level
     files.write_table(sweep, run_dir / "sweep.parquet")
     manifest.decision = decide_sweep(sweep).record()
     manifest.write(run_dir)
-    report = sweep_markdown(sweep, title)
+    report = sweep_markdown(sweep, title, manifest.simulated)
     if predicted is not None:
         report += "\n" + plan_vs_measured(predicted, sweep)
     files.write_text(run_dir / "report.md", report)

@@ -96,10 +96,14 @@ class ClusterUpOptions(ClusterStateOptions):
 class ScenarioListOptions:
     """`loadtest scenario list`: no options."""
 
+    PROG: ClassVar[str] = "loadtest scenario list"
+
 
 @dataclass(frozen=True)
 class ScenarioShowOptions:
     """`loadtest scenario show`."""
+
+    PROG: ClassVar[str] = "loadtest scenario show"
 
     name: str | None = option(help="built-in scenario name or a scenario TOML file", positional="1",
                               metavar="NAME|PATH")
@@ -109,12 +113,16 @@ class ScenarioShowOptions:
 class ScenarioValidateOptions:
     """`loadtest scenario validate`."""
 
+    PROG: ClassVar[str] = "loadtest scenario validate"
+
     path: str | None = option(help="the scenario TOML file to check", positional="1", metavar="PATH", parse=in_path)
 
 
 @dataclass(frozen=True)
 class TraceBuildOptions:
     """`loadtest trace build`."""
+
+    PROG: ClassVar[str] = "loadtest trace build"
 
     scenario: str | None = option(help="built-in scenario name or TOML file", metavar="NAME|PATH", required=True)
     out: str | None = option(help="where to write the trace (Parquet)", metavar="FILE", required=True,
@@ -131,6 +139,8 @@ class TraceBuildOptions:
 @dataclass(frozen=True)
 class TraceImportOptions:
     """`loadtest trace import`; the defaults are the importer's own (ImportOptions)."""
+
+    PROG: ClassVar[str] = "loadtest trace import"
 
     file: str | None = option(help="the trace to import", positional="1", metavar="FILE", parse=in_path)
     format: str | None = option(help="the file's layout", choices=FORMATS, required=True)
@@ -156,5 +166,7 @@ class TraceImportOptions:
 @dataclass(frozen=True)
 class TraceShowOptions:
     """`loadtest trace show`."""
+
+    PROG: ClassVar[str] = "loadtest trace show"
 
     file: str | None = option(help="a trace.parquet", positional="1", metavar="FILE", parse=in_path)

@@ -8,7 +8,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from common.validation import MAX_SEED, file_state, shown_name
-from loadtest.replay.options import LOCUST_PROCESS_BYTES
+from loadtest.replay.options import LOCUST_PROCESS_BYTES, MAX_INFLIGHT
 from scenarios.limits import MAX_SPAN_S, MEMORY_SHARE, machine_memory
 
 
@@ -189,9 +189,11 @@ def positive_floats(text: str) -> list[float]:
     return _increasing(text, positive_float, "numbers")
 
 
-def positive_ints(text: str) -> list[int]:
-    """A comma-separated list of positive integers, increasing: 1,4,16,64."""
-    return _increasing(text, positive_int, "integers")
+def concurrency_levels(text: str) -> list[int]:
+    """Closed-loop levels: positive integers, increasing, each at most MAX_INFLIGHT (a level keeps
+    that many requests in flight, and the client holds at most that many)."""
+    return _increasing(text, at_most(positive_int, MAX_INFLIGHT, f"{MAX_INFLIGHT:,} requests in flight (what one "
+                                     "client holds, as --max-inflight)"), "integers")
 
 
 def slo_targets(text: str) -> dict[str, float]:
