@@ -22,7 +22,7 @@ from cluster import FleetError, StartupCancelled
 from cluster.fleet import available_modes, load_fleet, redacted, resolve_modes
 from cluster.placement import PlanError
 from cluster.provision import STOP_GRACE_S, Fleet, ray_address
-from cluster.state import ClusterState, ReplicaState, pid_is_supervisor, probe
+from cluster.state import ClusterState, ReplicaState, pid_is_supervisor, replica_problem
 from common.exits import BAD_INPUT as EXIT_USAGE
 from common.exits import GATE_FAILED, INCOMPLETE, print_error
 from common.exits import INTERRUPTED as EXIT_INTERRUPTED
@@ -198,15 +198,24 @@ def _detach(console: Console, startup_timeout_s: float, state_path: Path, logs_d
         return EXIT_INTERRUPTED
 
 
-def status(console: Console, state_path: Path) -> int:
-    """Print the fleet and each replica's health; exit 0 when the fleet is ready and all are healthy."""
+def status(console: Console, state_path: Path, api_key_env: str) -> int:
+    """Print the fleet and each replica's health as a run would find it (its /health, then its
+    /v1/models to the key in $`api_key_env`); exit 0 when the fleet is ready and every replica
+    would take a run, 1 when not, or when no fleet is up (the check failed; it is not bad input)."""
+    if not state_path.is_file():
+        console.print(f"[red]no fleet is up: no state file at {state_path} (start one with `loadtest cluster up`)"
+                      "[/red]", soft_wrap=True)
+        return GATE_FAILED
     state = ClusterState.read(state_path)
     if not state.supervisor_alive():
         console.print(f"[red]stale state file {state_path}: its supervisor (pid {state.supervisor_pid}) is not "
                       "running; `loadtest cluster down` removes it[/red]", soft_wrap=True)
         return GATE_FAILED
-    health = {r.label: probe(r.url) for r in state.replicas}
+    health = {r.label: replica_problem(r, api_key_env) for r in state.replicas}
     console.print(endpoints_table(state, health))
+    for label, why in health.items():   # whole, under the table whose cells wrap them
+        if why is not None:
+            console.print(f"[red]{label}: {why}[/red]", soft_wrap=True)
     healthy = sum(v is None for v in health.values())
     console.print(f"{healthy}/{len(health)} replicas healthy; supervisor pid {state.supervisor_pid}; "
                   f"up since {state.started_at}")

@@ -117,16 +117,29 @@ def probe(url: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
     return None if r.status_code == 200 else f"/health answered HTTP {r.status_code}"
 
 
-def served_models(url: str, headers: dict[str, str] | None = None) -> list[str]:
-    """The model names `url` serves (GET /v1/models); FleetError saying why not, with the status
-    of a non-200 answer."""
+def key_refused(status: int, api_key_env: str, sent: bool) -> str:
+    """Why a server answered 401 or 403 to the key in $`api_key_env` (`sent`: whether there was one)."""
+    if not sent:
+        return (f"GET /v1/models answered HTTP {status}: the server requires an API key and none was sent "
+                f"({api_key_env} is not set; set it to the key, or name another variable with --api-key-env)")
+    return (f"GET /v1/models answered HTTP {status}: the server refused the API key in {api_key_env} (it is not "
+            "the server's key)")
+
+
+def served_models(url: str, api_key_env: str) -> list[str]:
+    """The model names `url` serves (GET /v1/models, with the key in $`api_key_env` if set);
+    FleetError saying why not: the status of a non-200 answer, and for 401 and 403 whether the
+    key was missing or refused, naming the variable."""
+    key = os.environ.get(api_key_env)
     try:
-        r = requests.get(f"{url}/v1/models", timeout=PROBE_TIMEOUT_S, headers=headers or {})
+        r = requests.get(f"{url}/v1/models", timeout=PROBE_TIMEOUT_S,
+                         headers={"Authorization": f"Bearer {key}"} if key else {})
     except requests.RequestException as exc:
         raise FleetError(f"GET /v1/models: {unreachable(exc)}") from None
+    if r.status_code in (401, 403):
+        raise FleetError(key_refused(r.status_code, api_key_env, bool(key)))
     if r.status_code != 200:
-        hint = " (the API key: set it in the variable --api-key-env names)" if r.status_code in (401, 403) else ""
-        raise FleetError(f"GET /v1/models answered HTTP {r.status_code}{hint}")
+        raise FleetError(f"GET /v1/models answered HTTP {r.status_code}")
     try:
         return [m["id"] for m in r.json()["data"]]
     except (ValueError, KeyError, TypeError):
@@ -173,13 +186,11 @@ def load_endpoints(text: str, api_key_env: str) -> tuple[ClusterState, bool]:
         from_file = True
     else:
         state = ClusterState(fleet="endpoints", modes=[], supervisor_pid=0, status="ready")
-        key = os.environ.get(api_key_env)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
         for mode, urls in parse_endpoint_list(text).items():
             state.modes.append(mode)
             for i, url in enumerate(urls):
                 try:
-                    names = served_models(url, headers)
+                    names = served_models(url, api_key_env)
                 except FleetError as exc:
                     raise FleetError(f"--endpoints: {mode}={url}: {exc}; is a vLLM-compatible server running "
                                      "there?") from None
@@ -194,19 +205,22 @@ def check_health(replicas: list[ReplicaState], api_key_env: str) -> None:
     """Raise FleetError naming the first of `replicas` that does not answer /health, or does not
     list its model on /v1/models to the key in $`api_key_env` (a wrong or missing key is said
     before anything is sent, as for MODE=URL pairs)."""
-    key = os.environ.get(api_key_env)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
     for rep in replicas:
-        why = probe(rep.url)
-        if why:
+        if (why := replica_problem(rep, api_key_env)) is not None:
             raise FleetError(f"--endpoints: replica {rep.label} at {rep.url}: {why}")
-        try:
-            names = served_models(rep.url, headers)
-        except FleetError as exc:
-            raise FleetError(f"--endpoints: replica {rep.label} at {rep.url}: {exc}") from None
-        if rep.served_model not in names:
-            raise FleetError(f"--endpoints: replica {rep.label} at {rep.url} serves {names}, not "
-                             f"{rep.served_model!r}")
+
+
+def replica_problem(rep: ReplicaState, api_key_env: str) -> str | None:
+    """Why a run could not use `rep` (its /health, then its /v1/models to the key in
+    $`api_key_env`: missing or refused, said apart), or None: what `cluster status` and a run's
+    check of --endpoints both ask."""
+    if (why := probe(rep.url)) is not None:
+        return why
+    try:
+        names = served_models(rep.url, api_key_env)
+    except FleetError as exc:
+        return str(exc)
+    return None if rep.served_model in names else f"serves {names}, not {rep.served_model!r}"
 
 
 class ExistingFleet:

@@ -10,7 +10,7 @@ from pathlib import Path
 from common.exits import BAD_INPUT, print_error
 from loadtest.commands.console import new_console
 from loadtest.session.options import DEFAULT_OUT
-from loadtest.session.tool_options import ClusterStateOptions, ClusterUpOptions
+from loadtest.session.tool_options import ClusterStateOptions, ClusterStatusOptions, ClusterUpOptions
 
 
 def up(args: ClusterUpOptions) -> int:
@@ -28,12 +28,12 @@ def up(args: ClusterUpOptions) -> int:
         return BAD_INPUT
 
 
-def status(args: ClusterStateOptions) -> int:
+def status(args: ClusterStatusOptions) -> int:
     from cluster import FleetError
     from cluster import commands as c
 
     try:
-        return c.status(new_console(), Path(args.state))
+        return c.status(new_console(), Path(args.state), args.api_key_env)
     except FleetError as exc:
         print_error("loadtest cluster status", str(exc))
         return BAD_INPUT

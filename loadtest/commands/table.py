@@ -11,6 +11,7 @@ from loadtest.session.options import CapacityOptions, PlanOptions, RunOptions, S
 from loadtest.session.tool_options import (
     CalibrateOptions,
     ClusterStateOptions,
+    ClusterStatusOptions,
     ClusterUpOptions,
     CompareOptions,
     ReportOptions,
@@ -125,10 +126,15 @@ COMMANDS: tuple[Command, ...] = (   # in the order `loadtest --help` lists them
     Command('cluster up', ClusterUpOptions, "loadtest.commands.cluster:up",
             'start a fleet and hold it (in the foreground, or with --detach)',
             "Start the fleet's replicas on Ray, write the state file when all are ready, and hold them until "
-            'SIGINT/SIGTERM (`loadtest cluster down`), then tear down.'),
-    Command('cluster status', ClusterStateOptions, "loadtest.commands.cluster:status",
-            "print each replica's URL and health; exit 0 if all are healthy",
-            "Print each replica's URL and health; exit 0 if all are healthy."),
+            'SIGINT/SIGTERM (`loadtest cluster down`), then tear down. The replicas require an API key when '
+            "VLLM_API_KEY is set in this command's environment (a local Ray's replicas inherit it) or in the "
+            "fleet's env, as vLLM reads it; a run then sends the key in the variable its --api-key-env names "
+            '(LOADTEST_API_KEY by default), and `cluster status` checks each replica with it.'),
+    Command('cluster status', ClusterStatusOptions, "loadtest.commands.cluster:status",
+            "print each replica's URL and whether a run could use it; exit 0 if every one could",
+            "Print each replica's URL and whether a run could use it: its /health, then its /v1/models asked with "
+            'the key in --api-key-env (a missing or refused key is said apart). Exit 0 when every replica '
+            'could take a run, 1 when one could not or no fleet is up, 2 on a bad state file.'),
     Command('cluster down', ClusterStateOptions, "loadtest.commands.cluster:down",
             'stop the fleet (SIGTERM to its supervisor) and wait until it is torn down',
             'Stop the fleet (SIGTERM to its supervisor) and wait until it is torn down.'),

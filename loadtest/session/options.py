@@ -383,8 +383,8 @@ class SoakOptions(Replaying):
     duration: float | None = option(help="how long to send, e.g. 8h, 30m, 90s (default: the scenario's duration)",
                                     parse=time_span, metavar="T")
     window: float = option(
-        SOAK_WINDOW_S, "the SLO window: each target is held over every window this long (default {default} s), one window "
-        "every --window-step; drift is judged over tumbling windows this long", parse=time_span, metavar="T")
+        SOAK_WINDOW_S, "the SLO window: each target is held over every window this long (default {default} s), one "
+        "window every --window-step; drift is judged over tumbling windows this long", parse=time_span, metavar="T")
     window_step: float | None = option(help="how far each SLO window slides (default: a fifth of --window)",
                                        parse=time_span, metavar="T")
     flush_every: float = option(

@@ -103,8 +103,8 @@ def too_many_windows(args: SoakOptions, duration: float, step: float) -> str:
     if args.window_step is not None:
         return f"--window-step: {step:g} s over the {duration:g} s soak is {count}: give a longer step"
     if args.window != SOAK_WINDOW_S:
-        return (f"--window: {args.window:g} s (each a fifth of it apart) over the {duration:g} s soak is {count}: give a "
-                "longer window or --window-step")
+        return (f"--window: {args.window:g} s (each a fifth of it apart) over the {duration:g} s soak is {count}: "
+                "give a longer window or --window-step")
     source = "--duration" if args.duration else f"the scenario's duration ({args.trace.scenario})"
     return (f"{source}: {duration / 3600:,.6g} h at the default window ({SOAK_WINDOW_S:g} s, every {step:g} s) is "
             f"{count}: give a shorter --duration, or a longer --window or --window-step")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from cluster import DEFAULT_STATE
+from loadtest.replay.options import ReplayConfig
 from loadtest.session.options import DEFAULT_FLEET, option
 from loadtest.session.values import in_path, out_dir, out_file, percent, positive_float, positive_int
 from loadtest.session.values import seed as random_seed
@@ -73,6 +74,16 @@ class ClusterStateOptions:
 
     state: str = option(DEFAULT_STATE, "the fleet's state file (default: {default})", metavar="FILE",
                        parse=out_file)
+
+
+@dataclass(frozen=True)
+class ClusterStatusOptions(ClusterStateOptions):
+    """`loadtest cluster status`: the state file, and the key a run would send."""
+
+    PROG: ClassVar[str] = "loadtest cluster status"
+    api_key_env: str = option(ReplayConfig.api_key_env, "environment variable holding the API key a run sends "
+                              "(default {default}): each replica is asked for its models with it, as a run's check "
+                              "does", metavar="VAR")
 
 
 @dataclass(frozen=True)
