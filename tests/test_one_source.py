@@ -105,7 +105,9 @@ def test_the_console_modes_parquet_report_md_and_html_show_the_long_summary(sess
     said = " ".join(ran.stdout.split())
     assert f"decision: {decision['text']}" in said
     assert said.index("decision:") < said.index("h (completed)")     # above the table (its title)
-    assert report.splitlines()[2] == f"**Decision: {decision['text']}**"
+    # under the line that says the numbers are the simulator's (tests/test_new_user.py), then first
+    assert report.splitlines()[2].startswith("**SIMULATED: ")
+    assert report.splitlines()[4] == f"**Decision: {decision['text']}**"
     assert decision["text"] in html.unescape(page)
     rows = [r for r in pq.read_table(run_dir / "summary.parquet").to_pylist() if r["metric"] == "decision"]
     assert [(r["mode"], r["statistic"]) for r in rows] == [(decision["mode"] or "baseline", decision["kind"])]

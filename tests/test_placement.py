@@ -168,4 +168,7 @@ def test_a_failed_start_is_raised_to_the_replay_that_waits_for_it():
 ])
 def test_modes_replay_side_by_side_by_default_only_where_they_share_no_processor(spec, nodes, order, expected):
     assert at_once(order, spec, make_plan(spec, FIVE, nodes)) is expected
-    assert at_once(order, None, None) is (order == "parallel")        # --endpoints: its hardware unseen
+    assert at_once(order, None, None) is (order == "parallel")        # --endpoints URLs: their hardware unseen
+    # held up by `cluster up` (every mode at once, or refused): as a plan that holds every mode
+    shares_nothing = spec.engine == "sim" or spec.device == "gpu"
+    assert at_once(order, spec, None, held=True) is (order == "parallel" or (order == "auto" and shares_nothing))

@@ -78,7 +78,8 @@ def test_a_sweep_of_two_modes_is_paired_plotted_and_agrees_with_the_model(tmp_pa
     assert manifest["status"] == "completed" and [lv["name"] for lv in manifest["levels"]] == levels
     # the sweep's one decision: in the manifest, heading report.md, in the console's report
     assert manifest["decision"]["kind"] == "deploy" and manifest["decision"]["mode"] == "eagle"
-    assert report.splitlines()[2] == f"**Decision: {manifest['decision']['text']}**"
+    assert report.splitlines()[2].startswith("**SIMULATED: ")   # the held fleet is the simulator: said first
+    assert report.splitlines()[4] == f"**Decision: {manifest['decision']['text']}**"
     assert f"**Decision: {manifest['decision']['text']}**" in " ".join(out.stdout.split())
     # a plan made on its own, set beside the measured sweep by `loadtest report`
     plan = cli("plan", "--fleet", str(world_fleet.fleet_file), "--modes", "baseline,eagle", "--scenario", TINY,

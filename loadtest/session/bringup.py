@@ -30,17 +30,18 @@ from loadtest.session.inputs import replica_entry
 log = logging.getLogger("loadtest")
 
 
-def at_once(order: str, spec: FleetSpec | None, plan: Plan | None) -> bool:
+def at_once(order: str, spec: FleetSpec | None, plan: Plan | None, held: bool = False) -> bool:
     """Whether --mode-order `order` replays the modes of `spec` all at once: `parallel` always
     (refused by the pre-flight when the cluster cannot hold them), `turns` never, and `auto` where
-    the pre-flight's `plan` holds every mode at once and no two replicas compute on the same
-    processor: the simulator (its steps are timed sleeps, a fraction of a core each) or GPUs. A vLLM
-    fleet on CPUs (each server takes every core) and a fleet already running (no plan: its hardware
-    unseen) go in turns."""
+    every mode is up at once (the pre-flight's `plan` holds them all, or the fleet is `held` up by
+    `cluster up`, which holds every mode at once or refuses) and no two replicas compute on the
+    same processor: the simulator (its steps are timed sleeps, a fraction of a core each) or GPUs.
+    A vLLM fleet on CPUs (each server takes every core) and bare --endpoints URLs (no fleet file:
+    their hardware unseen) go in turns."""
     if order != "auto":
         return order == "parallel"
-    return (spec is not None and plan is not None and plan.all_at_once
-            and (spec.engine == "sim" or spec.device == "gpu"))
+    all_up = held or (plan is not None and plan.all_at_once)
+    return spec is not None and all_up and (spec.engine == "sim" or spec.device == "gpu")
 
 
 class BringUp:
@@ -50,8 +51,9 @@ class BringUp:
         self.replicas: dict[str, list] = {}   # mode -> its replicas, kept after they stop for the manifest
         self.announced = False                # "fleet ready" said
         provisioned = isinstance(fleet, Fleet)
-        self.at_once = len(modes) > 1 and at_once(order, fleet.spec if provisioned else None,
-                                                  fleet.plan if provisioned else None)
+        spec = fleet.spec if provisioned else fleet.state.spec()   # a held fleet's state file names its fleet
+        self.at_once = len(modes) > 1 and at_once(order, spec, fleet.plan if provisioned else None,
+                                                  held=not provisioned)
         self.rollout = self._rollout(order == "parallel") if isinstance(fleet, Fleet) else None
         if isinstance(fleet, Fleet):
             fleet.supervisor.on_restart = self._restarted
