@@ -15,10 +15,6 @@ from dataclasses import dataclass, field
 from analysis.decision import BASELINE, DEPLOY, NONE_BETTER, NONE_MET, TOO_FEW, Decision
 from analysis.stats import supported_count
 
-# Where a capacity search stops: when the highest passing and the lowest failing rate are within
-# this share of the former; the one default of `capacity --precision` and of `plan --capacity`
-# (a measured and a planned capacity are bisected alike, so they can be held side by side).
-CAPACITY_PRECISION = 0.10
 
 @dataclass(frozen=True)
 class Probe:

@@ -105,9 +105,9 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
             line = [t]
             for m in shown:
                 a = cells.get((t, m))
-                mark = TOO_FEW if a is not None and a.verdict == UNJUDGED else ""
-                line.append("-" if a is None else f"met{mark} ({a.share:.0%})" if a.passed
-                            else f"**missed**{mark} ({a.share:.0%}): " + "; ".join(a.missed()))
+                line.append("-" if a is None else f"not judged{TOO_FEW} ({a.share:.0%} within)"
+                            if a.verdict == UNJUDGED else f"met ({a.share:.0%})" if a.passed
+                            else f"**missed** ({a.share:.0%}): " + "; ".join(a.missed()))
             rows.append(line)
         unjudged = [f"{a.mode} {a.tenant}: {'; '.join(a.unjudged())}" for a in slos if a.verdict == UNJUDGED]
         out += ["## SLOs by tenant", "", "Requests within every target of their tenant, and whether the tenant's "

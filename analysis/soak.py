@@ -23,6 +23,7 @@ from analysis.reader import read_requests
 from analysis.server import load_server_metrics
 from analysis.slo import METRIC_OF, SLO_COLUMNS
 from common import files
+from common.times import span_text
 from contract.records import CLIENT, FAILED, outcomes
 
 MIN_WINDOW_REQUESTS = 20   # a window's p99 from fewer successes says nothing; such windows are skipped
@@ -292,7 +293,7 @@ def findings(table: pa.Table, window_s: float) -> list[Finding]:
 def soak_markdown(run_id: str, status: str, p: dict, table: pa.Table, found: list[Finding]) -> str:
     """soak.md: the verdict, each finding with its window, and the windows per mode."""
     lines = [f"# Soak {run_id} ({status})", "",
-             f"{p['duration_s'] / 3600:.2f} h; SLO windows of {p['window_s']:g} s every {p['step_s']:g} s; drift over "
+             f"{span_text(p['duration_s'])}; SLO windows of {p['window_s']:g} s every {p['step_s']:g} s; drift over "
              f"tumbling windows of {p['window_s']:g} s with the offered load held apart.", ""]
     lines += ["## Findings", ""] + ([f"- **{f.check}** ({span(f.start_s, f.end_s)}): {f.message}" for f in found]
                                     or ["- none: every SLO window met its targets and nothing drifted"])

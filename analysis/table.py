@@ -66,14 +66,14 @@ def slo_table(rows: list[Attainment], modes: list[str]) -> Table:
         line = []
         for m in shown:
             a = cells.get((tenant, m))
-            mark = TOO_FEW if a is not None and a.verdict == UNJUDGED else ""
             if a is None:
                 line.append("-")
+            elif a.verdict == UNJUDGED:   # neither met nor missed: too few requests bound its p99s
+                line.append(f"[yellow]not judged[/yellow]{TOO_FEW} ({a.share:.0%} within)")
             elif a.passed:
-                line.append(f"[green]met[/green]{mark} {a.share:.0%}")
+                line.append(f"[green]met[/green] {a.share:.0%}")
             else:
-                line.append(f"[red]missed[/red]{mark} {a.share:.0%}: "
-                            + ", ".join(x.split(" ")[0] for x in a.missed()))
+                line.append(f"[red]missed[/red] {a.share:.0%}: " + ", ".join(x.split(" ")[0] for x in a.missed()))
         t.add_row(tenant, *line)
     if any(a.verdict == UNJUDGED for a in rows):
         t.caption = f"{TOO_FEW} {SLO_TOO_FEW_RULE}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -182,8 +183,20 @@ def init_ray(address: str | None, num_gpus: int | None = 0, log_file: Path | Non
     if address:
         join_ray(address, log_file, kwargs)
     else:
-        ray.init(address="local", num_cpus=os.cpu_count() or 1, num_gpus=num_gpus, **kwargs)
+        try:
+            ray.init(address="local", num_cpus=os.cpu_count() or 1, num_gpus=num_gpus, **kwargs)
+        except SystemExit as exc:
+            terminated(exc)
+            raise
     return True
+
+
+def terminated(exc: SystemExit) -> None:
+    """ray.init installs a SIGTERM handler of its own while it starts (`sys.exit(signum)`): a SIGTERM
+    then is a stop the user asked for, raised as KeyboardInterrupt (the command's interrupted path,
+    exit 130), not an exit with code 15."""
+    if exc.code == signal.SIGTERM:
+        raise KeyboardInterrupt("SIGTERM while Ray started") from None
 
 
 def join_ray(address: str, log_file: Path | None, kwargs: dict) -> None:
@@ -196,6 +209,9 @@ def join_ray(address: str, log_file: Path | None, kwargs: dict) -> None:
             return
         except (ConnectionError, AuthenticationError) as exc:
             failure = exc
+        except SystemExit as exc:
+            terminated(exc)
+            raise
     if isinstance(failure, AuthenticationError) or refused_for_token(said[0]):
         raise ClusterAccessError(access_problem(address, token_source())) from None
     raise FleetError(f"cannot join the Ray cluster at {address}: {failure}") from None

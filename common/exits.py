@@ -16,8 +16,14 @@ def print_error(prog: str, message: str) -> None:
     """`prog: error: ...` on stderr, one line per line of `message` (a file with three problems
     gets three lines, each naming its key); a character that is not printable (one a user gave:
     a tab, a form feed, U+2028) is shown as its escape, so it can neither break a line nor hide."""
-    for line in str(message).split("\n"):
+    for line in (line for line in str(message).split("\n") if line.strip()):   # a library's trailing newline
         print(f"{prog}: error: {printable(line)}", file=sys.stderr, flush=True)
+
+
+def one_line(exc: BaseException) -> str:
+    """A library's exception text as one line (pyarrow's Thrift errors end with a newline, others
+    hold several): its words joined by single spaces."""
+    return " ".join(str(exc).split())
 
 
 def printable(text: str) -> str:

@@ -16,3 +16,15 @@ def ms_text(v: float | None) -> str:
     """A latency as every table prints it: whole milliseconds from 100 up, one decimal below,
     `-` when there is none."""
     return "-" if v is None or math.isnan(v) else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+
+
+def span_text(seconds: float) -> str:
+    """A duration as a person reads it: `45 s`, `2 min`, `1 h 30 min`, `8 h` (a two-minute soak is
+    not `0.03 h`)."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
+    h, m = s // 3600, s % 3600 // 60
+    return f"{h:,} h" + (f" {m} min" if m else "")

@@ -117,27 +117,53 @@ def _sharegpt(path: Path) -> _Rows:
     return rows
 
 
+SHOWN_KINDS = 3   # a file's problems said at once: its first line of each kind, for this many kinds
+
+
+def problems_text(path: Path, problems: list[tuple[int, str]]) -> str:
+    """Every problem of a file in at most SHOWN_KINDS lines: the first line of each kind (what
+    comes before the first colon: the field, or the line's JSON), with how many more lines have it,
+    then how many more of other kinds."""
+    kinds: dict[str, list[tuple[int, str]]] = {}
+    for n, problem in problems:
+        kinds.setdefault(problem.split(":", 1)[0], []).append((n, problem))
+    out = []
+    for same in list(kinds.values())[:SHOWN_KINDS]:
+        n, problem = same[0]
+        more = f" (and {len(same) - 1:,} more line(s) like it)" if len(same) > 1 else ""
+        out.append(f"{path}:{n}: {problem}{more}")
+    rest = sum(len(same) for same in list(kinds.values())[SHOWN_KINDS:])
+    if rest:
+        out.append(f"{path}: and {rest:,} more line(s) with {len(kinds) - SHOWN_KINDS} other kind(s) of problem")
+    return "\n".join(out)
+
+
 def _jsonl(path: Path) -> _Rows:
+    """Every line checked before any is refused, so one import says every kind of problem."""
     rows = _Rows([], [], [], [], [], [], ignore_eos=False)
     timed = True
-    for n, obj in jsonl_objects(path):
+    problems: list[tuple[int, str]] = []
+    for n, obj in jsonl_objects(path, lambda n, problem: problems.append((n, problem))):
+        mt, ts = obj.get("max_tokens"), obj.get("timestamp")
+        found = len(problems)
         if not isinstance(obj.get("prompt"), str):
-            raise ScenarioError(f"{path}:{n}: prompt: required string is missing")
-        mt = obj.get("max_tokens")
+            problems.append((n, "prompt: required string is missing"))
         if not isinstance(mt, int) or isinstance(mt, bool) or not 1 <= mt <= MAX_TOKENS:
-            raise ScenarioError(f"{path}:{n}: max_tokens: expected an integer from 1 to {MAX_TOKENS:,} (the trace "
-                                f"stores int32), got {mt!r}")
-        ts = obj.get("timestamp")
-        if ts is None:
-            timed = False
-        elif not isinstance(ts, int | float) or isinstance(ts, bool) or not math.isfinite(ts):
-            raise ScenarioError(f"{path}:{n}: timestamp: expected seconds as a finite number, got {ts!r}")
+            problems.append((n, f"max_tokens: expected an integer from 1 to {MAX_TOKENS:,} (the trace stores int32), "
+                                f"got {mt!r}"))
+        if ts is not None and (not isinstance(ts, int | float) or isinstance(ts, bool) or not math.isfinite(ts)):
+            problems.append((n, f"timestamp: expected seconds as a finite number, got {ts!r}"))
+        if len(problems) > found:
+            continue
+        timed = timed and ts is not None
         rows.tenant.append(str(obj.get("tenant", "jsonl")))
         rows.prompt.append(obj["prompt"])
         rows.messages.append(None)
         rows.api.append("completions")
         rows.max_tokens.append(mt)
         rows.times.append(float(ts) if ts is not None else 0.0)
+    if problems:
+        raise ScenarioError(problems_text(path, sorted(problems)))
     if not timed:
         rows.times = None
     return rows

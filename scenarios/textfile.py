@@ -4,7 +4,7 @@ one line naming the place of a byte that is not."""
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
@@ -43,16 +43,22 @@ def read_lengths(path: str | Path) -> list[int]:
     return out
 
 
-def jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict]]:
+def jsonl_objects(path: str | Path, bad: Callable[[int, str], None] | None = None) -> Iterator[tuple[int, dict]]:
     """(line number, object) for every non-blank line of a JSONL file; a line that is not a JSON
-    object raises ScenarioError naming it (`file:line: ...`)."""
+    object raises ScenarioError naming it (`file:line: ...`), or, given `bad`, is handed to it
+    (line number, what is wrong) and skipped, so every problem can be said at once."""
     for n, line in enumerate(read_utf8(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise ScenarioError(f"{path}:{n}: not valid JSON: {exc}") from None
-        if not isinstance(obj, dict):
-            raise ScenarioError(f"{path}:{n}: expected a JSON object, got {line.strip()[:60]!r}")
-        yield n, obj
+            problem = f"not valid JSON: {exc}"
+        else:
+            if isinstance(obj, dict):
+                yield n, obj
+                continue
+            problem = f"expected a JSON object, got {line.strip()[:60]!r}"
+        if bad is None:
+            raise ScenarioError(f"{path}:{n}: {problem}")
+        bad(n, problem)

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from common.exits import one_line
 from common.validation import file_problem, file_state, shown_name
 from scenarios import ScenarioError
 from scenarios.arrivals import send_times
@@ -225,7 +226,7 @@ def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
     try:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:
-        raise ScenarioError(f"{path}: not a Parquet trace: {exc}") from None
+        raise ScenarioError(f"{path}: not a Parquet trace: {one_line(exc)}") from None
     for field in TRACE_SCHEMA:
         if field.name not in table.column_names:
             raise ScenarioError(f"{path}: column {field.name!r} is missing (see `loadtest trace build`)")
@@ -233,7 +234,7 @@ def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
     try:
         table = table.select(TRACE_SCHEMA.names).cast(TRACE_SCHEMA).replace_schema_metadata(meta)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise ScenarioError(f"{path}: columns do not match the trace schema: {exc}") from None
+        raise ScenarioError(f"{path}: columns do not match the trace schema: {one_line(exc)}") from None
     if table.num_rows == 0:
         raise ScenarioError(f"{path}: the trace has no requests")
     problem = trace_problem(table)

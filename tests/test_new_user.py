@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import time
 
 import pytest
 
 from cluster.fleet import load_fleet
-from tests.conftest import cli
+from tests.conftest import cli, loadtest_process
 
 SIMULATED = ("SIMULATED: these numbers come from loadtest's simulator (a performance model of "
              "meta-llama/Llama-3.3-70B-Instruct at TP4 on h100-sxm), not from a GPU fleet")
@@ -78,3 +80,83 @@ def test_a_soak_with_too_many_windows_blames_the_flag_given(flags, blamed, tmp_p
     out = cli("soak", *flags, "--out", str(tmp_path))
     assert out.returncode == 2 and out.stderr.startswith(blamed), out.stderr
     assert not list(tmp_path.iterdir()), "refused before anything was written"
+
+
+@pytest.mark.e2e
+@pytest.mark.rows_may_be_lost("stopped by SIGTERM while Ray starts: no replay began, so no request was scheduled")
+def test_sigterm_while_the_fleet_starts_removes_the_targets_file_and_exits_130(tmp_path):
+    """The new user's `timeout 100 loadtest sweep ...`: SIGTERM once /metrics is up and Ray is
+    starting (ray.init's own handler, which exited with code 15) leaves no targets file behind, says
+    it was interrupted, and exits 130."""
+    with loadtest_process("sweep", "--modes", "baseline", "--requests", "20", "--concurrency", "1,4", "--out",
+                          str(tmp_path), "--run-id", "conc") as proc:
+        targets = tmp_path / "prometheus-targets" / "conc.json"
+        deadline = time.monotonic() + 60
+        while not targets.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    assert not targets.exists(), "the targets file outlived the command"
+    assert "Traceback" not in out and "sweep: no report was written" in out, out
+    manifest = json.loads((tmp_path / "conc" / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted", manifest["status"]
+
+
+def test_a_command_names_only_the_files_it_wrote(tmp_path):
+    from rich.console import Console
+
+    from loadtest.commands.console import say_written
+
+    console = Console(record=True, width=300)
+    (tmp_path / "levels").mkdir()
+    say_written(console, "sweep", tmp_path / "report.md", ("curves", tmp_path / "sweep.parquet"),
+                ("levels as run folders", tmp_path / "levels"))
+    (tmp_path / "report.md").write_text("# r")
+    say_written(console, "sweep", tmp_path / "report.md", ("curves", tmp_path / "sweep.parquet"), took_s=1.0)
+    lines = console.export_text().splitlines()
+    assert lines == [f"sweep: no report was written (levels as run folders {tmp_path / 'levels'})",
+                     f"sweep: {tmp_path / 'report.md'} in 1.0 s"], lines
+
+
+def test_a_garbled_parquet_trace_is_one_line(tmp_path):
+    import random
+
+    from scenarios.spec import load_scenario
+    from scenarios.trace import build_trace, write_trace
+
+    good = tmp_path / "good.parquet"
+    write_trace(build_trace(load_scenario("chat")[0], requests=50, seed=1), good, "chat", "0" * 64)
+    data, rng = bytearray(good.read_bytes()), random.Random(3)
+    for _ in range(40):   # the file's metadata garbled: pyarrow's Thrift error ends with a newline
+        data[rng.randrange(len(data) // 2, len(data) - 8)] = rng.randrange(256)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(bytes(data))
+    for argv in (["run", "--trace", str(bad), "--out", str(tmp_path / "out")], ["trace", "show", str(bad)]):
+        out = cli(*argv)
+        assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr
+        assert f"{bad}: not a Parquet trace: " in out.stderr, out.stderr
+
+
+def test_a_jsonl_import_says_every_kind_of_problem_at_once(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "a", "max_tokens": 3}\n{"max_tokens": 3}\nnot json\n{"prompt": "b", "max_tokens": 0}\n'
+                   '{"prompt": 1, "max_tokens": 3}\n[1]\n{"prompt": "c", "max_tokens": 3, "timestamp": "x"}\n')
+    out = cli("trace", "import", str(bad), "--format", "jsonl", "--out", str(tmp_path / "t.parquet"))
+    assert out.returncode == 2 and not (tmp_path / "t.parquet").exists(), out.stderr
+    assert out.stderr.splitlines() == [
+        f"loadtest trace import: error: {bad}:2: prompt: required string is missing (and 1 more line(s) like it)",
+        f"loadtest trace import: error: {bad}:3: not valid JSON: invalid literal, expected 'null': line 1 column 1 "
+        "(char 0)",
+        f"loadtest trace import: error: {bad}:4: max_tokens: expected an integer from 1 to 2,147,483,647 (the trace "
+        "stores int32), got 0",
+        f"loadtest trace import: error: {bad}: and 2 more line(s) with 2 other kind(s) of problem"], out.stderr
+
+
+@pytest.mark.parametrize("seconds, text", [(45, "45 s"), (120, "2 min"), (150, "2 min 30 s"), (5400, "1 h 30 min"),
+                                           (28_800, "8 h"), (360_000_000, "100,000 h")])
+def test_a_soaks_length_is_said_as_a_person_reads_it(seconds, text):
+    from common.times import span_text
+
+    assert span_text(seconds) == text

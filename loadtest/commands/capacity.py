@@ -15,7 +15,7 @@ from analysis.slo import has_targets
 from cluster import FleetError
 from common import exits, files
 from common.exits import print_error
-from loadtest.commands.console import new_console
+from loadtest.commands.console import new_console, say_written
 from loadtest.session.capacity import PROBE_SCHEMA, CapacityProbes, ModeCapacity, report, search_range, with_targets
 from loadtest.session.engine import Session
 from loadtest.session.guard import served
@@ -75,6 +75,6 @@ def main(args: CapacityOptions) -> int:
     manifest.write(run_dir)
     files.write_text(run_dir / "report.md", text)
     console.print(text, markup=False, highlight=False)
-    console.print(f"capacity: {run_dir / 'report.md'}  (every probe: {run_dir / 'capacity.parquet'}, run folders "
-                  f"under {run_dir / 'probes'}) in {time.monotonic() - started:.1f} s", soft_wrap=True)
+    say_written(console, "capacity", run_dir / "report.md", ("every probe", run_dir / "capacity.parquet"),
+                ("run folders under", run_dir / "probes"), took_s=time.monotonic() - started)
     return code

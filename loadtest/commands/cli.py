@@ -5,7 +5,9 @@ monkey-patches the process with gevent, which hangs `ray.init()`): it runs as a 
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
+import threading
 
 from common import files
 from common.exits import BAD_INPUT as EXIT_USAGE
@@ -17,7 +19,16 @@ from loadtest.commands.table import BY_WORDS
 SIM = ("cluster.sim.cli", "run")   # the simulator's own command line: it gets its namespace
 
 
+def _terminated(signum, frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM outside a replay's own handlers (loadtest.session.signals) ends the command as
+        # Ctrl-C does: every `with` unwinds (the /metrics targets file goes, the manifest is
+        # written), and the exit code is 130, never the shell's 143 for a process killed by it.
+        signal.signal(signal.SIGTERM, _terminated)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:

@@ -16,8 +16,8 @@ from analysis.soak import analyse_soak
 from cluster import FleetError
 from common import exits, files
 from common.exits import print_error
-from common.times import utc_now
-from loadtest.commands.console import new_console
+from common.times import span_text, utc_now
+from loadtest.commands.console import new_console, say_written
 from loadtest.commands.views import show_gate, show_run
 from loadtest.session.engine import OneReplay, Session
 from loadtest.session.guard import served
@@ -53,7 +53,7 @@ def _soak(console: Console, soak: Soak) -> int:
     writer.start()
     how = "resumed" if args.resume else "started"
     console.print(f"[bold]soak {manifest.run_id}[/bold] {how}: {stream.info.rows:,} requests of "
-                  f"{stream.info.scenario} over {p['duration_s'] / 3600:.2f} h, modes {', '.join(soak.choice.modes)}, "
+                  f"{stream.info.scenario} over {span_text(p['duration_s'])}, modes {', '.join(soak.choice.modes)}, "
                   f"SLO windows of {p['window_s']:g} s every {p['step_s']:g} s; trace parts of {stream.window_s:g} s "
                   f"written {LEAD_PARTS} ahead; records flushed every {p['flush_s']:g} s"
                   + (f"; going on after {soak.dropped:,} requests the stop left unsent and "
@@ -94,6 +94,6 @@ def verdict(console: Console, soak: Soak, code: int) -> int:
     p["findings"], p["ended_at"] = len(soaked.findings), utc_now()
     manifest.gate = "passed" if passed else "failed"
     manifest.write(run_dir)
-    console.print(f"soak: {run_dir / 'soak.md'} (windows: {run_dir / 'windows.parquet'}, findings: "
-                  f"{run_dir / 'findings.json'})", soft_wrap=True)
+    say_written(console, "soak", run_dir / "soak.md", ("windows", run_dir / "windows.parquet"),
+                ("findings", run_dir / "findings.json"))
     return exits.GATE_FAILED if code == exits.OK and not passed else code

@@ -10,7 +10,7 @@ import time
 from cluster import FleetError
 from common import exits
 from common.exits import print_error
-from loadtest.commands.console import new_console
+from loadtest.commands.console import new_console, say_written
 from loadtest.commands.views import show_gate
 from loadtest.session.engine import Session
 from loadtest.session.guard import served
@@ -70,7 +70,7 @@ def main(args: SweepOptions) -> int:
     failed = [f"{name}: {c.reason()}" for name, level_checks in checks for c in level_checks if not c.passed]
     if show_gate(console, failed) != exits.OK and code == exits.OK:
         code = exits.GATE_FAILED
-    console.print(f"sweep: {run_dir / 'report.md'}  (curves: {run_dir / 'sweep.parquet'}, {run_dir / 'report.html'}; "
-                  f"levels as run folders under {run_dir / 'levels'}) in {time.monotonic() - started:.1f} s",
-                  soft_wrap=True)
+    say_written(console, "sweep", run_dir / "report.md", ("curves", run_dir / "sweep.parquet"),
+                ("plots", run_dir / "report.html"), ("levels as run folders", run_dir / "levels"),
+                took_s=time.monotonic() - started)
     return code

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import Field, dataclass, field, fields, is_dataclass, replace
 from typing import Any, ClassVar
 
-from analysis.capacity import CAPACITY_PRECISION
 from loadtest.replay.options import MAX_INFLIGHT, ReplayConfig
 from loadtest.request.retry import POLICIES
 from loadtest.session.values import (
@@ -45,6 +44,10 @@ from loadtest.session.values import (
 )
 
 DEFAULT_FLEET = "local-sim"          # the simulator on a local Ray: what runs on any machine
+# Where a capacity search stops: when the highest passing and the lowest failing rate are within
+# this share of the former; the one default of `capacity --precision` and of `plan --capacity`
+# (a measured and a planned capacity are bisected alike, so they can be held side by side).
+CAPACITY_PRECISION = 0.10
 SOAK_WINDOW_S = 300.0                # a soak's SLO window: five minutes, as SLO dashboards commonly hold p99s
 DEFAULT_OUT = "results"              # where run folders go (and a held fleet's logs, `cluster up`)
 DEFAULT_SCENARIO = "saas-mix"        # the built-in multi-tenant mix

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis.capacity import CAPACITY_PRECISION, CapacityRow, capacity_table, search_capacity
+from analysis.capacity import CapacityRow, capacity_table, search_capacity
 from analysis.long_summary import long_summary
 from analysis.slo import attainment, has_targets, join_targets, judged, with_slos
 from analysis.sweep import LEVEL_SCHEMA, with_level
@@ -38,7 +38,7 @@ from loadtest.request.body import request_body
 from loadtest.session.inputs import new_run_dir
 from loadtest.session.level_dirs import new_level
 from loadtest.session.levels import Level, levels_of, native_rate
-from loadtest.session.options import DEFAULT_FLEET, CapacityOptions, PlanOptions
+from loadtest.session.options import CAPACITY_PRECISION, DEFAULT_FLEET, CapacityOptions, PlanOptions
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import (
