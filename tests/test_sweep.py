@@ -5,6 +5,7 @@ capacity search's answer; and their bad input, refused in one line before anythi
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -80,7 +81,8 @@ def test_a_sweep_of_two_modes_is_paired_plotted_and_agrees_with_the_model(tmp_pa
     assert manifest["decision"]["kind"] == "deploy" and manifest["decision"]["mode"] == "eagle"
     assert report.splitlines()[2].startswith("**SIMULATED: ")   # the held fleet is the simulator: said first
     assert report.splitlines()[4] == f"**Decision: {manifest['decision']['text']}**"
-    assert f"**Decision: {manifest['decision']['text']}**" in " ".join(out.stdout.split())
+    assert f"Decision: {manifest['decision']['text']}" in " ".join(out.stdout.split())
+    assert "**Decision" not in out.stdout and "|---" not in out.stdout   # drawn, not Markdown source
     # a plan made on its own, set beside the measured sweep by `loadtest report`
     plan = cli("plan", "--fleet", str(world_fleet.fleet_file), "--modes", "baseline,eagle", "--scenario", TINY,
                "--requests", "150", "--rate-scale", "1,2,6", "--out", str(tmp_path), "--run-id", "p")
@@ -197,8 +199,9 @@ def test_capacity_finds_the_highest_rate_within_the_slos_and_the_same_one_three_
     assert sum(1 for p in probes if p["rate"] == found and p["passed"]) >= 2
     assert sum(1 for p in probes if p["rate"] == above and not p["passed"]) >= 2
     assert "eagle is the only mode searched" in report
-    for p in probes:   # every probe a run folder of its own: 4 s of arrivals at its rate
+    for n, p in enumerate(probes, 1):   # every probe a run folder of its own: 4 s of arrivals at its rate
         assert read_requests(p["folder"]).num_rows == p["requests"] == pytest.approx(4 * p["rate"], rel=0.3)
+        assert Path(p["folder"]).name == f"probe-{n:02d}-{p['rate']:.3g}rps", p["folder"]   # in the order probed
 
 
 @pytest.mark.parametrize("argv, says", [

@@ -15,7 +15,7 @@ from analysis.slo import has_targets
 from cluster import FleetError
 from common import exits, files
 from common.exits import print_error
-from loadtest.commands.console import new_console, say_written
+from loadtest.commands.console import new_console, say_written, show_markdown
 from loadtest.session.capacity import PROBE_SCHEMA, CapacityProbes, ModeCapacity, report, search_range, with_targets
 from loadtest.session.engine import Session
 from loadtest.session.guard import served
@@ -74,7 +74,7 @@ def main(args: CapacityOptions) -> int:
     manifest.decision = decision.record()
     manifest.write(run_dir)
     files.write_text(run_dir / "report.md", text)
-    console.print(text, markup=False, highlight=False)
+    show_markdown(console, text)
     say_written(console, "capacity", run_dir / "report.md", ("every probe", run_dir / "capacity.parquet"),
                 ("run folders under", run_dir / "probes"), took_s=time.monotonic() - started)
     return code

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markdown import Markdown
 
 from common.exits import os_error_text, print_error
 
@@ -37,3 +38,9 @@ def say_written(console: Console, label: str, first: Path, *others: tuple[str, P
         return
     rest = f"  ({'; '.join(f'{what}: {path}' for what, path in there)})" if there else ""
     console.print(f"{label}: {first}{rest}{tail}", soft_wrap=True)
+
+
+def show_markdown(console: Console, text: str) -> None:
+    """A report.md on the console as a person reads it (headings, bold, tables drawn), not as
+    Markdown source: the file keeps the source."""
+    console.print(Markdown(text))

@@ -11,7 +11,7 @@ from cluster import FleetError
 from cluster.sim.config import SimArgsError
 from common import exits, files
 from common.exits import print_error
-from loadtest.commands.console import new_console, say_written
+from loadtest.commands.console import new_console, say_written, show_markdown
 from loadtest.session.inputs import OutError
 from loadtest.session.options import PlanOptions
 from loadtest.session.plan import capacity_section, new_plan, plan_levels
@@ -37,7 +37,7 @@ def main(args: PlanOptions) -> int:
     if args.capacity:
         report += "\n" + capacity_section(plan.base, plan.servers, plan.modes, plan.fleet, run_dir)
     files.write_text(run_dir / "report.md", report)
-    console.print(report, markup=False, highlight=False)
+    show_markdown(console, report)
     say_written(console, "plan", run_dir / "report.md", ("curves", run_dir / "sweep.parquet"),
                 ("levels as run folders under", run_dir / "levels"), took_s=time.monotonic() - started)
     return exits.OK

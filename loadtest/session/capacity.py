@@ -70,7 +70,9 @@ class CapacityProbes:
 
         def probe(rate: float) -> bool:
             attempt = attempts[rate] = attempts.get(rate, -1) + 1
-            name = f"rate-{rate:.6g}-{attempt}"
+            # in the order probed, with the rate as a person reads it (its exact value and attempt are in
+            # capacity.parquet): probe-07-6.39rps, not rate-6.3937-0
+            name = f"probe-{len(result.probes) + 1:02d}-{rate:.3g}rps"
             folder = session.run_dir / "probes" / mode / name
             level = Level(name, rate_scale=rate / native, duration_s=a.probe_duration)
             lv = new_level(session.manifest, base, level, folder, f"probes/{mode}/{name}")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.console import Console
+from rich.markdown import Markdown
 
 from analysis.gate import ErrorCheck
 from analysis.long_summary import long_summary
@@ -101,7 +102,7 @@ def write_report(console: Console, run_dir: Path, title: str, levels: list[Level
         report += "\n" + plan_vs_measured(predicted, sweep)
     files.write_text(run_dir / "report.md", report)
     files.write_text(run_dir / "report.html", sweep_html(title, report, sweep, gpus, predicted))
-    console.print(report, markup=False, highlight=False)
+    console.print(Markdown(report))   # drawn, as a person reads it; the file keeps the source
     return checks
 
 
