@@ -160,3 +160,21 @@ def test_a_soaks_length_is_said_as_a_person_reads_it(seconds, text):
     from common.times import span_text
 
     assert span_text(seconds) == text
+
+
+def test_the_bar_says_what_the_ended_requests_were_as_the_table_does():
+    """After Ctrl-C the bar said `147/400 done` where the table said 146 ok and 1 stopped by the
+    client: the bar's live text now names them by the table's outcomes, once any is not ok."""
+    from loadtest.request.tally import TenantTally
+    from loadtest.session.progress import live_text
+
+    chat, code = TenantTally(), TenantTally()
+    for tally, n in ((chat, 100), (code, 46)):
+        for _ in range(n):
+            tally.observe({"status": "ok", "sent_ns": 1, "e2e_ms": 10.0, "ttft_ms": 5.0}, True)
+    assert live_text({"chat": chat, "code": code}).startswith("TTFT p50 ")   # all ok: nothing more to say
+    code.observe({"status": "error", "error_kind": "interrupted", "sent_ns": 1}, False)
+    code.observe({"status": "not_sent", "sent_ns": None}, False)             # not ended: the bar's own count
+    assert live_text({"chat": chat, "code": code}).startswith("146 ok · 1 stopped by the client · TTFT p50 ")
+    chat.observe({"status": "timeout", "error_kind": "read", "sent_ns": 1}, False)
+    assert live_text({"chat": chat, "code": code}).startswith("146 ok · 1 failed · 1 stopped by the client · ")

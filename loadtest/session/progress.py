@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, Task, TextColumn, TimeElapsedColumn
 
+from contract.records import CLIENT, FAILED, NOT_SENT, OK, outcome_of
 from loadtest.replay import protocol
 from loadtest.request.tally import TenantTally, added_up
 
@@ -68,14 +70,32 @@ def progress_counts(p: protocol.Progress) -> str:
     return text + (f" · {p.not_sent:,} not sent" if p.not_sent else "")
 
 
+# How the bar names the outcomes of the requests that ended (contract.records.OUTCOMES).
+ENDED_AS = {OK: "ok", FAILED: "failed", CLIENT: "stopped by the client"}
+
+
+def ended_text(total: TenantTally) -> str:
+    """What the ended requests were, by outcome, the table's way (`146 ok · 1 stopped by the
+    client`), when any was not ok; empty while every one was (the bar's `done` says it all)."""
+    ended = Counter()
+    for (status, kind), n in total.requests.items():
+        if status != NOT_SENT:
+            ended[outcome_of(status, kind or None)] += n
+    if set(ended) <= {OK}:
+        return ""
+    return " · ".join(f"{ended[o]:,} {words}" for o, words in ENDED_AS.items() if ended[o])
+
+
 def live_text(tenants: dict[str, TenantTally]) -> str:
     """The replay's tally so far, every tenant's added up: `TTFT p50 80.0 p99 120.0  TPOT p50 12.0
-    late p99 0.4 ms` (latencies of the requests that succeeded; - while none has)."""
+    late p99 0.4 ms` (latencies of the requests that succeeded; - while none has), after what the
+    ended requests were when any was not ok (`146 ok · 1 stopped by the client`)."""
     total = added_up(tenants)
+    ended = ended_text(total)
 
     def f(metric: str, q: float) -> str:
         v = total.quantile(metric, q)
         return "-" if v is None else f"{v:.1f}"
 
-    return (f"TTFT p50 {f('ttft', 0.5)} p99 {f('ttft', 0.99)}  TPOT p50 {f('tpot', 0.5)}  "
-            f"late p99 {f('lateness', 0.99)} ms")
+    return ((f"{ended} · " if ended else "") + f"TTFT p50 {f('ttft', 0.5)} p99 {f('ttft', 0.99)}  "
+            f"TPOT p50 {f('tpot', 0.5)}  late p99 {f('lateness', 0.99)} ms")
