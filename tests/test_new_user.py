@@ -178,3 +178,17 @@ def test_the_bar_says_what_the_ended_requests_were_as_the_table_does():
     assert live_text({"chat": chat, "code": code}).startswith("146 ok · 1 stopped by the client · TTFT p50 ")
     chat.observe({"status": "timeout", "error_kind": "read", "sent_ns": 1}, False)
     assert live_text({"chat": chat, "code": code}).startswith("146 ok · 1 failed · 1 stopped by the client · ")
+
+
+@pytest.mark.e2e
+def test_a_held_simulator_fleets_modes_replay_side_by_side_as_run_help_says(session_run):
+    """`run --endpoints STATE` of a fleet held up by `cluster up` (every mode up at once, the
+    simulator) replays its modes side by side, as the same fleet provisioned by `run` would; and
+    `run --help` says what the default does, not 'each mode in turn'."""
+    run_dir, _ran = session_run
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["mode_order"].startswith("parallel (all modes at once"), manifest["mode_order"]
+    runs = manifest["mode_runs"]
+    assert runs["eagle"]["started_at"] < runs["baseline"]["ended_at"], runs   # overlapping, not in turns
+    words = " ".join(cli("run", "--help").stdout.split())
+    assert "each mode in turn" not in words and "every mode replays side by side" in words
