@@ -67,16 +67,21 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
                      f"{_ms(v, m, 'tpot_ms', 'p50')} / {_ms(v, m, 'tpot_ms', 'p99')}",
                      _ms(v, m, "e2e_ms", "p99"), _ratio(v.ratio(m, "speedup_e2e")),
                      _num(v.get(m, "acceptance_rate", "server"), ".0%"), _num(v.get(m, "tokens_per_step", "mean")),
+                     _num(v.get(m, "in_flight", "peak"), ",.0f"), _num(v.get(m, "offered_req_per_s", "trace")),
                      f"{int(ok or 0):,}", errors, f"{int(v.get(m, 'requests', 'not_sent') or 0):,}"])
     out += ["## Modes", "", _table(["mode", "done req/s", "out tok/s", "goodput req/s (share)", "TTFT p50 / p99",
                                     "TPOT p50 / p99", "E2E p99", "speedup E2E (95% CI)", "acceptance (server)",
-                                    "tokens/step (client)", "ok", "errors", "not sent"], rows), ""]
+                                    "tokens/step (client)", "peak in flight", "offered req/s", "ok", "errors",
+                                    "not sent"], rows), ""]
     out += ["Latencies in ms, from the send. Speedup: geometric mean over requests of the baseline's latency "
             "over the mode's, paired by request, with a paired bootstrap 95% interval; *n.s.*: the interval "
             "holds 1.0 (no significant difference). Tokens/step: completion tokens after the first chunk over "
-            "the chunks after the first (the client's view of the mean acceptance length). Errors: errors and "
-            "timeouts the server is answerable for, as `--max-errors` counts them; *+N client*: ends the client "
-            "caused (stopped in flight, cut by `--deadline`, a lost worker), which are not. "
+            "the chunks after the first (the client's view of the mean acceptance length). Peak in flight: the "
+            "most requests between send and last token at once. Offered: the trace's arrival rate; done req/s, out "
+            "tok/s and goodput over the mode's steady window (from the first arrival plus the E2E p99 to the last "
+            "arrival). Errors: errors and timeouts the server is answerable for, as `--max-errors` counts them; "
+            "*+N client*: ends the client caused (stopped in flight, cut by `--deadline`, a lost worker), which "
+            "are not. "
             f"{too_few_rule()}; `summary.parquet` holds every percentile's interval (`ci_low`, `ci_high`, NaN "
             "where the data cannot bound it) and its `count`.", ""]
     spec_modes = [m for m in v.modes if any(v.ratio(m, "speedup_e2e", t) for t in v.tenants)]

@@ -80,12 +80,6 @@ def slo_table(rows: list[Attainment], modes: list[str]) -> Table:
     return t
 
 
-def _accept(s: ModeSummary) -> str:
-    if s.acceptance_rate is None or s.mean_acceptance_length is None:
-        return "-"
-    return f"{s.acceptance_rate:.0%} / {s.mean_acceptance_length:.2f}"
-
-
 def _rate(v: float) -> str:
     return "-" if v is None or math.isnan(v) else f"{v:,.2f}" if v < 100 else f"{v:,.0f}"
 
@@ -103,37 +97,23 @@ def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str,
     """One row per mode replayed, and one per mode skipped (`skipped`: mode -> why; said in full
     under the table)."""
     t = Table(title=title or None, header_style="bold")
-    for name in ["mode", "req/s\noffered / done", "peak\nin flight", "out\ntok/s", "TTFT\np50 / p99",
-                 "TPOT\np50 / p99", "E2E\np99", "tok/\nchunk", "accept", "speedup\n95% CI", "goodput\nreq/s",
-                 "late\np50 / p99", "errors",
-                 "not\nsent"]:
+    # The console's few columns (a terminal's width); tokens/s, tokens per chunk, acceptance, peak
+    # in flight and lateness are in report.md, with every definition.
+    for name in ["mode", "req/s\noffered / done", "TTFT\np50 / p99", "TPOT\np50 / p99", "E2E\np99",
+                 "speedup\n95% CI", "goodput\nreq/s", "errors", "not\nsent"]:
         t.add_column(name, justify="left" if name == "mode" else "right", no_wrap=True)
     for s in summaries:
         speed = ratio_cell(s.speedup_ratio) if s.speedup is not None else "ref" if s.mode == "baseline" else "-"
         good = "-" if math.isnan(s.goodput_share) else f"{_rate(s.goodput_req_per_s)} ({s.goodput_share:.0%})"
-        t.add_row(s.mode, f"{_rate(s.offered_req_per_s)} / {_rate(s.req_per_s)}", f"{s.peak_in_flight:,}",
-                  _rate(s.out_tok_per_s),
+        t.add_row(s.mode, f"{_rate(s.offered_req_per_s)} / {_rate(s.req_per_s)}",
                   f"{ms_cell(s, 'ttft_ms', 'p50', s.ttft_p50_ms)} / {ms_cell(s, 'ttft_ms', 'p99', s.ttft_p99_ms)}",
                   f"{ms_cell(s, 'tpot_ms', 'p50', s.tpot_p50_ms)} / {ms_cell(s, 'tpot_ms', 'p99', s.tpot_p99_ms)}",
-                  ms_cell(s, "e2e_ms", "p99", s.e2e_p99_ms),
-                  "-" if math.isnan(s.tokens_per_chunk) else f"{s.tokens_per_chunk:.2f}", _accept(s), speed, good,
-                  f"{ms_cell(s, 'lateness_ms', 'p50', s.lateness_p50_ms)} / "
-                  f"{ms_cell(s, 'lateness_ms', 'p99', s.lateness_p99_ms)}", _errors(s), _count(s.not_sent))
+                  ms_cell(s, "e2e_ms", "p99", s.e2e_p99_ms), speed, good, _errors(s), _count(s.not_sent))
     for mode in skipped or {}:
         t.add_row(f"[yellow]{mode}[/yellow]", "[yellow]skipped[/yellow]", *["-"] * (len(t.columns) - 2))
-    t.caption = ("latencies in ms; req/s offered = the trace's arrival rate, done = completed requests per second "
-                 "over the steady window (first arrival + E2E p99 to the last arrival: warm-up and drain left out; "
-                 "- when the arrivals were too short for one), out tok/s and goodput over the same window; "
-                 "peak in flight = most requests between send and last token at once; "
-                 "tok/chunk = completion tokens (usage) / text chunks; accept = server acceptance rate / mean "
-                 "acceptance length (/metrics); speedup = geometric mean over requests of baseline E2E / mode E2E, "
-                 "with its paired bootstrap 95% interval (n.s.: the interval holds 1.0; too few: under "
-                 f"{MIN_BOOTSTRAP_PAIRS} pairs, too few for one); goodput = requests "
-                 "within every SLO of their tenant, per second (share of all scheduled; - when no SLOs or no "
-                 "steady window); "
-                 "late = send lateness; errors = errors and timeouts the server is answerable for (what --max-errors "
-                 "counts), +N client = ends the client caused (stopped in flight, cut by --deadline, a lost worker); "
-                 "not sent = never sent (deadline, interrupt)")
+    t.caption = ("ms; done and goodput over the steady window; speedup: baseline E2E / mode E2E, paired, 95% CI "
+                 f"(n.s.: holds 1.0; too few: under {MIN_BOOTSTRAP_PAIRS} pairs); errors: the server's (+N client: "
+                 "ends the client caused); tokens/s, acceptance, lateness and every definition: report.md")
     return t
 
 

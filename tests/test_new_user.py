@@ -192,3 +192,16 @@ def test_a_held_simulator_fleets_modes_replay_side_by_side_as_run_help_says(sess
     assert runs["eagle"]["started_at"] < runs["baseline"]["ended_at"], runs   # overlapping, not in turns
     words = " ".join(cli("run", "--help").stdout.split())
     assert "each mode in turn" not in words and "every mode replays side by side" in words
+
+
+@pytest.mark.e2e
+def test_the_console_table_is_narrow_and_the_rest_is_in_report_md(session_run):
+    """The modes table was about 170 columns wide; the console keeps its few columns (rates,
+    latencies, speedup, goodput, errors) and report.md the rest, with every definition."""
+    run_dir, ran = session_run
+    table = [line for line in ran.stdout.splitlines() if line.startswith(("┏", "┃", "│", "└"))]
+    widest = max(len(line.rstrip()) for line in table[:8])
+    assert widest <= 120, (widest, table[:8])
+    report = (run_dir / "report.md").read_text()
+    for column in ("out tok/s", "acceptance (server)", "tokens/step (client)", "peak in flight"):
+        assert column in report and column not in ran.stdout, column
