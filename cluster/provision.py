@@ -16,8 +16,9 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -180,20 +181,41 @@ def init_ray(address: str | None, num_gpus: int | None = 0, log_file: Path | Non
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
                   configure_logging=log_file is not None)
-    if address:
-        join_ray(address, log_file, kwargs)
-    else:
-        try:
-            ray.init(address="local", num_cpus=os.cpu_count() or 1, num_gpus=num_gpus, **kwargs)
-        except SystemExit as exc:
-            terminated(exc)
-            raise
+    with our_sigterm_kept():
+        if address:
+            join_ray(address, log_file, kwargs)
+        else:
+            try:
+                ray.init(address="local", num_cpus=os.cpu_count() or 1, num_gpus=num_gpus, **kwargs)
+            except SystemExit as exc:
+                terminated(exc)
+                raise
     return True
 
 
+@contextmanager
+def our_sigterm_kept() -> Iterator[None]:
+    """ray.init (Ray 2.60, `_private/worker.py`) first replaces the process's SIGTERM handler with
+    its own, `sys.exit(signum)`: a SIGTERM while it starts was then swallowed by Ray's own startup
+    code (its traceback printed, the run went on to its end) or ended the command with code 15. For
+    the call's length Ray's setter (`ray._private.utils.set_sigterm_handler`, looked up at each
+    call) leaves the command's handler in place; where a Ray has no such setter, Ray's handler
+    stands and `terminated` turns its exit into an interrupt."""
+    utils = getattr(getattr(ray, "_private", None), "utils", None)
+    setter = getattr(utils, "set_sigterm_handler", None)
+    if setter is None:
+        yield
+        return
+    utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        utils.set_sigterm_handler = setter
+
+
 def terminated(exc: SystemExit) -> None:
-    """ray.init installs a SIGTERM handler of its own while it starts (`sys.exit(signum)`): a SIGTERM
-    then is a stop the user asked for, raised as KeyboardInterrupt (the command's interrupted path,
+    """Ray's own SIGTERM handler, where it stood (`our_sigterm_kept`), exits with the signal's
+    number: a stop the user asked for, raised as KeyboardInterrupt (the command's interrupted path,
     exit 130), not an exit with code 15."""
     if exc.code == signal.SIGTERM:
         raise KeyboardInterrupt("SIGTERM while Ray started") from None

@@ -71,7 +71,7 @@ def test_a_start_above_the_capacity_halves_down_to_it():
                               min_rate=0.1)
         assert got.rate <= capacity < got.failed_at and (got.failed_at - got.rate) / got.rate <= 0.05
         assert got.probes[0].rate == 10.0 and got.probes[1].rate == 5.0 and not got.probes[0].passed
-    below = search_capacity(lambda rate: rate <= 0.05, start=10.0, max_rate=80.0, min_rate=0.1)
+    below = search_capacity(lambda rate: rate <= 0.05, start=10.0, max_rate=80.0, precision=0.05, min_rate=0.1)
     assert below.rate is None and below.reason == "even 0.156 failed its SLOs"   # the lowest probed above 0.1
 
 
@@ -96,8 +96,8 @@ def test_majority_repeats_keep_a_noisy_boundary_from_flipping_the_answer():
 
 
 def test_the_search_says_when_the_range_holds_no_boundary():
-    assert search_capacity(lambda r: True, 1.0, 64.0).reason == "every rate up to 64 met the SLOs"
-    none = search_capacity(lambda r: False, 1.0, 64.0)
+    assert search_capacity(lambda r: True, 1.0, 64.0, 0.05).reason == "every rate up to 64 met the SLOs"
+    none = search_capacity(lambda r: False, 1.0, 64.0, 0.05)
     assert none.rate is None and none.reason == "even 1 failed its SLOs"
 
 
