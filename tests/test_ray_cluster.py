@@ -91,9 +91,13 @@ def replay_span(manifest: dict) -> float:
 
 def test_five_modes_side_by_side_take_about_the_time_of_one_with_workers_sized_from_the_trace(three_nodes, tmp_path):
     """Five TP1 modes fit on the 8 GPUs at once: replayed side by side, from one trace long enough for
-    a steady state, they take about the time one mode takes alone, and no mode is client-limited."""
-    spans = {}
-    for run_id, modes in (("one", "baseline"), ("five", ",".join(MODES))):
+    a steady state, they take about the time one mode takes alone, and no mode is client-limited.
+    The two are measured twice, in turn (one, five, one, five), and the best of each compared: the
+    other tests of the suite share these 2 cores and can slow either measurement by seconds (a clean
+    clone's suite once measured 39.1 s against 55.0 s, where run alone they were 38.8 and 43.0)."""
+    spans: dict[str, list[float]] = {"one": [], "five": []}
+    for attempt, (kind, modes) in enumerate((("one", "baseline"), ("five", ",".join(MODES))) * 2):
+        run_id = f"{kind}{attempt // 2}"
         started = time.monotonic()
         # The suite runs several tests at once on this machine's 2 cores, which stalls any client now
         # and then (a send lateness p99 of 55 ms seen so): here the verdict holds it to 100 ms, which
@@ -103,8 +107,8 @@ def test_five_modes_side_by_side_take_about_the_time_of_one_with_workers_sized_f
         out, err = finished(run, 500)
         assert run.returncode == 0, out + err
         manifest = manifest_of(tmp_path / "results" / run_id)
-        spans[run_id] = replay_span(manifest)
-        print(f"{run_id}: {time.monotonic() - started:.1f} s in all, replays {spans[run_id]:.1f} s")
+        spans[kind].append(replay_span(manifest))
+        print(f"{run_id}: {time.monotonic() - started:.1f} s in all, replays {spans[kind][-1]:.1f} s")
         assert "client: 1 Locust worker(s) per mode (auto: the trace peaks at " in out, out
         assert manifest["workers"]["per_mode"] == 1 and manifest["workers"]["sizing"]["peak_requests_per_s"] > 0
         head = next(n["node_id"] for n in manifest["plan"]["cluster"] if n["gpus"] == 0)
@@ -115,7 +119,7 @@ def test_five_modes_side_by_side_take_about_the_time_of_one_with_workers_sized_f
             print(f"  {mode}: send lateness p99 {mr['client']['lateness_ms']['p99']:.1f} ms")
         assert "too short for a steady state" not in out, out
     assert manifest["mode_order"].startswith("parallel") and manifest["plan"]["turns"] == [MODES]
-    assert spans["five"] < 1.25 * spans["one"], spans
+    assert min(spans["five"]) < 1.25 * min(spans["one"]), spans
 
 
 def test_a_gpu_node_lost_mid_replay_fails_its_mode_and_the_other_goes_on(three_nodes, tmp_path):
