@@ -92,11 +92,14 @@ def replay_span(manifest: dict) -> float:
 def test_five_modes_side_by_side_take_about_the_time_of_one_with_workers_sized_from_the_trace(three_nodes, tmp_path):
     """Five TP1 modes fit on the 8 GPUs at once: replayed side by side, from one trace long enough for
     a steady state, they take about the time one mode takes alone, and no mode is client-limited.
-    The two are measured twice, in turn (one, five, one, five), and the best of each compared: the
-    other tests of the suite share these 2 cores and can slow either measurement by seconds (a clean
-    clone's suite once measured 39.1 s against 55.0 s, where run alone they were 38.8 and 43.0)."""
+    When the first pair misses, it is measured once more (one, then five) and the best of each
+    compared: the other tests of the suite share these 2 cores and can slow either measurement by
+    seconds (a clean clone's suite once measured 39.1 s against 55.0 s, where run alone they were
+    38.8 and 43.0); a real loss of the side-by-side replay misses both times."""
     spans: dict[str, list[float]] = {"one": [], "five": []}
     for attempt, (kind, modes) in enumerate((("one", "baseline"), ("five", ",".join(MODES))) * 2):
+        if attempt == 2 and spans["five"][0] < 1.25 * spans["one"][0]:
+            break   # the first pair decided it
         run_id = f"{kind}{attempt // 2}"
         started = time.monotonic()
         # The suite runs several tests at once on this machine's 2 cores, which stalls any client now
