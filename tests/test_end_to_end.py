@@ -59,6 +59,9 @@ def test_run_writes_the_result_contract_and_leaves_no_server(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     run_dir = tmp_path / "e2e"
     assert f"results: {run_dir}/" in out.stdout
+    # make run's path (a fleet provisioned here, on the simulator): its first screen says so, and what it models
+    assert out.stdout.splitlines()[1].startswith("SIMULATED: these numbers come from loadtest's simulator (a "
+                                                 "performance model of "), out.stdout.splitlines()[:3]
     # Ray's own chatter is in the logs, not on the console
     assert "Token authentication" not in out.stdout + out.stderr
     assert "Token authentication is enabled" in (run_dir / "logs" / "ray.log").read_text()
