@@ -83,6 +83,11 @@ def test_workers_the_cpu_nodes_cannot_hold_are_refused_before_any_mode_replays(t
         (tmp_path / "results" / "crowded" / "requests").rglob("*.parquet"))
 
 
+# Five modes side by side against one alone, in the suite: measured 1.10x alone, 1.27x-1.41x beside
+# the suite's other tests on 2 cores; in turns about 5x (test_five_modes_side_by_side_...).
+SIDE_BY_SIDE = 1.5
+
+
 def replay_span(manifest: dict) -> float:
     """From the first mode's replay start to the last one's end, in seconds."""
     runs = manifest["mode_runs"].values()
@@ -92,13 +97,14 @@ def replay_span(manifest: dict) -> float:
 def test_five_modes_side_by_side_take_about_the_time_of_one_with_workers_sized_from_the_trace(three_nodes, tmp_path):
     """Five TP1 modes fit on the 8 GPUs at once: replayed side by side, from one trace long enough for
     a steady state, they take about the time one mode takes alone, and no mode is client-limited.
-    When the first pair misses, it is measured once more (one, then five) and the best of each
-    compared: the other tests of the suite share these 2 cores and can slow either measurement by
-    seconds (a clean clone's suite once measured 39.1 s against 55.0 s, where run alone they were
-    38.8 and 43.0); a real loss of the side-by-side replay misses both times."""
+    Run alone the five take 1.10x the time of one (38.7 s against 42.7 s, 2026-12-06); in the
+    suite, whose other tests share these 2 cores, clean-clone runs measured 1.27x to 1.41x (39.1 s
+    against 55.0 s at worst). In turns they would take about 5x. So the bound is 1.5x, and when the
+    first pair misses it is measured once more (one, then five) and the best of each compared: a
+    real loss of the side-by-side replay misses both times."""
     spans: dict[str, list[float]] = {"one": [], "five": []}
     for attempt, (kind, modes) in enumerate((("one", "baseline"), ("five", ",".join(MODES))) * 2):
-        if attempt == 2 and spans["five"][0] < 1.25 * spans["one"][0]:
+        if attempt == 2 and spans["five"][0] < SIDE_BY_SIDE * spans["one"][0]:
             break   # the first pair decided it
         run_id = f"{kind}{attempt // 2}"
         started = time.monotonic()
@@ -122,7 +128,7 @@ def test_five_modes_side_by_side_take_about_the_time_of_one_with_workers_sized_f
             print(f"  {mode}: send lateness p99 {mr['client']['lateness_ms']['p99']:.1f} ms")
         assert "too short for a steady state" not in out, out
     assert manifest["mode_order"].startswith("parallel") and manifest["plan"]["turns"] == [MODES]
-    assert min(spans["five"]) < 1.25 * min(spans["one"]), spans
+    assert min(spans["five"]) < SIDE_BY_SIDE * min(spans["one"]), spans
 
 
 def test_a_gpu_node_lost_mid_replay_fails_its_mode_and_the_other_goes_on(three_nodes, tmp_path):
