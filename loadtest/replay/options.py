@@ -38,8 +38,8 @@ LOCUST_PROCESS_BYTES = 150 << 20
 class ReplayConfig:
     """One mode's replay: the trace, the replicas, the client's limits, how many processes."""
 
-    trace: Path
-    mode: str
+    trace: Path          # absolute, as run_dir (the engine resolves both): a Locust process runs in the
+    mode: str            # run's logs/ (common.process.child_env), a Ray worker on another node
     endpoints: tuple[str, ...]
     served_model: str
     run_id: str
@@ -61,12 +61,6 @@ class ReplayConfig:
     flush_s: float = 1.0                   # a new records part at least this often (a soak: less often)
     first_row: int = 0                     # a resumed soak: rows before this one are recorded already ...
     resume_at_s: float = 0.0               # ... and this trace offset comes `start_delay_s` after the start
-
-    def __post_init__(self) -> None:
-        # Absolute, so that a Locust process (which runs in the run's logs/, common.process.child_env)
-        # or a worker on another node finds them whatever its working directory.
-        object.__setattr__(self, "trace", Path(self.trace).absolute())
-        object.__setattr__(self, "run_dir", Path(self.run_dir).absolute())
 
     @property
     def distributed(self) -> bool:
