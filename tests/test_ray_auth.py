@@ -113,10 +113,7 @@ def test_the_readme_multi_node_steps_work_on_new_machines(tmp_path):
     ray = str(Path(sys.executable).with_name("ray"))
 
     def machine(name: str, variables: dict[str, str]) -> dict[str, str]:
-        home = tmp_path / name
-        home.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-        return {**env, **variables, "HOME": str(home), "RAY_TMPDIR": str(ray_dir)}
+        return bare_machine(tmp_path / name, **variables, RAY_TMPDIR=str(ray_dir))
 
     head_env, node_env, driver_env = machine("head", head_vars), machine("node", node_vars), machine("driver",
                                                                                                     driver_vars)
