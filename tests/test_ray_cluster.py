@@ -109,10 +109,11 @@ def test_five_modes_side_by_side_take_about_the_time_of_one_with_workers_sized_f
         run_id = f"{kind}{attempt // 2}"
         started = time.monotonic()
         # The suite runs several tests at once on this machine's 2 cores, which stalls any client now
-        # and then (a send lateness p99 of 55 ms seen so): here the verdict holds it to 100 ms, which
-        # a client short of workers passes by seconds. Run alone, every mode met the default 10 ms
-        # (2026-12-05, `pytest tests/test_ray_cluster.py -s`: p99 1.8 to 3.4 ms).
-        run = start_run(three_nodes, tmp_path / "results", run_id, 240, "--lateness-limit", "100", modes=modes, tp=1)
+        # and then (send lateness p99 of 41 to 55 ms seen so, and 101.9 ms once in CI's clean-clone
+        # run of 2026-12-06): here the verdict holds it to 250 ms, which a client short of workers
+        # passes by seconds. Run alone, every mode met the default 10 ms (2026-12-05,
+        # `pytest tests/test_ray_cluster.py -s`: p99 1.8 to 3.4 ms).
+        run = start_run(three_nodes, tmp_path / "results", run_id, 240, "--lateness-limit", "250", modes=modes, tp=1)
         out, err = finished(run, 500)
         assert run.returncode == 0, out + err
         manifest = manifest_of(tmp_path / "results" / run_id)

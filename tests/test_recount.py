@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from common import exits
@@ -46,3 +48,37 @@ def test_a_run_that_lost_nothing_says_nothing(tmp_path, capsys):
     assert guarded(lambda signals: None, m, tmp_path, "loadtest run") == exits.OK
     assert Manifest.read(tmp_path).reason is None and capsys.readouterr().err == ""
     assert unrecorded_text({}) is None
+
+
+def test_sigterm_before_the_replays_handlers_ends_the_run_interrupted(tmp_path, monkeypatch):
+    """SIGTERM (made KeyboardInterrupt by the command line's handler) that lands after /metrics is up
+    but before the replay's own handlers take the signals: the targets file goes, the manifest says
+    interrupted, exit 130 (CI saw `loadtest sweep: interrupted` with no manifest status once)."""
+    import os
+    import signal as signals_module
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from loadtest.commands import cli
+    from loadtest.session import guard
+    from loadtest.session.options import MetricsOptions
+
+    targets: list[Path] = []
+
+    def sigterm_now(run_dir) -> None:
+        targets.extend((tmp_path.parent / "prometheus-targets").glob("*.json"))   # /metrics is up
+        os.kill(os.getpid(), signals_module.SIGTERM)
+
+    m = _manifest()
+    old = signals_module.signal(signals_module.SIGTERM, cli._terminated)
+    try:
+        monkeypatch.setattr(guard, "hold_reserve", sigterm_now)
+        args = SimpleNamespace(metrics=MetricsOptions(), PROG="loadtest sweep")
+        code = guard.served(args, Console(file=open(os.devnull, "w")), m, tmp_path,
+                            lambda signals, server: pytest.fail("the replay began"))
+    finally:
+        signals_module.signal(signals_module.SIGTERM, old)
+    assert code == exits.INTERRUPTED
+    assert Manifest.read(tmp_path).status == "interrupted"
+    assert len(targets) == 1 and not targets[0].exists(), targets

@@ -48,6 +48,11 @@ def served(args: Replaying, console: Console, manifest: Manifest, run_dir: Path,
     except MetricsError as exc:
         print_error(args.PROG, str(exc))
         return None
+    except KeyboardInterrupt:   # SIGTERM or Ctrl-C before the replay's own handlers took the signals
+        # (cli.main turns SIGTERM into KeyboardInterrupt): nothing was started, and the manifest says so
+        manifest.status, manifest.reason, manifest.ended_at = "interrupted", "stopped by signal", utc_now()
+        manifest.write(run_dir)
+        return exits.INTERRUPTED
 
 
 def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path, prog: str) -> int:
