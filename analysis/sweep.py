@@ -6,6 +6,7 @@ whether the level saturated, and per mode and tenant where the speedup falls to 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -146,47 +147,107 @@ def crossovers(sweep: pa.Table) -> dict[tuple[str, str], str]:
     return out
 
 
+def client_behind(cells: dict, level: str, mode: str) -> str | None:
+    """Why `mode`'s client fell behind at `level` (its own verdict, analysis.long_summary's
+    `client_limited`), or None where it kept up or was not judged."""
+    if not _value(cells, (level, mode, ALL, "client_limited", "verdict")):
+        return None
+    late = _value(cells, (level, mode, ALL, "lateness_ms", "p99"))
+    return f"{mode}'s client fell behind" + (f" (send lateness p99 {ms_text(late)} ms)" if late is not None else "")
+
+
+@dataclass(frozen=True)
+class LevelVerdict:
+    """What one sweep level says of one mode against the baseline: whether it pays (its E2E
+    speedup's interval above 1.0), whether the fleet kept up (`saturated`: None when the level had
+    too few requests to judge), and why the level cannot hold a ceiling at all (`unjudged`: the
+    saturation was not judged, or the client of the mode or of the baseline fell behind, so the
+    level measured the client, not the fleet)."""
+
+    level: str
+    load: float
+    speedup: Ratio | None
+    saturated: bool | None
+    unjudged: str | None
+
+    @property
+    def pays(self) -> bool:
+        r = self.speedup
+        return r is not None and not r.too_few and r.low > 1.0 and self.saturated is not True
+
+    def why_not(self) -> str:
+        """Why this level does not extend a ceiling, as its clause of the decision."""
+        if self.saturated is True:
+            return "it saturated"
+        if self.speedup is None:
+            return "it was not replayed"
+        if not self.pays:
+            return f"its speedup is {self.speedup.text()}"
+        return f"not judged: {self.unjudged}"
+
+
+def level_verdicts(sweep: pa.Table, mode: str) -> list[LevelVerdict]:
+    """`mode`'s verdict at every level, from the lowest load up: the one reading of a sweep's
+    levels that its decision, and a plan's, are made from."""
+    cells, flags = _cells(sweep), saturation(sweep)
+    out = []
+    for level, load, _ in levels_of(sweep):
+        sat = flags.get((level, mode))
+        behind_ = [w for m in (BASELINE, mode) if (w := client_behind(cells, level, m))]
+        unjudged = ("; ".join(behind_) if behind_ else
+                    "too few requests to judge whether the fleet kept up" if sat is None else None)
+        out.append(LevelVerdict(level, load, _ratio(cells, level, mode, ALL), sat, unjudged))
+    return out
+
+
+def ceiling(verdicts: list[LevelVerdict]) -> tuple[LevelVerdict | None, LevelVerdict | None]:
+    """The highest level up to which the mode pays at every level and every level was judged
+    (None: not even the lowest), and the level above it that ended the climb (None: none did)."""
+    top = None
+    for v in verdicts:
+        if not v.pays or v.unjudged:
+            return top, v
+        top = v
+    return top, None
+
+
 def decide_sweep(sweep: pa.Table) -> Decision:
-    """A sweep's decision: the mode whose E2E speedup over the baseline lies above 1.0 (and that
-    had not saturated) at every level from the lowest up to the highest load, deployed up to that
-    load, and what happened above it; the mode paying up to the highest load wins, then the
-    surest speedup there. None paying at the lowest level: no mode is better, or, where an
-    interval holding 1.0 is wider than +-RESOLUTION, not enough data (analysis.decision's rule)."""
-    cells, levels, flags, unit = _cells(sweep), levels_of(sweep), saturation(sweep), load_unit(sweep)
+    """A sweep's decision (and a plan's): the mode whose E2E speedup over the baseline lies above
+    1.0 at every level from the lowest up, each level judged (the fleet kept up, and neither
+    client fell behind: `level_verdicts`), deployed up to the highest such level, and what
+    ended the climb above it; the mode paying up to the highest load wins, then the surest
+    speedup there. A level that was not judged names no ceiling: where the lowest one pays but
+    was not judged, there is not enough data to say. None paying at the lowest level: no mode is
+    better, or, where an interval holding 1.0 is wider than +-RESOLUTION, not enough data
+    (analysis.decision's rule)."""
+    unit = load_unit(sweep)
     modes = [m for m in dict.fromkeys(sweep["mode"].to_pylist()) if m != BASELINE]
     if BASELINE not in set(sweep["mode"].to_pylist()):
         return Decision(TOO_FEW, "no decision: this sweep has no baseline mode to measure speculation against")
-    pays: dict[str, tuple[str, float, Ratio]] = {}
-    for mode in modes:
-        for level, load, _ in levels:
-            r = _ratio(cells, level, mode, ALL)
-            if flags.get((level, mode)) is True or r is None or r.too_few or r.low <= 1.0:
-                break
-            pays[mode] = (level, load, r)
+    climbs = {m: ceiling(level_verdicts(sweep, m)) for m in modes}
+    pays = {m: top for m, (top, _) in climbs.items() if top is not None}
     if not pays:
+        levels = levels_of(sweep)
         lowest = levels[0][0] if levels else ""
-        wide = [f"{m} {r.text()}" for m in modes if (r := _ratio(cells, lowest, m, ALL)) is not None
-                and r.significant is False and not resolved(r)]
+        firsts = [(m, stop) for m, (_, stop) in climbs.items() if stop is not None]
+        unjudged = [f"{m} {v.speedup.text()}, but {v.unjudged}" for m, v in firsts if v.pays and v.unjudged]
+        if unjudged:
+            return Decision(TOO_FEW, f"not enough data to say: at the lowest level ({lowest}) "
+                            f"{'; '.join(unjudged)} (--requests, --level-duration, or more Locust workers)")
+        wide = [f"{m} {v.speedup.text()}" for m, v in firsts if v.speedup is not None
+                and v.speedup.significant is False and not resolved(v.speedup)]
         if wide:
             return Decision(TOO_FEW, f"not enough data to say: at the lowest level ({lowest}) {', '.join(wide)} could "
                             f"be {RESOLUTION:.0%} better or worse than the baseline (--requests, --level-duration)")
         return Decision(NONE_BETTER, f"no mode is better than the baseline at any level swept (from {lowest})")
-    mode = max(pays, key=lambda m: (pays[m][1], pays[m][2].low))
-    level, load, r = pays[mode]
-    shown = f"{load:,.0f} in flight" if unit == "in flight" else f"{load:,.2f} req/s offered"
-    text = (f"deploy {mode} up to {shown} ({level}: E2E {r.value:.2f}x faster than the baseline "
+    mode = max(pays, key=lambda m: (pays[m].load, pays[m].speedup.low))
+    top, stop = climbs[mode]
+    r = top.speedup
+    shown = f"{top.load:,.0f} in flight" if unit == "in flight" else f"{top.load:,.2f} req/s offered"
+    text = (f"deploy {mode} up to {shown} ({top.level}: E2E {r.value:.2f}x faster than the baseline "
             f"[{r.low:.2f}, {r.high:.2f}])")
-    if flags.get((level, mode)) is None:
-        text += f"; whether it keeps up at {level} the level had too few requests to judge"
-    above = [lv for lv, x, _ in levels if x > load]
-    if not above:
-        text += ", the highest level swept: it may pay higher still"
-    else:
-        nxt = above[0]
-        after = _ratio(cells, nxt, mode, ALL)
-        why = ("it saturated" if flags.get((nxt, mode)) is True else "it was not replayed" if after is None
-               else f"its speedup is {after.text()}")
-        text += f"; at {nxt} {why}"
+    text += (", the highest level swept: it may pay higher still" if stop is None
+             else f"; at {stop.level} {stop.why_not()}")
     return Decision(DEPLOY, text, mode, r)
 
 
@@ -207,7 +268,9 @@ def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None) -> st
            "ends them about as fast as they came); *too few to judge*: no steady window, and not behind (or fewer "
            f"than {MIN_BACKLOG} such completions): the arrivals were too short to show the fleet keeping up; "
            "closed loop (requests in flight), completions per second growing by under "
-           f"{CLOSED_GAIN:.0%} of the growth in flight over the level below; in brackets, where a level had no "
+           f"{CLOSED_GAIN:.0%} of the growth in flight over the level below; *client behind*: the mode's client "
+           "fell behind its schedule there (its own verdict: send lateness or CPU over the limit), so the level "
+           "measured the client and names no ceiling; in brackets, where a level had no "
            "steady window, completions per second from the first send to the last completion.", ""]
     for mode in modes:
         rows = []
@@ -217,6 +280,7 @@ def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None) -> st
             r = _ratio(cells, level, mode, ALL)
             speed = "-" if r is None else r.text()
             flag = {True: " *saturated*", None: " *too few to judge*"}.get(flags.get((level, mode), False), "")
+            flag += " *client behind*" if client_behind(cells, level, mode) else ""
             shown = f"{done:,.2f}" if done is not None else "-" if departing is None else f"({departing:,.2f})"
             rows.append([level, f"{load:,.0f}" if closed else f"{load:,.2f}", shown + flag,
                          "-" if (t := _value(cells, (level, mode, ALL, "out_tok_per_s", "rate"))) is None

@@ -13,11 +13,12 @@ from analysis.sweep import LEVEL_SCHEMA, decide_sweep, with_level
 from contract.records import REQUEST_SCHEMA, RequestRecord
 
 
-def _run(n: int, faster: dict[str, float], noise: float, seed: int = 1, failed: dict[str, int] | None = None
-         ) -> pa.Table:
+def _run(n: int, faster: dict[str, float], noise: float, seed: int = 1, failed: dict[str, int] | None = None,
+         limited: dict[str, bool] | None = None) -> pa.Table:
     """`n` requests of two tenants in the baseline and in each mode of `faster` (tenant -> how many
     times faster than the baseline it serves that tenant's requests), each latency off by a
-    lognormal `noise`; `failed`: mode -> requests that failed."""
+    lognormal `noise`; `failed`: mode -> requests that failed; `limited`: mode -> its client's verdict
+    on itself (client_limited)."""
     rng = np.random.default_rng(seed)
     base = rng.uniform(500, 3000, n)
     rows = []
@@ -37,7 +38,7 @@ def _run(n: int, faster: dict[str, float], noise: float, seed: int = 1, failed: 
                 r.error_kind = "http"
             rows.append(r.as_row())
     table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
-    return long_summary(table, "r", ["baseline", *faster])
+    return long_summary(table, "r", ["baseline", *faster], client_limited=limited)
 
 
 def test_a_mode_that_is_faster_is_deployed_and_a_tenant_it_slows_keeps_the_baseline():
@@ -82,10 +83,13 @@ def test_a_run_too_short_to_tell_says_so_and_how_many_requests_would():
     assert alone.kind == TOO_FEW and alone.text.startswith("no decision: this run replayed only the baseline")
 
 
-def _sweep(levels: dict[str, tuple[float, dict[str, dict[str, float]]]]) -> pa.Table:
+def _sweep(levels: dict[str, tuple[float, dict[str, dict[str, float]]]], requests: dict[str, int] | None = None,
+           limited: dict[str, dict[str, bool]] | None = None) -> pa.Table:
     """A sweep of levels name -> (offered req/s, the modes' speedups as `_run` takes them), 400
-    requests each (a steady window at every level)."""
-    parts = [with_level(_run(400, faster, noise=0.1, seed=k), name, offered)
+    requests each (a steady window at every level) unless `requests` says otherwise; `limited`:
+    level -> mode -> its client fell behind."""
+    parts = [with_level(_run((requests or {}).get(name, 400), faster, noise=0.1, seed=k,
+                             limited=(limited or {}).get(name)), name, offered)
              for k, (name, (offered, faster)) in enumerate(levels.items())]
     return pa.concat_tables(parts).cast(LEVEL_SCHEMA)
 
@@ -101,3 +105,24 @@ def test_a_sweep_deploys_the_mode_that_pays_up_to_the_highest_load_and_says_what
     assert d.text.endswith("; at high its speedup is 1.00x (n.s.)")
     none = decide_sweep(_sweep({"low": (2.0, {"eagle": both}), "high": (8.0, {"eagle": both})}))
     assert none.kind == NONE_BETTER and none.text == "no mode is better than the baseline at any level swept (from low)"
+
+
+def test_a_sweep_names_no_ceiling_at_a_level_too_short_to_judge_or_whose_client_fell_behind():
+    """Eagle pays 2x at every level; at `mid` its client fell behind, at `short` the arrivals were
+    too few to tell whether the fleet kept up: the ceiling is the level below each, and the
+    decision says why it stops there."""
+    fast = {"eagle": {"chat": 2.0, "code": 2.0}}
+    levels = {"low": (2.0, fast), "mid": (4.0, fast), "high": (8.0, fast)}
+    behind = decide_sweep(_sweep(levels, limited={"mid": {"eagle": True, "baseline": False}}))
+    assert behind.kind == DEPLOY and behind.text.startswith("deploy eagle up to 2.00 req/s offered (low: E2E ")
+    assert behind.text.endswith("; at mid not judged: eagle's client fell behind")
+    short = decide_sweep(_sweep(levels, requests={"mid": 12}))
+    assert short.kind == DEPLOY and short.text.startswith("deploy eagle up to 2.00 req/s offered (low")
+    assert short.text.endswith("; at mid not judged: too few requests to judge whether the fleet kept up")
+    # the baseline's client behind at the lowest level: no level is judged, so no ceiling at all
+    lowest = decide_sweep(_sweep(levels, limited={"low": {"baseline": True}}))
+    assert lowest.kind == TOO_FEW and lowest.mode is None
+    assert lowest.text.startswith("not enough data to say: at the lowest level (low) eagle 2.0")
+    assert "but baseline's client fell behind" in lowest.text
+    # and judged at every level, it pays up to the highest
+    assert decide_sweep(_sweep(levels)).text.endswith(", the highest level swept: it may pay higher still")
