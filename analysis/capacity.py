@@ -11,9 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
 
 from analysis.decision import BASELINE, DEPLOY, NONE_BETTER, NONE_MET, TOO_FEW, Decision
+from analysis.gate import ProbeVerdict
 from analysis.stats import supported_count
+from common import files
+
+# capacity.parquet, one row per probe, measured (`loadtest capacity`) or predicted (`plan --capacity`)
+PROBE_SCHEMA = pa.schema([
+    pa.field("mode", pa.string()), pa.field("rate", pa.float64()), pa.field("attempt", pa.int32()),
+    pa.field("phase", pa.string()), pa.field("passed", pa.bool_()), pa.field("binding", pa.string()),
+    pa.field("requests", pa.int64()), pa.field("goodput_over_arrivals_req_per_s", pa.float64()),
+    pa.field("error_share", pa.float64()),
+    pa.field("folder", pa.string()),   # the probe's run folder (null: the model's, which keeps none)
+    # whether its p99s bound the answer (analysis.slo: every tenant met or one missed, on intervals),
+    # and its smallest tenant's requests
+    pa.field("judged", pa.bool_()), pa.field("fewest_tenant_requests", pa.int64()),
+])
 
 
 @dataclass(frozen=True)
@@ -158,7 +175,7 @@ class CapacityRow:
     mode: str
     found: Capacity | None
     binding: str = "-"
-    goodput_req_per_s: float | None = None
+    goodput_over_arrivals_req_per_s: float | None = None   # requests within every target per second of arrivals
     why: str = "not searched"
     unjudged: int = 0                     # its probes decided on p99s their data cannot bound (analysis.slo)
     fewest: int | None = None             # the fewest requests of a tenant in any of its probes
@@ -171,7 +188,8 @@ def capacity_table(rows: list[CapacityRow], gpus: int, with_goodput: bool,
     rendering for the measured search (`loadtest capacity`) and the model's (`plan --capacity`).
     A rate found at the top of the search is shown as `>= rate`; per GPU is over the fleet's
     `gpus` a mode."""
-    header = ["mode", "max req/s", "per GPU", *(["goodput req/s"] if with_goodput else []), "binding SLOs", "search"]
+    header = ["mode", "max req/s", "per GPU", *(["goodput req/s (over arrivals)"] if with_goodput else []),
+              "binding SLOs", "search"]
     lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|" + ("---:|" if with_goodput else "") + "---|---|"]
     for r in rows:
         f = r.found
@@ -182,7 +200,28 @@ def capacity_table(rows: list[CapacityRow], gpus: int, with_goodput: bool,
         above = ">= " if top else ""
         rate = "-" if f.rate is None else f"{above}{f.rate:,.2f}"
         per_gpu = "-" if f.rate is None else f"{above}{f.rate / gpus:,.3f}"
-        goodput = ["-" if r.goodput_req_per_s is None else f"{r.goodput_req_per_s:,.2f}"] if with_goodput else []
+        good = r.goodput_over_arrivals_req_per_s
+        goodput = ["-" if good is None else f"{good:,.2f}"] if with_goodput else []
         lines.append("| " + " | ".join([r.mode, rate, per_gpu, *goodput, r.binding or "-",
                                          f"{f.reason} ({len(f.probes)} probes)"]) + " |")
     return lines, decide_capacity(rows, raise_with, more_with)
+
+
+def probe_row(mode: str, rate: float, attempt: int, verdict: ProbeVerdict, folder: Path | None = None) -> dict:
+    """One probe as capacity.parquet keeps it (its phase is filled in once the search ends)."""
+    return {"mode": mode, "rate": rate, "attempt": attempt, "phase": "", "passed": verdict.passed,
+            "binding": "; ".join(verdict.binding), "requests": verdict.requests,
+            "goodput_over_arrivals_req_per_s": verdict.goodput_over_arrivals(rate),
+            "error_share": verdict.error_share, "folder": None if folder is None else str(folder),
+            "judged": verdict.judged, "fewest_tenant_requests": verdict.fewest}
+
+
+def with_phases(rows: list[dict], found: Capacity) -> None:
+    """Each probe row's phase (bracket, confirm, bisect), in the order the search made them."""
+    for row, p in zip(rows, found.probes, strict=False):
+        row["phase"] = p.phase
+
+
+def write_probes(rows: list[dict], path: Path) -> None:
+    """capacity.parquet: every probe of every mode, in PROBE_SCHEMA."""
+    files.write_table(pa.Table.from_pylist(rows, schema=PROBE_SCHEMA), path)

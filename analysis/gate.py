@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.slo import MISSED, SLO_TOO_FEW_RULE, UNJUDGED
+from analysis.slo import MISSED, SLO_TOO_FEW_RULE, UNJUDGED, attainment, judged
 from contract.manifest import Manifest
 from contract.records import CLIENT, FAILED, NOT_SENT, OK, kinds, outcomes
 
@@ -114,3 +114,37 @@ def slo_gate_lines(slos: list[dict], prefix: str = "") -> GateVerdict:
         [f"{prefix}{s['mode']}: {s['tenant']} missed its SLO (--slo-gate)" for s in slos if s["verdict"] == MISSED],
         [f"{prefix}{s['mode']}: {s['tenant']}: {'; '.join(s['unjudged'])}: {SLO_TOO_FEW_RULE}" for s in slos
          if s["verdict"] == UNJUDGED])
+
+
+@dataclass(frozen=True)
+class ProbeVerdict:
+    """A capacity probe's answer on one mode's records (measured or predicted), from the run's own
+    two checks: every tenant's SLOs (analysis.slo.attainment) and the error gate (`error_checks`)."""
+
+    passed: bool
+    judged: bool          # decided on p99s the data bounds (or on errors past the limit)
+    binding: list[str]    # what failed: a tenant's missed p99s, or the errors
+    error_share: float    # of the requests sent (NaN: none was sent)
+    met: int              # requests within every target of their tenant
+    requests: int         # every scheduled request of the probe
+    fewest: int           # the smallest tenant's requests (0: no tenant has targets)
+
+    def goodput_over_arrivals(self, rate: float) -> float:
+        """Requests within every target per second of the probe's arrivals (it offered `rate`)."""
+        return rate * self.met / self.requests if self.requests else float("nan")
+
+
+def probe_verdict(records: pa.Table, mode: str, max_share: float) -> ProbeVerdict:
+    """Whether `mode` held at a probe's rate: its records (joined with their tenants' targets,
+    analysis.slo.join_targets) pass when every tenant's p99s are within target and its errors
+    within `max_share` (--max-errors), judged as `loadtest run` judges a run."""
+    verdicts = attainment(records, [mode])
+    check = error_checks(records, [mode], max_share)[0]
+    errors = check.error_share if check.sent else float("nan")
+    over = errors > max_share
+    binding = [f"{v.tenant} ({'; '.join(v.missed())})" for v in verdicts if not v.passed]
+    if over:
+        binding.append(f"errors {errors:.0%} > {max_share:.0%}")
+    passed = bool(verdicts) and all(v.passed for v in verdicts) and check.sent > 0 and not over
+    return ProbeVerdict(passed, judged(verdicts) or over, binding, errors, sum(v.met for v in verdicts),
+                        records.num_rows, min((v.requests for v in verdicts), default=0))

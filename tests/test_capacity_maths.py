@@ -131,7 +131,7 @@ def test_one_table_renders_the_measured_search_and_the_models():
     rows = [CapacityRow("eagle", found, "chat (ttft p99 210 > 200 ms)", 3.9), CapacityRow("ngram", top),
             CapacityRow("draft", None, why="stopped after 2 probes (interrupted?)")]
     lines, decision = capacity_table(rows, gpus=4, with_goodput=True, raise_with="--max-rate")
-    assert lines[0] == "| mode | max req/s | per GPU | goodput req/s | binding SLOs | search |"
+    assert lines[0] == "| mode | max req/s | per GPU | goodput req/s (over arrivals) | binding SLOs | search |"
     assert lines[2] == "| eagle | 4.00 | 1.000 | 3.90 | chat (ttft p99 210 > 200 ms) | bisected to 5% (3 probes) |"
     assert lines[3] == "| ngram | >= 8.00 | >= 2.000 | - | - | passed at max_rate (1 probes) |"
     assert lines[4] == "| draft | - | - | - | - | stopped after 2 probes (interrupted?) |"

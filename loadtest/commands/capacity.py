@@ -9,14 +9,13 @@ import math
 import time
 from dataclasses import replace
 
-import pyarrow as pa
-
+from analysis.capacity import write_probes
 from analysis.slo import has_targets
 from cluster import FleetError
 from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console, say_written, show_markdown
-from loadtest.session.capacity import PROBE_SCHEMA, CapacityProbes, ModeCapacity, report, search_range, with_targets
+from loadtest.session.capacity import CapacityProbes, ModeCapacity, report, search_range, with_targets
 from loadtest.session.engine import Session
 from loadtest.session.guard import served
 from loadtest.session.inputs import OutError, choose_fleet, new_manifest, new_run_dir, prepare_trace
@@ -68,7 +67,7 @@ def main(args: CapacityOptions) -> int:
     if code is None:   # /metrics could not listen: nothing ran
         return exits.BAD_INPUT
     probes = [p for r in results.values() for p in r.probes]
-    files.write_table(pa.Table.from_pylist(probes, schema=PROBE_SCHEMA), run_dir / "capacity.parquet")
+    write_probes(probes, run_dir / "capacity.parquet")
     gpus = choice.spec.gpus_per_mode if choice.spec is not None else 1
     text, decision = report(results, gpus, args.precision, args.repeats, args.probe_duration, manifest.simulated)
     manifest.decision = decision.record()

@@ -2,41 +2,30 @@
 its SLOs. The search (analysis.capacity: bracket by doubling, then bisect, each rate near the
 boundary decided by the majority of --repeats probes) asks for rates; each probe replays the
 scenario's requests at that rate into its own run folder. capacity.parquet holds every probe
-(PROBE_SCHEMA) and report.md the answer.
+(analysis.capacity.PROBE_SCHEMA) and report.md the answer.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from analysis.capacity import Capacity, CapacityRow, capacity_table, search_capacity
+from analysis.capacity import Capacity, CapacityRow, capacity_table, probe_row, search_capacity, with_phases
 from analysis.decision import Decision
-from analysis.gate import error_checks
-from analysis.slo import SLO_COLUMNS, attainment, join_targets, judged
+from analysis.gate import probe_verdict
+from analysis.slo import SLO_COLUMNS, join_targets
 from loadtest.session.engine import Session, Stage, replay_level
 from loadtest.session.inputs import Trace
 from loadtest.session.level_dirs import new_level, summarise
 from loadtest.session.levels import Level, native_rate
 from loadtest.session.options import CapacityOptions
 
-PROBE_SCHEMA = pa.schema([
-    pa.field("mode", pa.string()), pa.field("rate", pa.float64()), pa.field("attempt", pa.int32()),
-    pa.field("phase", pa.string()), pa.field("passed", pa.bool_()), pa.field("binding", pa.string()),
-    pa.field("requests", pa.int64()), pa.field("goodput_req_per_s", pa.float64()),
-    pa.field("error_share", pa.float64()), pa.field("folder", pa.string()),
-    # whether its p99s bound the answer (analysis.slo: every tenant met or one missed, on intervals),
-    # and its smallest tenant's requests
-    pa.field("judged", pa.bool_()), pa.field("fewest_tenant_requests", pa.int64()),
-])
-
 
 @dataclass
 class ModeCapacity:
     found: Capacity | None = None
-    probes: list[dict] = field(default_factory=list)   # PROBE_SCHEMA rows, in the order probed
+    probes: list[dict] = field(default_factory=list)   # capacity.parquet's rows (probe_row), in the order probed
 
 
 def with_targets(trace: Trace, slo: dict[str, float] | None) -> Trace:
@@ -77,21 +66,9 @@ class CapacityProbes:
             level = Level(name, rate_scale=rate / native, duration_s=a.probe_duration)
             lv = new_level(session.manifest, base, level, folder, f"probes/{mode}/{name}")
             replay_level(session, mode, lv, bool(result.probes), None)
-            records = lv.records(mode)
-            verdicts = attainment(join_targets(records, lv.trace), [mode])
-            check = error_checks(records, [mode], max_errors)[0]    # the run's gate, on the probe's records
-            sent = check.sent
-            errors = check.error_share if sent else math.nan
-            met = sum(v.met for v in verdicts)
-            passed = bool(verdicts) and all(v.passed for v in verdicts) and sent > 0 and errors <= max_errors
-            binding = [f"{v.tenant} ({'; '.join(v.missed())})" for v in verdicts if not v.passed]
-            if errors > max_errors:
-                binding.append(f"errors {errors:.0%} > {max_errors:.0%}")
-            result.probes.append({"mode": mode, "rate": rate, "attempt": attempt, "phase": "", "passed": passed,
-                                  "requests": lv.trace.num_rows, "judged": judged(verdicts) or errors > max_errors,
-                                  "fewest_tenant_requests": min((v.requests for v in verdicts), default=0),
-                                  "binding": "; ".join(binding), "error_share": errors, "folder": str(folder),
-                                  "goodput_req_per_s": rate * met / lv.trace.num_rows})
+            verdict = probe_verdict(join_targets(lv.records(mode), lv.trace), mode, max_errors)
+            passed, binding = verdict.passed, verdict.binding
+            result.probes.append(probe_row(mode, rate, attempt, verdict, folder))
             summarise(lv, "completed")
             session.console.print(f"{mode}: {rate:,.2f} req/s {'met' if passed else 'missed'} the SLOs"
                                + (f" ({'; '.join(binding)})" if binding else ""), soft_wrap=True)
@@ -100,8 +77,7 @@ class CapacityProbes:
         start, top = search_range(a, native)
         found = search_capacity(probe, start, top, precision=a.precision, repeats=a.repeats,
                                 min_rate=min(start, native / 16))
-        for row, p in zip(result.probes, found.probes, strict=False):
-            row["phase"] = p.phase
+        with_phases(result.probes, found)
         result.found = found
 
 
@@ -125,7 +101,7 @@ def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeat
         at = [p for p in r.probes if f.rate is not None and p["rate"] == f.rate and p["passed"]]
         above_it = [p for p in r.probes if f.failed_at is not None and p["rate"] == f.failed_at and not p["passed"]]
         rows.append(CapacityRow(mode, f, above_it[0]["binding"] if above_it else "-",
-                                sum(p["goodput_req_per_s"] for p in at) / len(at) if at else None,
+                                sum(p["goodput_over_arrivals_req_per_s"] for p in at) / len(at) if at else None,
                                 unjudged=sum(not p["judged"] for p in r.probes),
                                 fewest=min((p["fewest_tenant_requests"] for p in r.probes), default=None)))
     table, decision = capacity_table(rows, gpus, with_goodput=True, raise_with="--max-rate")
@@ -134,7 +110,8 @@ def report(results: dict[str, ModeCapacity], gpus: int, precision: float, repeat
         *([f"**{simulated}.**", ""] if simulated else []), f"**Decision: {decision.text}**", "",
         f"Bracketed by doubling, then bisected to {precision:.0%}; each rate near the boundary decided by the "
         f"majority of {repeats} probe(s). Per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the "
-        "target's). Goodput: requests within every target per second, at the rate found. Binding: what failed "
+        "target's). Goodput: requests within every target per second of the probe's arrivals (its rate times the "
+        "share within target; a run's goodput is over its steady window), at the rate found. Binding: what failed "
         "just above it.", "", *table, "",
         f"Each probe here is {probe_s:g} s of arrivals at its rate (rate x {probe_s:g} requests); `loadtest plan "
         "--capacity` probes its trace's `--requests` whatever the rate, so its p99s are of other sample sizes and "

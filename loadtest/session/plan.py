@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis.capacity import CapacityRow, capacity_table, search_capacity
+from analysis.capacity import CapacityRow, capacity_table, probe_row, search_capacity, with_phases, write_probes
+from analysis.gate import ProbeVerdict, probe_verdict
 from analysis.long_summary import long_summary
-from analysis.slo import attainment, has_targets, join_targets, judged, with_slos
+from analysis.slo import has_targets, join_targets, with_slos
 from analysis.sweep import LEVEL_SCHEMA, with_level
 from cluster import FleetError
 from cluster.argv import sim_config
@@ -38,7 +39,7 @@ from loadtest.request.body import request_body
 from loadtest.session.inputs import new_run_dir
 from loadtest.session.level_dirs import new_level
 from loadtest.session.levels import Level, levels_of, native_rate
-from loadtest.session.options import CAPACITY_PRECISION, DEFAULT_FLEET, CapacityOptions, PlanOptions
+from loadtest.session.options import CAPACITY_PRECISION, DEFAULT_FLEET, MAX_ERROR_SHARE, CapacityOptions, PlanOptions
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import (
@@ -133,45 +134,42 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
 
 
 def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_rate: float,
-                precision: float, replicas: int = 1) -> CapacityRow:
+                precision: float, replicas: int = 1) -> tuple[CapacityRow, list[dict]]:
     """The highest offered rate at which every tenant meets its SLOs in the model, which tenants
     missed them just above it (the binding SLOs), and how many probes decided on p99s their data
-    cannot bound. The model is deterministic for its seed, so each rate is probed once."""
+    cannot bound; and every probe, as capacity.parquet keeps it. Each probe is judged as `loadtest
+    capacity` judges one (analysis.gate.probe_verdict). The model is deterministic for its seed,
+    so each rate is probed once."""
     native = native_rate(base)
-    missed: dict[float, list[str]] = {}
-    unjudged, fewest = 0, None
+    rows: list[dict] = []
+    verdicts: dict[float, ProbeVerdict] = {}
 
     def probe(rate: float) -> bool:
-        nonlocal unjudged, fewest
         trace = scale_rate(base, rate / native)
         records = join_targets(predicted_records(trace, server, mode, "capacity", replicas), trace)
-        verdicts = attainment(records, [mode])
-        missed[rate] = [f"{a.tenant} ({'; '.join(a.missed())})" for a in verdicts if not a.passed]
-        unjudged += not judged(verdicts)
-        fewest = min([a.requests for a in verdicts] + ([fewest] if fewest is not None else []), default=None)
-        return not missed[rate]
+        verdicts[rate] = verdict = probe_verdict(records, mode, MAX_ERROR_SHARE)
+        rows.append(probe_row(mode, rate, 0, verdict))
+        return verdict.passed
 
     found = search_capacity(probe, start, max_rate, precision=precision, repeats=1)
-    binding = missed.get(found.failed_at, []) if found.failed_at is not None else []
-    return CapacityRow(mode, found, "; ".join(binding) or "-", unjudged=unjudged, fewest=fewest)
-
-
-CAPACITY_SCHEMA = pa.schema([pa.field("mode", pa.string()), pa.field("rate", pa.float64()),
-                             pa.field("passed", pa.bool_()), pa.field("phase", pa.string())])
+    with_phases(rows, found)
+    binding = verdicts[found.failed_at].binding if found.failed_at is not None else []
+    return CapacityRow(mode, found, "; ".join(binding) or "-", unjudged=sum(not r["judged"] for r in rows),
+                       fewest=min((r["fewest_tenant_requests"] for r in rows), default=None)), rows
 
 
 def capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list[str], fleet: FleetSpec,
-                      run_dir) -> str:
+                     run_dir) -> str:
     """Each mode's highest rate within every tenant's SLOs (capacity.parquet holds every probe)."""
     native = native_rate(base)
     gpus = fleet.gpus_per_mode
     rows, probes = [], []
     for mode in modes:
-        row = capacity_of(base, servers[mode], mode, native / 16, native * 16, CAPACITY_PRECISION, fleet.replicas)
-        assert row.found is not None
-        probes += [{"mode": mode, "rate": p.rate, "passed": p.passed, "phase": p.phase} for p in row.found.probes]
+        row, tried = capacity_of(base, servers[mode], mode, native / 16, native * 16, CAPACITY_PRECISION,
+                                 fleet.replicas)
+        probes += tried
         rows.append(row)
-    files.write_table(pa.Table.from_pylist(probes, schema=CAPACITY_SCHEMA), run_dir / "capacity.parquet")
+    write_probes(probes, run_dir / "capacity.parquet")
     table, decision = capacity_table(rows, gpus, with_goodput=False, more_with="more --requests")
     return "\n".join([
         "## Capacity: the highest offered rate within every tenant's SLOs", "",
