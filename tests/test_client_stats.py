@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loadtest.request.client_stats import ClientStats, verdict
 from loadtest.request.histogram import LogHistogram
@@ -28,6 +30,17 @@ def test_quantiles_within_one_percent_and_merge_is_exact():
     for v in (0.21, 0.22, 0.23):
         sub_ms.add(v)
     assert sub_ms.quantile(0.5) == pytest.approx(0.22, rel=0.01)  # fine below a millisecond
+
+
+@settings(max_examples=200)
+@given(st.lists(st.floats(0.02, 1e6), min_size=1, max_size=60), st.sampled_from([0.5, 0.9, 0.95, 0.99]))
+def test_a_quantile_of_few_values_is_the_reports_within_one_percent(values, q):
+    """As the analysis defines it (linear between the order statistics either side), not the
+    nearest order statistic: the board's p99 of 25 requests is the report's."""
+    h = LogHistogram()
+    for v in values:
+        h.add(v)
+    assert h.quantile(q) == pytest.approx(float(np.quantile(values, q)), rel=0.01)
 
 
 def _row(lateness: float) -> dict:

@@ -57,10 +57,18 @@ class LogHistogram:
         return sum(self.counts.values())
 
     def quantile(self, q: float) -> float | None:
+        """The `q` quantile within 1%, by the analysis's definition (numpy's default, linear): the
+        order statistics either side of rank q x (count - 1), interpolated between, so a p99 of 25
+        requests is the report's (24th and 25th values) and not the 24th alone."""
         total = self.count
         if not total:
             return None
         rank = q * (total - 1)
+        low = math.floor(rank)
+        return self._at(low) + (rank - low) * (self._at(min(low + 1, total - 1)) - self._at(low))
+
+    def _at(self, rank: int) -> float:
+        """The value of the order statistic `rank` (0-based), as its bucket's."""
         seen = 0
         for index in sorted(self.counts):
             seen += self.counts[index]
