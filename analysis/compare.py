@@ -8,7 +8,7 @@ percentile over fewer pairs than it needs (analysis.stats.supported_count: a p99
 Beside the percentiles, what far fewer pairs do support: for each latency compared, the typical
 request's change, the geometric mean over requests of NEW / BASE with its paired bootstrap
 interval (`<latency>_per_request`, judged from MIN_BOOTSTRAP_PAIRS pairs). The gate has three
-answers (`CompareGate`): failed when a judged figure regressed, passed when at least one was judged
+answers (`analysis.gate.CompareGate`): failed when a judged figure regressed, passed when at least one was judged
 and none regressed, not judged when no figure could be.
 
 Requests pair only when both runs' traces hold the same request: the same id, tenant, API,
@@ -206,25 +206,6 @@ def per_request_change(mode: str, tenant: str, latency: str, base: np.ndarray, n
     keep = np.isfinite(base) & np.isfinite(new) & (base > 0) & (new > 0)
     return Change(mode, tenant, f"{latency}_{PER_REQUEST}", float(np.exp(np.log(base[keep]).mean())),
                   float(np.exp(np.log(new[keep]).mean())), ratio, MIN_BOOTSTRAP_PAIRS)
-
-
-@dataclass(frozen=True)
-class CompareGate:
-    """The compare gate's answer over every figure: failed (a judged figure regressed), passed
-    (figures judged, none regressed) or not judged (no figure had the pairs it needs)."""
-
-    regressed: list[Change]
-    judged: int
-    figures: int
-
-    @property
-    def verdict(self) -> str:
-        return "failed" if self.regressed else "passed" if self.judged else "not judged"
-
-
-def compare_gate(changes: list[Change], max_regression: float) -> CompareGate:
-    return CompareGate([c for c in changes if c.verdict(max_regression) == "regressed"],
-                       sum(not c.too_few for c in changes), len(changes))
 
 
 def caveats(run_dir: Path, label: str) -> list[str]:

@@ -9,6 +9,10 @@ definition the console, the reports, capacity probes and soak windows count by t
 The gate turns into exit code 1 (DESIGN.md, "Exit codes"); with --slo-gate a tenant's missed SLO
 fails it too, and an SLO the data cannot judge (analysis.slo) leaves it not judged: exit 3, the
 check could not complete.
+
+Every gate lives here, each with three answers (passed, failed, not judged): the run's error and
+SLO gate (`judge_gate`), a capacity probe's (`probe_verdict`), compare's (`compare_gate`) and a
+soak's (`soak_gate`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import asdict, dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analysis.compare import Change
 from analysis.slo import MISSED, SLO_TOO_FEW_RULE, UNJUDGED, attainment, judged
 from contract.manifest import Manifest
 from contract.records import CLIENT, FAILED, NOT_SENT, OK, kinds, outcomes
@@ -148,3 +153,28 @@ def probe_verdict(records: pa.Table, mode: str, max_share: float) -> ProbeVerdic
     passed = bool(verdicts) and all(v.passed for v in verdicts) and check.sent > 0 and not over
     return ProbeVerdict(passed, judged(verdicts) or over, binding, errors, sum(v.met for v in verdicts),
                         records.num_rows, min((v.requests for v in verdicts), default=0))
+
+
+@dataclass(frozen=True)
+class CompareGate:
+    """The compare gate's answer over every figure: failed (a judged figure regressed), passed
+    (figures judged, none regressed) or not judged (no figure had the pairs it needs)."""
+
+    regressed: list[Change]
+    judged: int
+    figures: int
+
+    @property
+    def verdict(self) -> str:
+        return "failed" if self.regressed else "passed" if self.judged else "not judged"
+
+
+def compare_gate(changes: list[Change], max_regression: float) -> CompareGate:
+    return CompareGate([c for c in changes if c.verdict(max_regression) == "regressed"],
+                       sum(not c.too_few for c in changes), len(changes))
+
+
+def soak_gate(errors: GateVerdict, findings: list[str]) -> GateVerdict:
+    """A soak's gate: the run's error gate, failed too by each finding of its SLO windows and drift
+    checks (analysis.soak, a line each)."""
+    return GateVerdict([*errors.failed, *findings], errors.unjudged)

@@ -20,11 +20,10 @@ from analysis.compare import (
     PER_REQUEST,
     CompareError,
     caveats,
-    compare_gate,
     compare_runs,
     read_compared,
 )
-from analysis.gate import slo_gate_lines
+from analysis.gate import compare_gate, slo_gate_lines
 from analysis.long_summary import LONG_SCHEMA
 from analysis.markdown import repeats_markdown, runs_markdown
 from analysis.reader import ContractError

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 from rich.console import Console
 
-from analysis.gate import judge_gate
+from analysis.gate import judge_gate, soak_gate
 from analysis.reader import ContractError
 from analysis.run_analysis import analyse_run
 from analysis.soak import analyse_soak
@@ -90,9 +90,12 @@ def verdict(console: Console, soak: Soak, code: int) -> int:
     if not soaked.findings:
         console.print(f"soak: no SLO window missed{'' if soak.targets else ' (no targets set)'} and no drift found "
                       f"over {soaked.windows.num_rows // max(1, len(soak.choice.modes))} windows", soft_wrap=True)
-    passed = show_gate(console, judge_gate(manifest, analysed.checks).failed) == exits.OK and not soaked.findings
+    errors = judge_gate(manifest, analysed.checks)
+    show_gate(console, errors.failed)
+    gate = soak_gate(errors, [f"{f.check}: {f.message}" for f in soaked.findings])
+    passed = gate.state == "passed"
     p["findings"], p["ended_at"] = len(soaked.findings), utc_now()
-    manifest.gate = "passed" if passed else "failed"
+    manifest.gate = gate.state
     manifest.write(run_dir)
     say_written(console, "soak", run_dir / "soak.md", ("windows", run_dir / "windows.parquet"),
                 ("findings", run_dir / "findings.json"))
