@@ -76,9 +76,10 @@ def cells_of(table: pa.Table, modes: list[str]) -> Cells:
     small = key.astype(np.int16) if len(modes) * len(tenants) < 2 ** 15 else key
     order = np.argsort(small, kind="stable")            # a radix sort on 16-bit keys
     order = order[np.count_nonzero(key < 0):]           # the -1s sort first
-    counts = np.bincount(key[key >= 0], minlength=len(modes) * len(tenants))
     cells = len(modes) * len(tenants)
-    return Cells(modes, tenants, order, np.concatenate([[0], np.cumsum(counts)]), key, np.where(key >= 0, key, cells))
+    bins = np.where(key >= 0, key, cells)
+    counts = np.bincount(bins, minlength=cells + 1)[:cells]
+    return Cells(modes, tenants, order, np.concatenate([[0], np.cumsum(counts)]), key, bins)
 
 
 def cell_stats(cells: Cells, columns: dict[str, np.ndarray | Callable[[], np.ndarray]],
@@ -87,8 +88,12 @@ def cell_stats(cells: Cells, columns: dict[str, np.ndarray | Callable[[], np.nda
     column's rows in that cell. Columns run in threads; a column given as a function is made in
     its thread too."""
     def one(values) -> dict[tuple[str, str], dict]:
-        ordered = (values() if callable(values) else values)[cells.order]
-        return {(mode, tenant): statistic(ordered[s]) for mode, tenant, s in cells.cells()}
+        column, out = values() if callable(values) else values, {}
+        for mode, tenant, s in cells.cells():
+            if tenant == ALL:       # a mode's rows in order, a mode at a time: its tenants' are slices of them
+                ordered, start = column[cells.order[s]], s.start
+            out[mode, tenant] = statistic(ordered[s.start - start:s.stop - start])
+        return out
 
     with ThreadPoolExecutor(min(WORKERS, max(1, len(columns)))) as pool:
         return dict(zip(columns, pool.map(one, columns.values()), strict=True))

@@ -58,6 +58,13 @@ LATENCIES = ("ttft_ms", "tpot_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms")
 SPEEDUPS = {"speedup_ttft": "ttft_ms", "speedup_tpot": "tpot_ms", "speedup_e2e": "e2e_ms"}
 LIST_COLUMNS = ("itl_ms", "chunk_tokens")
 SCALAR_COLUMNS = [c for c in REQUEST_SCHEMA.names if c not in LIST_COLUMNS]   # a record's columns but the lists
+SPEC_COLUMNS = ("spec_steps", "spec_draft_tokens", "spec_accepted_tokens", "spec_acceptance_histogram")
+# The columns of the records the summary reads (the lists apart: `chunks_of` reads them a mode at
+# a time), and all that a run's analysis reads (analysis.run_analysis: its SLO join, report.html
+# and error check read no other). The rest (the worker, the prompt's tokens, the error's text...)
+# it never reads: reading every scalar column took twice as long (bench/analysis.py, 10M rows).
+SUMMARY_COLUMNS = ["mode", "tenant", "request_id", "status", "error_kind", "scheduled_ns", "sent_ns", "last_token_ns",
+                   "offset_s", *LATENCIES, "lateness_ms", "n_chunks", "completion_tokens", *SPEC_COLUMNS]
 
 LONG_SCHEMA = pa.schema([
     pa.field("run_id", pa.string()), pa.field("mode", pa.string()), pa.field("tenant", pa.string()),
@@ -74,38 +81,65 @@ def _add(rows: Rows, cell: Cell, metric: str, statistic: str, value: float | Non
     rows.setdefault(cell, []).append((metric, statistic, math.nan if value is None else float(value), low, high))
 
 
-def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> None:
-    """Counts, latency percentiles, rates and goodput: one pass per column over the rows in cell order."""
-    status = table["status"]
-    by_status = cells.counts(codes(status, list(STATUSES)), len(STATUSES))
+def _kind_groups(table: pa.Table) -> tuple[np.ndarray, list[str], pa.Table]:
+    """Each row's group, in one pass: its status when it has no error kind (STATUSES, then any
+    other status, which a run's records never hold: analysis.reader refuses it; -1 for none),
+    else one of its `status/error_kind` after those (a few rows); those kinds' names, sorted; and
+    one record (status, error_kind) of each group, in group order, so whatever is a function of
+    a record's status and kind is computed once a group."""
+    status, kind = table["status"], table["error_kind"]
+    group = codes(status, list(STATUSES)).astype(np.int64)
+    odd = pc.unique(status.take(np.flatnonzero(group < 0))).to_pylist()
+    statuses = [*STATUSES, *sorted(s for s in odd if s is not None)]
+    if len(statuses) > len(STATUSES):
+        group = codes(status, statuses).astype(np.int64)
+    with_kind = np.flatnonzero(pc.is_valid(kind).to_numpy(zero_copy_only=False))
+    kinds = pc.binary_join_element_wise(status.take(with_kind), kind.take(with_kind), "/")
+    names = sorted(k for k in pc.unique(kinds).to_pylist() if k is not None)
+    labels = codes(kinds, names)
+    group[with_kind] = np.where(labels >= 0, len(statuses) + labels, -1)
+    _, first = np.unique(labels, return_index=True)
+    first = with_kind[first[len(first) - len(names):]]      # a row of each kind (a -1 sorts first)
+    groups = pa.table({"status": pa.array([*statuses, *status.take(first).to_pylist()], pa.string()),
+                       "error_kind": pa.array([None] * len(statuses) + kind.take(first).to_pylist(), pa.string())})
+    return group, names, groups
+
+
+def _by_group(per_group: np.ndarray, group_to: np.ndarray, n: int) -> np.ndarray:
+    """Counts per group (one cell's) summed into `n` labels, `group_to` each group's (-1: none)."""
+    keep = group_to >= 0
+    return np.bincount(group_to[keep], weights=per_group[keep], minlength=n)
+
+
+def _count_rows(rows: Rows, table: pa.Table, cells: Cells) -> dict[Cell, np.ndarray]:
+    """Requests by status, by outcome (what the gate counts: contract.records.outcomes) and by
+    `status/error_kind`, per cell, from one count of the rows by group (`_kind_groups`); the
+    counts by status, per cell."""
+    group, names, groups = _kind_groups(table)
+    per_group = cells.counts(group, groups.num_rows)
+    status_of = codes(groups["status"], list(STATUSES))
+    outcome_of = codes(outcomes(groups), [FAILED, CLIENT])
+    by_status = {cell: _by_group(n, status_of, len(STATUSES)) for cell, n in per_group.items()}
     for cell, n in by_status.items():
         for name, count in zip(STATUSES, n, strict=True):
             _add(rows, cell, "requests", name, count)
-    for cell, n in cells.counts(codes(outcomes(table), [FAILED, CLIENT]), 2).items():   # what the gate counts
-        _add(rows, cell, "requests", FAILED, n[0])
-        _add(rows, cell, "requests", CLIENT, n[1])
-    with_kind = np.flatnonzero(pc.is_valid(table["error_kind"]).to_numpy(zero_copy_only=False))   # a few rows
-    kinds = pc.binary_join_element_wise(status.take(with_kind), table["error_kind"].take(with_kind), "/")
-    names = sorted(k for k in pc.unique(kinds).to_pylist() if k is not None)
-    labels = np.full(len(ok), -1, dtype=np.int64)
-    labels[with_kind] = codes(kinds, names)
-    for cell, n in cells.counts(labels, len(names)).items():
-        for name, count in zip(names, n, strict=True):
+    for cell, n in per_group.items():
+        failed, client = _by_group(n, outcome_of, 2)
+        _add(rows, cell, "requests", FAILED, failed)
+        _add(rows, cell, "requests", CLIENT, client)
+    for cell, n in per_group.items():
+        for name, count in zip(names, n[groups.num_rows - len(names):], strict=True):
             if count:
                 _add(rows, cell, "requests", name, count)
-    columns = {m: lambda m=m: np.where(ok, floats(table[m]), math.nan) for m in LATENCIES}   # made in the threads
-    columns["lateness_ms"] = lambda: floats(table["lateness_ms"])
-    for metric, by_cell in cell_stats(cells, columns, percentiles_with_intervals).items():
-        for cell, stats in by_cell.items():
-            for stat, (value, low, high) in stats.items():
-                _add(rows, cell, metric, stat, value, low, high)
-    completion = np.nan_to_num(floats(table["completion_tokens"]))   # a reply without usage counts no tokens
-    tokens = cells.sums(np.where(ok, completion, 0.0))
-    chunks = cells.sums(np.where(ok, np.nan_to_num(floats(table["n_chunks"])), 0.0))
-    meets = request_meets(table) if has_slos(table) else None
-    met = cells.sums(meets.astype(np.float64)) if meets is not None else None
-    scheduled = {cell: float(n.sum()) for cell, n in by_status.items()}
-    # rates over each mode's steady window (analysis.steady): completions inside it, per second
+    return by_status
+
+
+def _time_rows(table: pa.Table, cells: Cells, ok: np.ndarray) -> tuple[Rows, dict[str, tuple[int, int] | None],
+                                                                      dict[Cell, float]]:
+    """What the times of the records say, apart from any percentile: each mode's in-flight
+    counts, spans, offered rate and drain (rows of tenant `all`, in order), its first and last
+    send (None: nothing sent), and each cell's makespan in seconds."""
+    rows: Rows = {}
     last_ns = pc.fill_null(table["last_token_ns"], 0).to_numpy()
     arrivals = table["scheduled_ns"].to_numpy()[cells.order]
     sent = pc.is_valid(table["sent_ns"]).to_numpy(zero_copy_only=False)[cells.order]   # a never-sent row is no arrival
@@ -114,46 +148,77 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
     sent_ns = pc.fill_null(table["sent_ns"], 0).to_numpy()[cells.order]
     last_ordered = last_ns[cells.order]
     offsets = table["offset_s"].to_numpy()[cells.order]
-    in_steady = np.zeros(len(ok), dtype=bool)
-    windows, makespan = {}, {}
+    sends, makespan = {}, {}
     for mode, tenant, s in cells.cells():
         # seconds from the first send to the last completion: completions over it follow the
         # arrivals while the fleet keeps up, and come at its capacity when it cannot (saturated)
-        done_at = done_ordered[s][done_ordered[s] >= 0]
-        first = arrivals[s][sent[s]]
-        makespan[mode, tenant] = ((int(done_at.max()) - int(first.min())) / 1e9 if len(done_at) and len(first)
+        done_s, ok_s, sent_at = done_ordered[s], ok_ordered[s], arrivals[s][sent[s]]
+        last_done = int(done_s.max()) if len(done_s) else -1     # -1: none (a row not ok is -1)
+        makespan[mode, tenant] = ((last_done - int(sent_at.min())) / 1e9 if last_done >= 0 and len(sent_at)
                                   else math.nan)
+        if tenant != ALL:
+            continue
+        # requests that succeeded only: a refused or failed one is no backlog
+        mine = sent[s] & ok_s
+        ends, starts = done_s[mine], arrivals[s][mine]
+        for stat, count in in_flight(starts, done_s[done_s >= 0]).items():
+            _add(rows, (mode, ALL), "in_flight", stat, count)
+        _add(rows, (mode, ALL), "in_flight", "peak", peak_in_flight(sent_ns[s][ok_s], last_ordered[s][ok_s]))
+        span = float(offsets[s].max() - offsets[s].min()) if len(offsets[s]) else 0.0
+        _add(rows, (mode, ALL), "arrival_span_s", "length", span)
+        _add(rows, (mode, ALL), "offered_req_per_s", "trace", len(offsets[s]) / span if span > 0 else math.nan)
+        sends[mode] = (int(sent_at.min()), int(sent_at.max())) if len(sent_at) else None
+        if len(sent_at):
+            # the drain: how fast the requests in flight at the last arrival ended, until half of them
+            # had (a fleet that keeps up ends them about as fast as they came; a saturated one at its
+            # capacity)
+            last = int(sent_at.max())
+            waiting = np.sort(ends[(starts <= last) & (ends > last)])
+            half = (len(waiting) + 1) // 2
+            took = (int(waiting[half - 1]) - last) / 1e9 if half else 0.0
+            _add(rows, (mode, ALL), "drain_req_per_s", "rate", half / took if took > 0 else math.nan)
+            _add(rows, (mode, ALL), "drain_completions", "count", half)
+        _add(rows, (mode, ALL), "sent_span_s", "length", (int(sent_at.max()) - int(sent_at.min())) / 1e9
+             if len(sent_at) else 0.0)
+    return rows, sends, makespan
+
+
+def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> None:
+    """Counts, latency percentiles, rates and goodput: one pass per column over the rows in cell
+    order; the times' figures (`_time_rows`) in a thread beside the percentiles' (numpy's sorts
+    and partitions release the GIL)."""
+    by_status = _count_rows(rows, table, cells)
+    columns = {m: lambda m=m: np.where(ok, floats(table[m]), math.nan) for m in LATENCIES}   # made in the threads
+    columns["lateness_ms"] = lambda: floats(table["lateness_ms"])
+    with ThreadPoolExecutor(1) as beside:
+        times = beside.submit(_time_rows, table, cells, ok)
+        for metric, by_cell in cell_stats(cells, columns, percentiles_with_intervals).items():
+            for cell, stats in by_cell.items():
+                for stat, (value, low, high) in stats.items():
+                    _add(rows, cell, metric, stat, value, low, high)
+        time_rows, sends, makespan = times.result()
+    for cell, items in time_rows.items():
+        rows.setdefault(cell, []).extend(items)
+    completion = np.nan_to_num(floats(table["completion_tokens"]))   # a reply without usage counts no tokens
+    tokens = cells.sums(np.where(ok, completion, 0.0))
+    chunks = cells.sums(np.where(ok, np.nan_to_num(floats(table["n_chunks"])), 0.0))
+    meets = request_meets(table) if has_slos(table) else None
+    met = cells.sums(meets.astype(np.float64)) if meets is not None else None
+    scheduled = {cell: float(n.sum()) for cell, n in by_status.items()}
+    # rates over each mode's steady window (analysis.steady): completions inside it, per second
+    last_ns = pc.fill_null(table["last_token_ns"], 0).to_numpy()
+    in_steady = np.zeros(len(ok), dtype=bool)
+    windows = {}
+    for mode, tenant, s in cells.cells():
         if tenant == ALL:
-            # requests that succeeded only: a refused or failed one is no backlog
-            for stat, count in in_flight(arrivals[s][sent[s] & ok_ordered[s]], done_at).items():
-                _add(rows, (mode, ALL), "in_flight", stat, count)
-            done = ok_ordered[s]
-            _add(rows, (mode, ALL), "in_flight", "peak", peak_in_flight(sent_ns[s][done], last_ordered[s][done]))
-            span = float(offsets[s].max() - offsets[s].min()) if len(offsets[s]) else 0.0
-            _add(rows, (mode, ALL), "arrival_span_s", "length", span)
-            _add(rows, (mode, ALL), "offered_req_per_s", "trace", len(offsets[s]) / span if span > 0 else math.nan)
             e2e_p99 = next((v for metric, stat, v, _, _ in rows[(mode, ALL)] if (metric, stat) == ("e2e_ms", "p99")),
                            math.nan)
-            sent_at = arrivals[s][sent[s]]
-            if len(sent_at):
-                # the drain: how fast the requests in flight at the last arrival ended, until half of them
-                # had (a fleet that keeps up ends them about as fast as they came; a saturated one at its
-                # capacity)
-                mine = sent[s] & ok_ordered[s]
-                ends, starts, last = done_ordered[s][mine], arrivals[s][mine], int(sent_at.max())
-                waiting = np.sort(ends[(starts <= last) & (ends > last)])
-                half = (len(waiting) + 1) // 2
-                took = (int(waiting[half - 1]) - last) / 1e9 if half else 0.0
-                _add(rows, (mode, ALL), "drain_req_per_s", "rate", half / took if took > 0 else math.nan)
-                _add(rows, (mode, ALL), "drain_completions", "count", half)
-            _add(rows, (mode, ALL), "sent_span_s", "length", (int(sent_at.max()) - int(sent_at.min())) / 1e9
-                 if len(sent_at) else 0.0)
-            windows[mode] = steady_window(int(sent_at.min()), int(sent_at.max()), e2e_p99) if len(sent_at) else None
+            windows[mode] = steady_window(*sends[mode], e2e_p99) if sends[mode] else None
             mine = cells.order[s]
             in_steady[mine] = in_window(last_ns[mine], ok[mine], windows[mode])
     steady_done = cells.sums(in_steady.astype(np.float64))
     steady_tokens = cells.sums(np.where(in_steady, completion, 0.0))
-    all_done, all_tokens = cells.sums(ok.astype(np.float64)), cells.sums(np.where(ok, completion, 0.0))
+    all_done, all_tokens = cells.sums(ok.astype(np.float64)), tokens
     steady_met = cells.sums((meets & in_steady).astype(np.float64)) if meets is not None else None
     for mode, tenant, _ in cells.cells():
         cell, window = (mode, tenant), windows[mode]
@@ -176,10 +241,11 @@ def peak_in_flight(sent_ns: np.ndarray, end_ns: np.ndarray) -> int:
     end first)."""
     if len(sent_ns) == 0:
         return 0
-    times = np.concatenate([sent_ns, end_ns])
-    steps = np.concatenate([np.ones(len(sent_ns), dtype=np.int64), -np.ones(len(end_ns), dtype=np.int64)])
-    order = np.lexsort((steps, times))
-    return int(np.cumsum(steps[order]).max())
+    # sorted by a merge sort, which merges the runs already in order (each tenant's records as
+    # they were written) in a few passes
+    sends, ends = np.sort(sent_ns, kind="stable"), np.sort(end_ns, kind="stable")
+    # the count is highest just after a send: the k-th (from 1) leaves k open less the ends at or before it
+    return int((np.arange(1, len(sends) + 1) - np.searchsorted(ends, sends, side="right")).max())
 
 
 def in_flight(arrivals_ns: np.ndarray, done_ns: np.ndarray) -> dict[str, float]:
@@ -188,12 +254,11 @@ def in_flight(arrivals_ns: np.ndarray, done_ns: np.ndarray) -> dict[str, float]:
     its queue grows all run."""
     if not len(arrivals_ns):
         return {}
-    arrivals, done = np.sort(arrivals_ns), np.sort(done_ns)
-    mid, end = (int(arrivals[0]) + int(arrivals[-1])) // 2, int(arrivals[-1])
+    first, last = int(arrivals_ns.min()), int(arrivals_ns.max())
 
-    def at(t: int) -> float:
-        return float(np.searchsorted(arrivals, t, side="right") - np.searchsorted(done, t, side="right"))
-    return {"mid": at(mid), "end": at(end)}
+    def at(t: int) -> float:      # counted, not sorted: a pass over each
+        return float(np.count_nonzero(arrivals_ns <= t) - np.count_nonzero(done_ns <= t))
+    return {"mid": at((first + last) // 2), "end": at(last)}
 
 
 def _request_acceptance_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> None:
@@ -205,7 +270,7 @@ def _request_acceptance_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.n
     if steps_col.null_count == len(steps_col):
         return
     has = ok.copy()      # every count present (the client nulls a malformed field on its own)
-    for c in ("spec_steps", "spec_draft_tokens", "spec_accepted_tokens", "spec_acceptance_histogram"):
+    for c in SPEC_COLUMNS:
         has &= pc.is_valid(table[c]).to_numpy(zero_copy_only=False)
     steps = cells.sums(np.where(has, floats(steps_col), 0.0))
     drafts = cells.sums(np.where(has, floats(table["spec_draft_tokens"]), 0.0))

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from analysis.decision import Decision, decide_run
 from analysis.gate import ErrorCheck, error_checks
 from analysis.html import report_html
-from analysis.long_summary import LIST_COLUMNS, LONG_SCHEMA, SCALAR_COLUMNS, SummaryView, long_summary
+from analysis.long_summary import LIST_COLUMNS, LONG_SCHEMA, SUMMARY_COLUMNS, SummaryView, long_summary
 from analysis.markdown import report_markdown
 from analysis.reader import read_requests
 from analysis.server import load_server_metrics, spec_decode_stats
@@ -77,8 +77,8 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
     found = RunAnalysis(manifest.run_id, manifest.status, list(modes), skipped=dict(manifest.skipped),
                         simulated=manifest.simulated,
                         stopped_note=stopped_note(manifest, modes))
-    # every column but the chunk lists; those are read a mode at a time (the long summary's chunks_of)
-    table = read_requests(run_dir, columns=SCALAR_COLUMNS) if (run_dir / "requests").exists() else None
+    # the columns the summary reads but the chunk lists; those are read a mode at a time (its chunks_of)
+    table = read_requests(run_dir, columns=SUMMARY_COLUMNS) if (run_dir / "requests").exists() else None
     if table is None or not table.num_rows:
         return found
     table = with_slos(table, run_dir) or table

@@ -75,24 +75,47 @@ def supported_count(q: float, confidence: float = CONFIDENCE) -> int:
     return math.ceil(math.log((1 - confidence) / 2) / math.log(max(q, 1 - q)))
 
 
+def linear_positions(n: int, percentiles: tuple[int, ...] = PERCENTILES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where np.percentile's linear method (its default) finds each percentile of n sorted
+    values, as numpy computes it: the 0-based positions of the two order statistics it lies
+    between and the weight of the upper one (numpy's own arithmetic, so `linear_value` gives its
+    bits; past the last value numpy takes the last, with a weight that makes no difference)."""
+    virtual = (n - 1) * np.true_divide(percentiles, 100)
+    below = np.floor(virtual)
+    last = virtual >= n - 1
+    gamma = virtual - np.where(last, -1.0, below)
+    below = np.where(last, n - 1, below).astype(np.intp)
+    return below, np.where(last, n - 1, below + 1), gamma
+
+
+def linear_value(low: np.ndarray, high: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """The values between order statistics `low` and `high` at weight `gamma`, by numpy's own
+    interpolation (numpy.lib._function_base_impl._lerp): from the nearer end."""
+    diff = high - low
+    return np.where(gamma >= 0.5, high - diff * (1 - gamma), low + diff * gamma)
+
+
 def percentiles_with_intervals(values: np.ndarray, confidence: float = CONFIDENCE) -> dict[str, tuple]:
     """`percentiles`, each with its distribution-free interval (low, high; NaN on a side the data
-    cannot bound: too few values), and `count`, the finite values they are of."""
+    cannot bound: too few values), and `count`, the finite values they are of. One partition
+    of the values at every order statistic the figures need (the percentiles' neighbours, their
+    intervals' ranks and the last for the max) gives them all: the same numbers as np.percentile
+    and max, in about a third of the time."""
     v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
+    v = v[np.isfinite(v)]          # a copy of our own, so the partition may reorder it
     n = len(v)
     out: dict[str, tuple] = {"count": (float(n), None, None)}
     if not n:
         return {**out, **{f"p{p}": (math.nan, math.nan, math.nan) for p in PERCENTILES}, "max": (math.nan, None, None)}
-    values_at = np.percentile(v, PERCENTILES)
+    below, above, gamma = linear_positions(n)
     ranks = {p: quantile_ranks(n, p / 100, confidence) for p in PERCENTILES}
-    kth = sorted({r - 1 for pair in ranks.values() for r in pair if 1 <= r <= n})
-    part = np.partition(v, kth) if kth else v
+    v.partition(np.unique([n - 1, *below, *above, *(r - 1 for pair in ranks.values() for r in pair if 1 <= r <= n)]))
+    values_at = linear_value(v[below], v[above], gamma)
     for p, value in zip(PERCENTILES, values_at, strict=True):
         low, high = ranks[p]
-        out[f"p{p}"] = (float(value), float(part[low - 1]) if low >= 1 else math.nan,
-                        float(part[high - 1]) if high <= n else math.nan)
-    out["max"] = (float(v.max()), None, None)
+        out[f"p{p}"] = (float(value), float(v[low - 1]) if low >= 1 else math.nan,
+                        float(v[high - 1]) if high <= n else math.nan)
+    out["max"] = (float(v[n - 1]), None, None)
     return out
 
 

@@ -92,8 +92,8 @@ def our_engine(data: Path, part: str) -> dict:
     rows: ls.Rows = {}
     t0 = time.perf_counter()
     if part == "requests":
-        # what the long summary reads of a run (every scalar column), less the ids, read apart below
-        table = read_requests(data, columns=[c for c in ls.SCALAR_COLUMNS if c != "request_id"])
+        # what `loadtest run`'s summary reads of a run (analysis.run_analysis), less the ids, read apart below
+        table = read_requests(data, columns=[c for c in ls.SUMMARY_COLUMNS if c != "request_id"])
         seconds["read"] = time.perf_counter() - t0
         t = time.perf_counter()
         cells = cells_of(table, list(MODES))
