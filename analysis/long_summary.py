@@ -16,7 +16,9 @@ Metrics (latencies in ms, over requests that succeeded unless said):
   mode's steady window per second, NaN when the replay was too short for one; see
   analysis.steady), `req_per_s` and `out_tok_per_s` `makespan` (completions and their tokens
   over the seconds from the first send to the last completion: the offered rate, less the
-  warm-up, while the fleet keeps up; its capacity when it cannot),
+  warm-up, while the fleet keeps up; its capacity when it cannot), and the completions each rate
+  is of (`req_per_s` `count` and `makespan_count`, `goodput_req_per_s` `count`; a view marks a
+  rate of fewer than analysis.stats.MIN_RATE_COUNT, as it marks a percentile of too few),
   `steady_window_s` (`length`), `goodput_share` (of all scheduled); `in_flight` (`mid`, `end`:
   requests arrived and not done halfway through the arrivals and at the last one; `peak`: the
   most successful requests between send and last token at once), `arrival_span_s` (`length`:
@@ -50,7 +52,7 @@ import pyarrow.compute as pc
 from analysis.cells import ALL, WORKERS, Cells, cell_stats, cells_of, codes
 from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
-from analysis.stats import Ratio, floats, paired_speedups_ci, percentiles_with_intervals
+from analysis.stats import MIN_RATE_COUNT, Ratio, floats, paired_speedups_ci, percentiles_with_intervals
 from analysis.steady import in_window, steady_window
 from contract.records import CLIENT, FAILED, OK, REQUEST_SCHEMA, STATUSES, outcomes
 
@@ -227,12 +229,15 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
             _add(rows, cell, "steady_window_s", "length", length)
         _add(rows, cell, "tokens_per_chunk", "mean", tokens[cell] / chunks[cell] if chunks[cell] else math.nan)
         _add(rows, cell, "req_per_s", "rate", steady_done[cell] / length)
+        _add(rows, cell, "req_per_s", "count", steady_done[cell] if window else math.nan)   # what the rates are of
         _add(rows, cell, "out_tok_per_s", "rate", steady_tokens[cell] / length)
         span = makespan[cell]
         _add(rows, cell, "req_per_s", "makespan", all_done[cell] / span if span > 0 else math.nan)
+        _add(rows, cell, "req_per_s", "makespan_count", all_done[cell])
         _add(rows, cell, "out_tok_per_s", "makespan", all_tokens[cell] / span if span > 0 else math.nan)
         if met is not None:
             _add(rows, cell, "goodput_req_per_s", "rate", steady_met[cell] / length)
+            _add(rows, cell, "goodput_req_per_s", "count", steady_met[cell] if window else math.nan)
             _add(rows, cell, "goodput_share", "share", met[cell] / scheduled[cell] if scheduled[cell] else math.nan)
 
 
@@ -467,6 +472,19 @@ class SummaryView:
         if cell is None or cell[0] is None or math.isnan(cell[0]):
             return False
         return any(b is not None and math.isnan(b) for b in cell[1:])
+
+    def rate_count(self, mode: str, metric: str, stat: str = "rate", tenant: str = ALL) -> float | None:
+        """The completions a rate is of: over the steady window (`rate`) or the makespan; a
+        goodput's, those within target; tokens per second share the requests' count."""
+        counted = "goodput_req_per_s" if metric == "goodput_req_per_s" else "req_per_s"
+        return self.get(mode, counted, "count" if stat == "rate" else "makespan_count", tenant)
+
+    def rate_too_few(self, mode: str, metric: str, stat: str = "rate", tenant: str = ALL) -> bool:
+        """A rate shown without the data to support it: of fewer than MIN_RATE_COUNT completions,
+        so its 95% interval is wider than +-RATE_RESOLUTION (a summary from before the counts has
+        none and is not marked)."""
+        n = self.rate_count(mode, metric, stat, tenant)
+        return self.get(mode, metric, stat, tenant) is not None and n is not None and n < MIN_RATE_COUNT
 
     def interval(self, mode: str, metric: str, stat: str, tenant: str = ALL) -> tuple[float | None, float | None]:
         """A statistic's interval, None on a side it does not have (NaN: the data cannot bound it)."""

@@ -10,7 +10,7 @@ from analysis.long_summary import ALL, LATENCIES, SummaryView
 from analysis.repeats import WIDER, Repeats
 from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
 from analysis.stats import PERCENTILES, Ratio
-from analysis.summary import TOO_FEW, too_few_rule
+from analysis.summary import TOO_FEW, rate_cell, too_few_rule
 from common.times import ms_text
 
 
@@ -61,8 +61,9 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
         errors = f"{int(failed):,}" + (f" (+{int(client):,} client)" if client else "")
         good = v.get(m, "goodput_req_per_s", "rate")
         share = v.get(m, "goodput_share", "share")
-        rows.append([m, _num(v.get(m, "req_per_s", "rate")), _num(v.get(m, "out_tok_per_s", "rate"), ",.0f"),
-                     "-" if share is None else f"{_num(good)} ({share:.0%})",
+        rows.append([m, rate_cell(_num(v.get(m, "req_per_s", "rate")), v, m, "req_per_s"),
+                     rate_cell(_num(v.get(m, "out_tok_per_s", "rate"), ",.0f"), v, m, "out_tok_per_s"),
+                     "-" if share is None else f"{rate_cell(_num(good), v, m, 'goodput_req_per_s')} ({share:.0%})",
                      f"{_ms(v, m, 'ttft_ms', 'p50')} / {_ms(v, m, 'ttft_ms', 'p99')}",
                      f"{_ms(v, m, 'tpot_ms', 'p50')} / {_ms(v, m, 'tpot_ms', 'p99')}",
                      _ms(v, m, "e2e_ms", "p99"), _ratio(v.ratio(m, "speedup_e2e")),

@@ -1,6 +1,6 @@
 """A run folder's analysis, once its modes ran: the long summary (summary.parquet, the one
-computation of every statistic) and its projections (modes.parquet, tenant_speedups.parquet),
-each tenant's SLO attainment, the notes a reader must see, report.md, report.html and the error
+computation of every statistic, and the only file of figures: every view reads it), each
+tenant's SLO attainment, the notes a reader must see, report.md, report.html and the error
 gate of each mode. Nothing is printed here: the console shows a `RunAnalysis` (the commands'
 views), and a sweep's levels or a capacity's probes only need the files."""
 
@@ -25,8 +25,6 @@ from analysis.summary import (
     mode_summaries,
     tenant_speedups,
     too_few_note,
-    write_summary,
-    write_tenant_speedups,
 )
 from analysis.table import steady_state_note
 from common import files
@@ -71,8 +69,8 @@ def stopped_note(manifest: Manifest, modes: list[str]) -> str | None:
 
 def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                 max_error_share: float | None = None) -> RunAnalysis:
-    """Summarise the run's records into its files (summary.parquet in long format, modes.parquet,
-    tenant_speedups.parquet, report.md, report.html), put each tenant's SLOs in the manifest, and
+    """Summarise the run's records into its files (summary.parquet in long format, report.md,
+    report.html), put each tenant's SLOs in the manifest, and
     with `max_error_share` check each mode's errors. A run without records gives an empty one."""
     found = RunAnalysis(manifest.run_id, manifest.status, list(modes), skipped=dict(manifest.skipped),
                         simulated=manifest.simulated,
@@ -101,10 +99,7 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
     long = pa.concat_tables([long, pa.Table.from_pylist(found.decision.rows(manifest.run_id), schema=LONG_SCHEMA)])
     files.write_table(long, run_dir / "summary.parquet")
     found.summaries = mode_summaries(long, present)          # the console table: a view of the long summary
-    write_summary(found.summaries, run_dir / "modes.parquet")
     found.by_tenant = tenant_speedups(long, modes)
-    if found.by_tenant:
-        write_tenant_speedups(found.by_tenant, run_dir / "tenant_speedups.parquet")
     if has_slos(table):
         found.slos = attainment(table, [s.mode for s in found.summaries])
         manifest.slos = [{"mode": a.mode, "tenant": a.tenant, "passed": a.passed, "verdict": a.verdict,

@@ -44,6 +44,24 @@ def percentiles(values: np.ndarray) -> dict[str, float]:
     return {**{f"p{p}": float(q) for p, q in zip(PERCENTILES, qs, strict=True)}, "max": float(v.max())}
 
 
+# A rate (completions per second over a window) of n completions is a Poisson count's: its 95%
+# interval is about +-z sqrt(n) completions, +-z / sqrt(n) of the rate. One wider than
+# +-RATE_RESOLUTION is shown marked, as a percentile of too few requests is: fewer than
+# MIN_RATE_COUNT (62) completions.
+RATE_RESOLUTION = 0.25
+Z_95 = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2)
+MIN_RATE_COUNT = math.ceil((Z_95 / RATE_RESOLUTION) ** 2)
+
+
+def rate_interval(rate: float, count: float) -> tuple[float, float]:
+    """The 95% interval of a rate of `count` completions (normal approximation of the Poisson
+    count, floored at 0)."""
+    if count <= 0:
+        return 0.0, math.nan
+    half = Z_95 * math.sqrt(count) / count
+    return max(0.0, rate * (1 - half)), rate * (1 + half)
+
+
 EXACT_RANKS_MAX = 100_000    # past this many values the ranks come from the normal approximation
 # A percentile is supported by its data when its distribution-free 95% interval (the order
 # statistics whose ranks bracket it, from the binomial distribution of how many values fall below

@@ -1,19 +1,16 @@
-"""The console's per-mode rows (`ModeSummary`, `modes.parquet`) and the per-tenant speedups:
-projections of the long summary (analysis.long_summary), which is the only computation of a
-statistic; nothing here computes one again."""
+"""The console's per-mode rows (`ModeSummary`) and the per-tenant speedups: in-memory projections
+of the long summary (analysis.long_summary), which is the only computation of a statistic and
+the only file of figures (summary.parquet); nothing here computes one again or writes one."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
-from pathlib import Path
+from dataclasses import dataclass
 
 import pyarrow as pa
 
-from analysis.long_summary import SummaryView, long_summary
-from analysis.server import spec_decode_stats
-from analysis.stats import PERCENTILES, Ratio, supported_count
-from common import files
+from analysis.long_summary import SummaryView
+from analysis.stats import MIN_RATE_COUNT, PERCENTILES, RATE_RESOLUTION, Ratio, rate_interval, supported_count
 from common.times import ms_text
 from contract.records import CLIENT, FAILED, NOT_SENT, OK, STATUSES
 
@@ -52,6 +49,7 @@ class ModeSummary:
     goodput_share: float = math.nan              # ... as a share of the requests scheduled (nan: no SLOs)
     steady_s: float = math.nan                   # the steady window's length (nan: too short for one)
     too_few: tuple[str, ...] = ()                # "metric stat" of the shown percentiles too few requests support
+    rates_too_few: tuple[str, ...] = ()          # the shown rates (req_per_s, goodput_req_per_s) of too few completions
 
     @property
     def speedup_ratio(self) -> Ratio | None:
@@ -60,6 +58,8 @@ class ModeSummary:
         return Ratio(self.speedup, self.speedup_low, self.speedup_high, self.speedup_pairs)
 
 
+# the rates over the steady window the console table shows (report.md: out_tok_per_s too, with req_per_s's count)
+RATES_SHOWN = ("req_per_s", "goodput_req_per_s")
 # the percentiles the console table and report.md's modes table show
 SHOWN = (("ttft_ms", "p50"), ("ttft_ms", "p99"), ("tpot_ms", "p50"), ("tpot_ms", "p99"), ("e2e_ms", "p50"),
          ("e2e_ms", "p99"), ("lateness_ms", "p50"), ("lateness_ms", "p99"))
@@ -114,16 +114,9 @@ def mode_summaries(long: pa.Table, modes: list[str]) -> list[ModeSummary]:
             goodput_share=get("goodput_share", "share"),
             steady_s=steady_s,
             too_few=tuple(f"{metric} {stat}" for metric, stat in SHOWN if view.too_few(mode, metric, stat)),
+            rates_too_few=tuple(m for m in RATES_SHOWN if view.rate_too_few(mode, m)),
         ))
     return out
-
-
-def summarize(table: pa.Table, modes: list[str] | None = None, baseline: str = "baseline",
-              server_metrics: pa.Table | None = None) -> list[ModeSummary]:
-    """`mode_summaries` of the long summary of `table` (for a caller that has no long summary yet)."""
-    modes = modes or sorted(set(table["mode"].to_pylist()))
-    server = {m: spec_decode_stats(server_metrics, m) for m in modes} if server_metrics is not None else None
-    return mode_summaries(long_summary(table, "", modes, baseline, server=server), modes)
 
 
 def tenant_speedups(long: pa.Table, modes: list[str]) -> dict[str, dict[str, Ratio]]:
@@ -139,28 +132,8 @@ def tenant_speedups(long: pa.Table, modes: list[str]) -> dict[str, dict[str, Rat
     return out
 
 
-SUMMARY_SCHEMA = pa.schema([pa.field(f.name, pa.string() if f.name == "mode" else pa.bool_() if f.type == "bool"
-                                     else pa.int64() if f.type == "int" else pa.list_(pa.string())
-                                     if f.type.startswith("tuple") else pa.float64())
-                            for f in fields(ModeSummary)])
-TENANT_SPEEDUP_SCHEMA = pa.schema([pa.field("tenant", pa.string()), pa.field("mode", pa.string()),
-                                   pa.field("speedup", pa.float64()), pa.field("speedup_low", pa.float64()),
-                                   pa.field("speedup_high", pa.float64()), pa.field("pairs", pa.int64())])
-
-
-def write_tenant_speedups(speedups: dict[str, dict[str, Ratio]], path: Path) -> None:
-    """The per-tenant speedup table as printed, one row per tenant and mode."""
-    rows = [{"tenant": t, "mode": m, "speedup": r.value, "speedup_low": r.low, "speedup_high": r.high,
-             "pairs": r.pairs} for t, row in speedups.items() for m, r in row.items()]
-    files.write_table(pa.Table.from_pylist(rows, schema=TENANT_SPEEDUP_SCHEMA), path)
-
-
-def write_summary(summaries: list[ModeSummary], path: Path) -> None:
-    table = pa.Table.from_pylist([asdict(s) for s in summaries], schema=SUMMARY_SCHEMA)
-    files.write_table(table, path)
-
-
 NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E", "lateness_ms": "send lateness"}
+RATE_NAMES = {"req_per_s": "done", "goodput_req_per_s": "goodput"}
 TOO_FEW = "†"   # beside a percentile too few requests support (analysis.stats.supported_count)
 
 
@@ -173,7 +146,13 @@ def too_few_rule() -> str:
     """The rule behind the mark, in words."""
     needs = ", ".join(f"a p{p} {supported_count(p / 100)}" for p in reversed(PERCENTILES))
     return (f"{TOO_FEW} too few requests for this percentile: its distribution-free 95% interval runs past the "
-            f"data ({needs} at least)")
+            f"data ({needs} at least); for a rate, too few completions: its 95% interval is wider than "
+            f"+-{RATE_RESOLUTION:.0%} (under {MIN_RATE_COUNT} completions)")
+
+
+def rate_cell(text: str, view: SummaryView, mode: str, metric: str, stat: str = "rate") -> str:
+    """A rate as the tables print it (`text`), marked when too few completions support it."""
+    return text + (TOO_FEW if text != "-" and view.rate_too_few(mode, metric, stat) else "")
 
 
 def too_few_note(long: pa.Table, summaries: list[ModeSummary]) -> str | None:
@@ -188,6 +167,10 @@ def too_few_note(long: pa.Table, summaries: list[ModeSummary]) -> str | None:
             bounds = ", ".join("-" if b is None or math.isnan(b) else ms_text(b) for b in (low, high))
             shown.append(f"{NAMES.get(metric, metric)} {stat} {ms_text(view.get(s.mode, metric, stat))} [{bounds}] "
                          f"of {int(view.get(s.mode, metric, 'count') or 0):,}")
+        for metric in s.rates_too_few:
+            rate, n = view.get(s.mode, metric, "rate") or 0.0, view.rate_count(s.mode, metric) or 0.0
+            low, high = rate_interval(rate, n)
+            shown.append(f"{RATE_NAMES[metric]} {rate:,.2f} req/s [{low:,.2f}, {high:,.2f}] of {int(n):,} completions")
         if shown:
             clauses.append(f"{s.mode}: " + ", ".join(shown))
-    return f"{too_few_rule()}; in ms: " + "; ".join(clauses) if clauses else None
+    return f"{too_few_rule()}; latencies in ms: " + "; ".join(clauses) if clauses else None

@@ -15,7 +15,8 @@ from analysis.cells import ALL
 from analysis.crossover import crossover
 from analysis.decision import BASELINE, DEPLOY, NONE_BETTER, RESOLUTION, TOO_FEW, Decision, resolved
 from analysis.long_summary import LONG_SCHEMA
-from analysis.stats import Ratio
+from analysis.stats import MIN_RATE_COUNT, RATE_RESOLUTION, Ratio
+from analysis.summary import TOO_FEW as FEW_MARK  # the percentiles' mark (decision's TOO_FEW is a kind)
 from common.times import ms_text
 
 LEVEL_SCHEMA = pa.schema([*LONG_SCHEMA, pa.field("level", pa.string()), pa.field("offered_req_per_s", pa.float64()),
@@ -271,7 +272,9 @@ def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None) -> st
            f"{CLOSED_GAIN:.0%} of the growth in flight over the level below; *client behind*: the mode's client "
            "fell behind its schedule there (its own verdict: send lateness or CPU over the limit), so the level "
            "measured the client and names no ceiling; in brackets, where a level had no "
-           "steady window, completions per second from the first send to the last completion.", ""]
+           "steady window, completions per second from the first send to the last completion; "
+           f"{FEW_MARK}: a rate of under {MIN_RATE_COUNT} completions (its 95% interval wider than "
+           f"+-{RATE_RESOLUTION:.0%}).", ""]
     for mode in modes:
         rows = []
         for level, load, closed in levels:
@@ -281,7 +284,10 @@ def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None) -> st
             speed = "-" if r is None else r.text()
             flag = {True: " *saturated*", None: " *too few to judge*"}.get(flags.get((level, mode), False), "")
             flag += " *client behind*" if client_behind(cells, level, mode) else ""
-            shown = f"{done:,.2f}" if done is not None else "-" if departing is None else f"({departing:,.2f})"
+            counted = _value(cells, (level, mode, ALL, "req_per_s", "count" if done is not None else "makespan_count"))
+            few = FEW_MARK if counted is not None and counted < MIN_RATE_COUNT else ""
+            shown = (f"{done:,.2f}{few}" if done is not None else "-" if departing is None
+                     else f"({departing:,.2f}{few})")
             rows.append([level, f"{load:,.0f}" if closed else f"{load:,.2f}", shown + flag,
                          "-" if (t := _value(cells, (level, mode, ALL, "out_tok_per_s", "rate"))) is None
                          else f"{t:,.0f}",

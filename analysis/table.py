@@ -93,6 +93,12 @@ def _errors(s: ModeSummary) -> str:
     return _count(s.errors) + (f" [dim]+{s.client:,} client[/dim]" if s.client else "")
 
 
+def _marked_rate(s: ModeSummary, metric: str) -> str:
+    """A rate over the steady window as the table prints it, marked when too few completions support it."""
+    text = _rate(getattr(s, metric))
+    return text + (TOO_FEW if metric in s.rates_too_few and text != "-" else "")
+
+
 def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str, str] | None = None) -> Table:
     """One row per mode replayed, and one per mode skipped (`skipped`: mode -> why; said in full
     under the table)."""
@@ -104,8 +110,9 @@ def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str,
         t.add_column(name, justify="left" if name == "mode" else "right", no_wrap=True)
     for s in summaries:
         speed = ratio_cell(s.speedup_ratio) if s.speedup is not None else "ref" if s.mode == "baseline" else "-"
-        good = "-" if math.isnan(s.goodput_share) else f"{_rate(s.goodput_req_per_s)} ({s.goodput_share:.0%})"
-        t.add_row(s.mode, f"{_rate(s.offered_req_per_s)} / {_rate(s.req_per_s)}",
+        good = ("-" if math.isnan(s.goodput_share) else f"{_marked_rate(s, 'goodput_req_per_s')} "
+                f"({s.goodput_share:.0%})")
+        t.add_row(s.mode, f"{_rate(s.offered_req_per_s)} / {_marked_rate(s, 'req_per_s')}",
                   f"{ms_cell(s, 'ttft_ms', 'p50', s.ttft_p50_ms)} / {ms_cell(s, 'ttft_ms', 'p99', s.ttft_p99_ms)}",
                   f"{ms_cell(s, 'tpot_ms', 'p50', s.tpot_p50_ms)} / {ms_cell(s, 'tpot_ms', 'p99', s.tpot_p99_ms)}",
                   ms_cell(s, "e2e_ms", "p99", s.e2e_p99_ms), speed, good, _errors(s), _count(s.not_sent))

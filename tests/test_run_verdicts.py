@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from analysis.long_summary import SummaryView
 from analysis.reader import read_requests
 from tests.conftest import DATA, cli, sim_server
 
@@ -69,13 +70,14 @@ def test_errors_and_not_sent_are_counted_apart(tmp_path):
     with sim_server(*TP4) as url:
         out = _run(url, tmp_path, "deadline", "--deadline", "1.5")
     assert out.returncode == 0, out.stdout + out.stderr
-    summary = pq.read_table(tmp_path / "deadline" / "modes.parquet").to_pylist()[0]
+    view = SummaryView(pq.read_table(tmp_path / "deadline" / "summary.parquet"))
     records = read_requests(tmp_path / "deadline")
     not_sent = records.filter(pc.equal(records["status"], "not_sent")).num_rows
-    assert not_sent > 0 and summary["not_sent"] == not_sent
+    assert not_sent > 0 and view.get("baseline", "requests", "not_sent") == not_sent
     # the requests its --deadline cut are the client's ends, not the server's errors (as the gate counts)
     cut = records.filter(pc.equal(records["error_kind"], "deadline")).num_rows
-    assert cut > 0 and (summary["errors"], summary["client"]) == (0, cut), summary
+    assert cut > 0 and (view.get("baseline", "requests", "failed"), view.get("baseline", "requests", "client")) == (
+        0, cut)
     row = next(line for line in out.stdout.splitlines() if line.startswith("│ baseline"))
     cells = [c.strip() for c in row.strip("│").split("│")]
     assert cells[-2:] == [f"0 +{cut} client", str(not_sent)], row  # errors, then not sent

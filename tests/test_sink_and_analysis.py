@@ -16,10 +16,16 @@ from analysis.gate import error_checks
 from analysis.html import goodput_by_mode, has_data, report_html
 from analysis.long_summary import LONG_SCHEMA, long_summary, peak_in_flight
 from analysis.reader import ContractError, read_requests
-from analysis.summary import summarize, tenant_speedups
-from analysis.table import steady_state_note
+from analysis.stats import MIN_RATE_COUNT, rate_interval
+from analysis.summary import ModeSummary, mode_summaries, tenant_speedups, too_few_note
+from analysis.table import mode_table, steady_state_note
 from contract.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.sink import ParquetSink
+
+
+def summarize(table: pa.Table, modes: list[str]) -> list[ModeSummary]:
+    """The console's rows of `table`, read off its long summary as a run's are."""
+    return mode_summaries(long_summary(table, "", modes), modes)
 
 
 def _rec(mode: str, i: int, e2e: float, status: str = "ok") -> dict:
@@ -259,3 +265,20 @@ def test_a_value_the_schema_cannot_hold_makes_its_request_an_error_row_not_a_los
         assert (rows[rid]["status"], rows[rid]["error_kind"]) == ("error", "unstorable")
         assert field in rows[rid]["error"] and rows[rid]["mode"] == "m"
     assert rows["q2"]["scheduled_ns"] == 2**63 - 1
+
+
+def test_a_rate_of_too_few_completions_is_marked_as_a_percentile_of_too_few_is():
+    """8 completions over the steady window: the done rate is marked, and the note gives its
+    interval and count; 200 are enough (a rate needs MIN_RATE_COUNT for +-25%)."""
+    few = pa.Table.from_pylist([_rec("baseline", i, 200.0) for i in range(10)], schema=REQUEST_SCHEMA)
+    long = long_summary(few, "r", ["baseline"])
+    (s,) = mode_summaries(long, ["baseline"])
+    assert s.req_per_s == pytest.approx(8 / 0.7) and s.rates_too_few == ("req_per_s",)
+    assert mode_table([s]).columns[1]._cells[0].endswith(f"{8 / 0.7:,.2f}†")
+    note = too_few_note(long, [s])
+    low, high = rate_interval(8 / 0.7, 8)
+    assert f"done {8 / 0.7:,.2f} req/s [{low:,.2f}, {high:,.2f}] of 8 completions" in note
+    assert f"under {MIN_RATE_COUNT} completions" in note and MIN_RATE_COUNT == 62
+    many = pa.Table.from_pylist([_rec("baseline", i, 200.0) for i in range(200)], schema=REQUEST_SCHEMA)
+    (s,) = summarize(many, ["baseline"])
+    assert s.steady and s.rates_too_few == ()

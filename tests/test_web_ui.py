@@ -191,7 +191,7 @@ def test_a_run_started_from_the_ui_writes_what_loadtest_run_writes(tmp_path, wor
     assert manifest["status"] == "completed" and manifest["gate"] == "passed"
     assert manifest["scenario"]["name"] == "chat" and manifest["mode_runs"]["ngram"]["records"] == 20
     assert manifest["mode_runs"]["ngram"]["server_metrics"] == "scraped" and manifest["metrics"].endswith("/metrics")
-    assert (run / "report.md").is_file() and (run / "modes.parquet").is_file()
+    assert (run / "report.md").is_file() and (run / "summary.parquet").is_file()
     # the live figures are the report's: tokens per step as summary.parquet has it, and each
     # percentile between the order statistics around its rank (within the board's 1% bins)
     summary = pq.read_table(run / "summary.parquet").to_pylist()

@@ -2,7 +2,7 @@
 
 `report`: the analysis of finished runs, again, from their folders alone
 (records, trace, server metrics, manifest): the tables on the console, summary.parquet (long
-format), modes.parquet and report.md in each run folder. Runs that replayed the same trace are
+format), report.md and report.html in each run folder. Runs that replayed the same trace are
 also read as one experiment (analysis.repeats): the spread of each figure between them, so a
 boot-to-boot difference is not read as a speedup. With --slo-gate it exits 1 when a tenant
 missed an SLO; the manifest is not rewritten."""

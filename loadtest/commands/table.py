@@ -60,7 +60,7 @@ COMMANDS: tuple[Command, ...] = (   # in the order `loadtest --help` lists them
             'analyse finished runs again: tables, summary.parquet, report.md',
             "Read finished runs' folders (records, trace, server metrics, manifest) and write, in each, "
             'summary.parquet (long format: run, mode, tenant, metric, statistic, value, CI bounds), '
-            'modes.parquet and report.md, printing the same tables as `run`.'),
+            'report.md and report.html, printing the same tables as `run`.'),
     Command('compare', CompareOptions, "loadtest.commands.analyse:compare",
             'what got better and worse between two runs, with significance',
             'Compare two runs of the same requests (e.g. before and after a change): per mode and tenant, '
