@@ -18,10 +18,10 @@ from analysis.gate import error_checks
 from analysis.long_summary import long_summary
 from analysis.markdown import report_markdown
 from analysis.soak import windows
-from analysis.summary import summarize
 from analysis.table import mode_table
 from contract.records import CLIENT, FAILED, NOT_SENT, OK, OUTCOMES, REQUEST_SCHEMA, RequestRecord, outcomes
 from loadtest.session.options import MAX_ERROR_SHARE
+from tests.summaries import summarize
 
 # (status, error_kind) -> the outcome it must be
 ENDS = {

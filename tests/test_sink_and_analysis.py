@@ -17,15 +17,11 @@ from analysis.html import goodput_by_mode, has_data, report_html
 from analysis.long_summary import LONG_SCHEMA, long_summary, peak_in_flight
 from analysis.reader import ContractError, read_requests
 from analysis.stats import MIN_RATE_COUNT, rate_interval
-from analysis.summary import ModeSummary, mode_summaries, tenant_speedups, too_few_note
+from analysis.summary import mode_summaries, tenant_speedups, too_few_note
 from analysis.table import mode_table, steady_state_note
 from contract.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.sink import ParquetSink
-
-
-def summarize(table: pa.Table, modes: list[str]) -> list[ModeSummary]:
-    """The console's rows of `table`, read off its long summary as a run's are."""
-    return mode_summaries(long_summary(table, "", modes), modes)
+from tests.summaries import summarize
 
 
 def _rec(mode: str, i: int, e2e: float, status: str = "ok") -> dict:

@@ -28,8 +28,8 @@ from analysis.stats import (
     supported_count,
     tokens_per_step,
 )
-from analysis.summary import summarize
 from contract.records import REQUEST_SCHEMA, meets_slos
+from tests.summaries import summarize
 
 
 @given(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=1, max_size=200))
