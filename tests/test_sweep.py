@@ -202,6 +202,27 @@ def test_capacity_finds_the_highest_rate_within_the_slos_and_the_same_one_three_
     for n, p in enumerate(probes, 1):   # every probe a run folder of its own: 4 s of arrivals at its rate
         assert read_requests(p["folder"]).num_rows == p["requests"] == pytest.approx(4 * p["rate"], rel=0.3)
         assert Path(p["folder"]).name == f"probe-{n:02d}-{p['rate']:.3g}rps", p["folder"]   # in the order probed
+    # A sweep over the same fleet, with the same target, a level either side of the bracket (each by
+    # the search's precision, 25%): the level below met every tenant's SLOs, the one above missed
+    # them, as the run's own SLO verdict judges each level (the capacity agrees with the sweep)
+    held = tmp_path / "held-165.toml"
+    held.write_text(Path(TINY).read_text().replace("ttft_p99_ms = 1000", "ttft_p99_ms = 165")
+                    + "slo = { ttft_p99_ms = 165 }\n")     # its last tenant (rust) too, as --slo holds both
+    below, high = found / 1.25, above * 1.25
+    # like with like: 4 s of arrivals a level, as a probe (enough requests for the higher, cut at 4 s)
+    out = cli("sweep", "--endpoints", str(world_fleet.state), "--modes", "eagle", "--scenario", str(held),
+              "--rates", f"{below:.3f},{high:.3f}", "--requests", str(int(high * 4) + 1), "--level-duration", "4",
+              "--keep-going", "--workers", "1",
+              "--cooldown", "0", "--out", str(tmp_path), "--run-id", "beside")
+    assert out.returncode in (0, 1), out.stdout + out.stderr     # 1: a level failed its gate
+    levels = json.loads((tmp_path / "beside" / "manifest.json").read_text())["levels"]
+    verdicts = []
+    for level in levels:
+        slos = json.loads((Path(level["folder"]) / "manifest.json").read_text())["slos"]
+        eagle = [s for s in slos if s["mode"] == "eagle"]
+        assert len(eagle) == 2, slos            # both tenants judged, in the level's own manifest
+        verdicts.append(all(s["passed"] for s in eagle))
+    assert verdicts == [True, False], (found, above, levels, verdicts)
 
 
 @pytest.mark.parametrize("argv, says", [

@@ -73,4 +73,6 @@ def summarise(lv: LevelDir, status: str, max_errors: float | None = None) -> lis
     if not any((lv.dir / "requests").iterdir()):
         return []
     present = [m for m in lv.manifest.modes if lv.manifest.mode_runs[m].end is not None]
-    return analyse_run(lv.dir, present, lv.manifest, max_errors).checks
+    checks = analyse_run(lv.dir, present, lv.manifest, max_errors).checks
+    lv.manifest.write(lv.dir)   # with what the analysis put there: its decision and every tenant's SLOs
+    return checks
