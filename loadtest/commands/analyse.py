@@ -1,6 +1,4 @@
-"""`loadtest report RUN [RUN ...]` and `loadtest compare BASE NEW`.
-
-`report`: the analysis of finished runs, again, from their folders alone
+"""`loadtest report RUN [RUN ...]`: the analysis of finished runs, again, from their folders alone
 (records, trace, server metrics, manifest): the tables on the console, summary.parquet (long
 format), report.md and report.html in each run folder. Runs that replayed the same trace are
 also read as one experiment (analysis.repeats): the spread of each figure between them, so a
@@ -13,31 +11,20 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from rich.table import Table
 
-from analysis.compare import (
-    DEFAULT_METRICS,
-    PER_REQUEST,
-    CompareError,
-    caveats,
-    compare_runs,
-    read_compared,
-)
-from analysis.gate import compare_gate, slo_gate_lines
+from analysis.gate import slo_gate_lines
 from analysis.long_summary import LONG_SCHEMA
 from analysis.markdown import repeats_markdown, runs_markdown
 from analysis.reader import ContractError
 from analysis.repeats import RepeatRun, repeats_of
 from analysis.run_analysis import analyse_run
-from analysis.stats import MIN_BOOTSTRAP_PAIRS
-from analysis.summary import too_few_rule
 from analysis.sweep import plan_vs_measured
 from common import exits, files
 from common.exits import print_error
 from contract.manifest import Manifest
 from loadtest.commands.console import new_console, say_summaries_not_written
 from loadtest.commands.views import show_gate, show_repeats, show_run
-from loadtest.session.tool_options import CompareOptions, ReportOptions
+from loadtest.session.tool_options import ReportOptions
 
 
 def is_plan(sweep_dir: Path) -> bool:
@@ -143,48 +130,3 @@ def main(args: ReportOptions) -> int:
             return exits.BAD_INPUT
         console.print(f"every run: {out / 'report.md'}  (summary: {out / 'summary.parquet'})")
     return show_gate(console, missed, unjudged) if args.slo_gate else exits.OK
-
-
-def compare(args: CompareOptions) -> int:
-    console = new_console()
-    try:
-        common, base, new = read_compared(Path(args.base or ""), Path(args.new or ""))
-        changes = compare_runs(base, new, args.metric or list(DEFAULT_METRICS))
-    except (CompareError, ContractError) as exc:
-        print_error("loadtest compare", str(exc))
-        return exits.BAD_INPUT
-    limit = args.max_regression
-    table = Table("mode", "tenant", "metric", "base ms", "new ms", "new / base (95% CI)", "verdict",
-                  title=f"{args.new} against {args.base}", header_style="bold")
-    colour = {"regressed": "red bold", "better": "green", "worse (within threshold)": "yellow"}
-    for c in changes:
-        verdict = c.verdict(limit)
-        r = c.ratio
-        table.add_row(c.mode, c.tenant, c.metric, f"{c.base:,.1f}", f"{c.new:,.1f}",
-                      f"{r.value:.3f} [{r.low:.3f}, {r.high:.3f}]",
-                      f"[{colour[verdict]}]{verdict}[/{colour[verdict]}]" if verdict in colour
-                      else f"[dim]{verdict}[/dim]" if c.too_few else verdict)
-    console.print(table)
-    console.print(common.text(), soft_wrap=True)
-    for caveat in caveats(Path(args.base or ""), "BASE") + caveats(Path(args.new or ""), "NEW"):
-        console.print(f"[yellow]{caveat}[/yellow]", soft_wrap=True)
-    gate = compare_gate(changes, limit)
-    for c in gate.regressed:
-        what = f"the typical request's {c.metric}" if c.per_request else c.metric
-        console.print(f"[red bold]gate failed: {c.mode}/{c.tenant} {what} regressed {c.ratio.value - 1:+.1%} "
-                      f"(95% CI {c.ratio.low - 1:+.1%} to {c.ratio.high - 1:+.1%}; --max-regression "
-                      f"{limit:.0%})[/red bold]", soft_wrap=True)
-    unjudged = gate.figures - gate.judged
-    if unjudged:
-        console.print(f"[yellow]{unjudged} of {gate.figures} figures had too few requests in both runs to judge "
-                      f"(neither passed nor failed): {too_few_rule()}; the typical request's change "
-                      f"(*_{PER_REQUEST}) needs {MIN_BOOTSTRAP_PAIRS} pairs; replay more requests, or compare a "
-                      "lower percentile (--metric e2e_p90)[/yellow]", soft_wrap=True)
-    if gate.verdict == "not judged":
-        console.print(f"[yellow bold]gate not judged: none of the {gate.figures} figures had the pairs it needs, "
-                      "so nothing was passed or failed[/yellow bold]", soft_wrap=True)
-        return exits.INCOMPLETE
-    if gate.verdict == "passed":
-        console.print(f"no metric regressed beyond {limit:.0%} with significance "
-                      f"({gate.judged} of {gate.figures} judged)")
-    return exits.GATE_FAILED if gate.regressed else exits.OK

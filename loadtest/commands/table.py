@@ -61,7 +61,7 @@ COMMANDS: tuple[Command, ...] = (   # in the order `loadtest --help` lists them
             "Read finished runs' folders (records, trace, server metrics, manifest) and write, in each, "
             'summary.parquet (long format: run, mode, tenant, metric, statistic, value, CI bounds), '
             'report.md and report.html, printing the same tables as `run`.'),
-    Command('compare', CompareOptions, "loadtest.commands.analyse:compare",
+    Command('compare', CompareOptions, "loadtest.commands.compare:main",
             'what got better and worse between two runs, with significance',
             'Compare two runs of the same requests (e.g. before and after a change): per mode and tenant, '
             'each --metric of NEW against BASE, paired by request (only requests that succeeded in both), '

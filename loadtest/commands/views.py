@@ -5,10 +5,15 @@ gate failed."""
 from __future__ import annotations
 
 from rich.console import Console
+from rich.table import Table
 
+from analysis.compare import PER_REQUEST, Change
+from analysis.gate import CompareGate
 from analysis.repeats import Repeats
 from analysis.run_analysis import RunAnalysis
 from analysis.slo import MISSED
+from analysis.stats import MIN_BOOTSTRAP_PAIRS
+from analysis.summary import too_few_rule
 from analysis.table import mode_table, repeats_table, slo_table, tenant_table
 from common import exits
 
@@ -67,3 +72,40 @@ def show_gate(console: Console, failed: list[str], unjudged: list[str] | None = 
     for reason in unjudged or []:
         console.print(f"[yellow bold]gate not judged: {reason}[/yellow bold]", soft_wrap=True)
     return exits.INCOMPLETE if unjudged else exits.OK
+
+
+def show_compare(console: Console, title: str, changes: list[Change], gate: CompareGate, limit: float,
+                 said: list[str]) -> None:
+    """A comparison: each figure's change with its interval and verdict, what a reader must know
+    of the two runs (`said`: the requests compared, then each run's caveats), and the gate."""
+    table = Table("mode", "tenant", "metric", "base ms", "new ms", "new / base (95% CI)", "verdict",
+                  title=title, header_style="bold")
+    colour = {"regressed": "red bold", "better": "green", "worse (within threshold)": "yellow"}
+    for c in changes:
+        verdict = c.verdict(limit)
+        r = c.ratio
+        table.add_row(c.mode, c.tenant, c.metric, f"{c.base:,.1f}", f"{c.new:,.1f}",
+                      f"{r.value:.3f} [{r.low:.3f}, {r.high:.3f}]",
+                      f"[{colour[verdict]}]{verdict}[/{colour[verdict]}]" if verdict in colour
+                      else f"[dim]{verdict}[/dim]" if c.too_few else verdict)
+    console.print(table)
+    console.print(said[0], soft_wrap=True)
+    for caveat in said[1:]:
+        console.print(f"[yellow]{caveat}[/yellow]", soft_wrap=True)
+    for c in gate.regressed:
+        what = f"the typical request's {c.metric}" if c.per_request else c.metric
+        console.print(f"[red bold]gate failed: {c.mode}/{c.tenant} {what} regressed {c.ratio.value - 1:+.1%} "
+                      f"(95% CI {c.ratio.low - 1:+.1%} to {c.ratio.high - 1:+.1%}; --max-regression "
+                      f"{limit:.0%})[/red bold]", soft_wrap=True)
+    unjudged = gate.figures - gate.judged
+    if unjudged:
+        console.print(f"[yellow]{unjudged} of {gate.figures} figures had too few requests in both runs to judge "
+                      f"(neither passed nor failed): {too_few_rule()}; the typical request's change "
+                      f"(*_{PER_REQUEST}) needs {MIN_BOOTSTRAP_PAIRS} pairs; replay more requests, or compare a "
+                      "lower percentile (--metric e2e_p90)[/yellow]", soft_wrap=True)
+    if gate.verdict == "not judged":
+        console.print(f"[yellow bold]gate not judged: none of the {gate.figures} figures had the pairs it needs, "
+                      "so nothing was passed or failed[/yellow bold]", soft_wrap=True)
+    elif gate.verdict == "passed":
+        console.print(f"no metric regressed beyond {limit:.0%} with significance "
+                      f"({gate.judged} of {gate.figures} judged)")
