@@ -29,7 +29,7 @@ from loadtest.replay.shards import trace_rows, trace_tenants
 from loadtest.request.client_stats import ClientLoad, verdict
 from loadtest.request.compact import compact
 from loadtest.request.exporter import Key, key_of
-from loadtest.request.tally import LiveTallies, tally_of, tenant_targets
+from loadtest.request.tally import LiveTallies, Tally, observe_batch, tally_of, tenant_targets
 
 log = logging.getLogger("loadtest")
 WORKER_EXIT_WAIT_S = 10.0  # past a worker's grace for in-flight requests, to write its rows and exit; then killed
@@ -261,9 +261,7 @@ class LocustProcess:
                 except OSError:   # a full disk: said by the reader when it lost output
                     pass
         self.end.returncode = self.main.returncode
-        # the recount: what reached the records, whatever the processes said (an interrupted master
-        # counts its workers' last reports: they recorded the rest since), against what was scheduled
-        on_disk = tally_of(self.config.records_dir, self._started_ns, self._targets)
+        on_disk = self._recount_and_compact()
         total = on_disk.total()
         self.end.scheduled = trace_rows(self.config.trace) - self.config.first_row
         self.end.unrecorded = max(0, self.end.scheduled - total.recorded)
@@ -273,11 +271,21 @@ class LocustProcess:
             self.end.client = verdict(self._load, total, self.config.lateness_limit_ms)
         if self.live is not None:  # what reached us on the way may be short of the records (a lost worker)
             self.live.settle(self._key, on_disk)
-        try:   # the many small parts flushed on the way become a few files (nothing writes there now)
-            compact(self.config.records_dir)
-        except Exception as exc:   # the parts stay, whole: the dataset is as valid, only in more files
-            log.warning("could not compact the records in %s (%s): its part files stay", self.config.records_dir, exc)
         return self.end
+
+    def _recount_and_compact(self) -> Tally:
+        """The recount: what reached the records, whatever the processes said (an interrupted master
+        counts its workers' last reports: they recorded the rest since); and the many small parts
+        flushed on the way made a few files (nothing writes there now). The records are read once:
+        the compaction hands the recount every row it reads, and the recount reads only the rest."""
+        folder, since = self.config.records_dir, self._started_ns
+        on_disk = Tally(self._targets)
+        try:
+            done = compact(folder, seen=lambda batch: observe_batch(on_disk, batch, since))
+        except Exception as exc:   # the parts stay, whole: the dataset is as valid, only in more files
+            log.warning("could not compact the records in %s (%s): its part files stay", folder, exc)
+            return tally_of(folder, since, self._targets)   # what the compaction read is read again
+        return tally_of(folder, since, skip=done.written, into=on_disk)
 
     def kill(self) -> None:
         """Stop every process at once (a failed start, or leaving on an error)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,11 +36,15 @@ class Compacted:
     parts: int
     files: int
     rows: int
+    read: tuple[str, ...] = ()       # the parts whose every row went through `seen` (their names)
+    written: tuple[str, ...] = ()    # the compacted files it wrote (their names)
 
 
-def compact(folder: Path, file_rows: int = FILE_ROWS, row_group_rows: int = ROW_GROUP_ROWS) -> Compacted:
+def compact(folder: Path, file_rows: int = FILE_ROWS, row_group_rows: int = ROW_GROUP_ROWS,
+            seen: Callable[[pa.RecordBatch], None] | None = None) -> Compacted:
     """Compact the part files of one mode's records folder (`requests/mode=M/`) that are not
-    compacted yet. Run it only when nothing writes there (the replay has ended)."""
+    compacted yet. Run it only when nothing writes there (the replay has ended). `seen` gets every
+    batch of rows it reads, so a caller that needs them too (the replay's recount) reads them once."""
     folder = Path(folder)
     existing = record_parts(folder)
     for p in sorted(set(folder.glob("part-*.parquet")) - set(existing)):   # a crash left them: held elsewhere
@@ -51,12 +56,16 @@ def compact(folder: Path, file_rows: int = FILE_ROWS, row_group_rows: int = ROW_
         return Compacted(0, 0, 0)
     seq = 1 + max((int(p.stem.removeprefix(PREFIX)) for p in existing if p.name.startswith(PREFIX)), default=-1)
     files = rows = 0
+    read: list[str] = []
+    written: list[str] = []
     for group in _groups(parts, file_rows):
-        rows += _write(folder, group, seq + files, row_group_rows)
-        files += 1
+        n, name = _write(folder, group, seq + files, row_group_rows, seen)
+        rows, files = rows + n, files + 1
+        read += [p.name for p in group]
+        written.append(name)
         for p in group:
             p.unlink()
-    return Compacted(len(parts), files, rows)
+    return Compacted(len(parts), files, rows, tuple(read), tuple(written))
 
 
 def _groups(parts: list[Path], file_rows: int) -> list[list[Path]]:
@@ -73,8 +82,10 @@ def _groups(parts: list[Path], file_rows: int) -> list[list[Path]]:
     return out
 
 
-def _write(folder: Path, group: list[Path], seq: int, row_group_rows: int) -> int:
-    """One compacted file of `group`'s rows, in place; its row count."""
+def _write(folder: Path, group: list[Path], seq: int, row_group_rows: int,
+           seen: Callable[[pa.RecordBatch], None] | None = None) -> tuple[int, str]:
+    """One compacted file of `group`'s rows, in place (each batch handed to `seen` too); its row
+    count and name."""
     source = ds.dataset(group, format="parquet")
     schema = source.schema.with_metadata({**(source.schema.metadata or {}),
                                           REPLACES: json.dumps([p.name for p in group]).encode()})
@@ -86,6 +97,8 @@ def _write(folder: Path, group: list[Path], seq: int, row_group_rows: int) -> in
             held = 0
             for part in group:   # part by part, in order: memory is one row group
                 for batch in ds.dataset(part, format="parquet").to_batches():
+                    if seen is not None:
+                        seen(batch)
                     pending.append(batch)
                     held += batch.num_rows
                     if held >= row_group_rows:
@@ -98,4 +111,4 @@ def _write(folder: Path, group: list[Path], seq: int, row_group_rows: int) -> in
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return rows
+    return rows, final.name

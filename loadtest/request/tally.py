@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -365,19 +366,26 @@ TALLY_COLUMNS = ["tenant", "status", "error_kind", "sent_ns", "scheduled_ns", "c
 
 
 def tally_of(records_dir: Path, since_ns: int | None = None,
-             targets: dict[str, tuple[float, ...]] | None = None) -> Tally:
+             targets: dict[str, tuple[float, ...]] | None = None, skip: tuple[str, ...] = (),
+             into: Tally | None = None) -> Tally:
     """The tally of the records in a mode's folder (only rows scheduled from `since_ns` on): what
-    the command settles its tally to when a replay ends, whatever reached it on the way."""
-    out = Tally(targets or {})
-    parts = record_parts(Path(records_dir))
+    the command settles its tally to when a replay ends, whatever reached it on the way. `skip`:
+    files already tallied (`into`, the tally to add to; default a new one)."""
+    out = into if into is not None else Tally(targets or {})
+    parts = [p for p in record_parts(Path(records_dir)) if p.name not in skip]
     if not parts:
         return out
-    table = ds.dataset(parts, format="parquet").to_table(columns=TALLY_COLUMNS)
-    if since_ns is not None:
-        table = table.filter(pc.greater_equal(table["scheduled_ns"], since_ns))
-    for batch in table.to_batches(max_chunksize=4096):
-        out.observe_many(batch.to_pylist())
+    for batch in ds.dataset(parts, format="parquet").to_table(columns=TALLY_COLUMNS).to_batches(max_chunksize=4096):
+        observe_batch(out, batch, since_ns)
     return out
+
+
+def observe_batch(tally: Tally, batch: pa.RecordBatch, since_ns: int | None = None) -> None:
+    """Add a batch of records (any columns holding TALLY_COLUMNS), only its rows scheduled from
+    `since_ns` on."""
+    if since_ns is not None:
+        batch = batch.filter(pc.greater_equal(batch["scheduled_ns"], since_ns))
+    tally.observe_many(batch.select(TALLY_COLUMNS).to_pylist())
 
 
 def sent_to(records_dir: Path, replica: str) -> dict[str, int]:
