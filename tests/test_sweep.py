@@ -38,8 +38,13 @@ def test_a_sweep_of_two_modes_is_paired_plotted_and_agrees_with_the_model(tmp_pa
     open loop from a low load up (tests/test_calibration.py holds the model to the published figures)."""
     # 150 requests: at 60, eagle's TPOT p50 at scale-2 moved from 7.6 to 8.5 ms between identical
     # runs (its acceptance draws follow the arrival interleaving), against a plan of 8.9 ms: one in
-    # three runs fell outside 10% on the noise alone (measured 2026-12-02, before and after that day's changes)
+    # three runs fell outside 10% on the noise alone (measured 2026-12-02, before and after that day's changes).
+    # A level whose client fell behind names no ceiling (analysis.sweep.level_verdicts): run alone the send
+    # lateness p99 was 1.5-3.4 ms, but beside the suite's other tests on 2 cores a level once passed the
+    # default 10 ms limit and the decision was "not enough data" (CI's clean-clone run, 2026-12-06); a client
+    # short of workers misses 250 ms by seconds
     out = cli("sweep", "--endpoints", str(world_fleet.state), "--modes", "baseline,eagle", "--scenario", TINY,
+              "--lateness-limit", "250",
               "--requests", "150", "--rate-scale", "1,2,6", "--workers", "1", "--keep-going", "--out", str(tmp_path),
               "--run-id", "s")
     assert out.returncode == 0, out.stdout + out.stderr
