@@ -52,7 +52,7 @@ import pyarrow.compute as pc
 from analysis.cells import ALL, WORKERS, Cells, cell_stats, cells_of, codes
 from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
-from analysis.stats import MIN_RATE_COUNT, Ratio, floats, paired_speedups_ci, percentiles_with_intervals
+from analysis.stats import Ratio, floats, paired_speedups_ci, percentiles_with_intervals, too_few_completions
 from analysis.steady import in_window, steady_window
 from contract.records import CLIENT, FAILED, OK, REQUEST_SCHEMA, STATUSES, outcomes
 
@@ -483,8 +483,8 @@ class SummaryView:
         """A rate shown without the data to support it: of fewer than MIN_RATE_COUNT completions,
         so its 95% interval is wider than +-RATE_RESOLUTION (a summary from before the counts has
         none and is not marked)."""
-        n = self.rate_count(mode, metric, stat, tenant)
-        return self.get(mode, metric, stat, tenant) is not None and n is not None and n < MIN_RATE_COUNT
+        return (self.get(mode, metric, stat, tenant) is not None
+                and too_few_completions(self.rate_count(mode, metric, stat, tenant)))
 
     def interval(self, mode: str, metric: str, stat: str, tenant: str = ALL) -> tuple[float | None, float | None]:
         """A statistic's interval, None on a side it does not have (NaN: the data cannot bound it)."""

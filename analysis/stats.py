@@ -53,6 +53,11 @@ Z_95 = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2)
 MIN_RATE_COUNT = math.ceil((Z_95 / RATE_RESOLUTION) ** 2)
 
 
+def too_few_completions(count: float | None) -> bool:
+    """A rate of `count` completions is too few to show unmarked (None: not counted, not marked)."""
+    return count is not None and count < MIN_RATE_COUNT
+
+
 def rate_interval(rate: float, count: float) -> tuple[float, float]:
     """The 95% interval of a rate of `count` completions (normal approximation of the Poisson
     count, floored at 0)."""

@@ -146,8 +146,13 @@ def too_few_rule() -> str:
     """The rule behind the mark, in words."""
     needs = ", ".join(f"a p{p} {supported_count(p / 100)}" for p in reversed(PERCENTILES))
     return (f"{TOO_FEW} too few requests for this percentile: its distribution-free 95% interval runs past the "
-            f"data ({needs} at least); for a rate, too few completions: its 95% interval is wider than "
-            f"+-{RATE_RESOLUTION:.0%} (under {MIN_RATE_COUNT} completions)")
+            f"data ({needs} at least); {rate_rule()}")
+
+
+def rate_rule() -> str:
+    """The rule behind a rate's mark, in words (with the percentiles' in `too_few_rule`, alone in a sweep's curves)."""
+    return (f"for a rate, too few completions: its 95% interval is wider than +-{RATE_RESOLUTION:.0%} (under "
+            f"{MIN_RATE_COUNT} completions)")
 
 
 def rate_cell(text: str, view: SummaryView, mode: str, metric: str, stat: str = "rate") -> str:

@@ -15,8 +15,9 @@ from analysis.cells import ALL
 from analysis.crossover import crossover
 from analysis.decision import BASELINE, DEPLOY, NONE_BETTER, RESOLUTION, TOO_FEW, Decision, resolved
 from analysis.long_summary import LONG_SCHEMA
-from analysis.stats import MIN_RATE_COUNT, RATE_RESOLUTION, Ratio
+from analysis.stats import Ratio, too_few_completions
 from analysis.summary import TOO_FEW as FEW_MARK  # the percentiles' mark (decision's TOO_FEW is a kind)
+from analysis.summary import rate_rule
 from common.times import ms_text
 
 LEVEL_SCHEMA = pa.schema([*LONG_SCHEMA, pa.field("level", pa.string()), pa.field("offered_req_per_s", pa.float64()),
@@ -187,17 +188,18 @@ class LevelVerdict:
         return f"not judged: {self.unjudged}"
 
 
-def level_verdicts(sweep: pa.Table, mode: str) -> list[LevelVerdict]:
-    """`mode`'s verdict at every level, from the lowest load up: the one reading of a sweep's
-    levels that its decision, and a plan's, are made from."""
-    cells, flags = _cells(sweep), saturation(sweep)
-    out = []
-    for level, load, _ in levels_of(sweep):
-        sat = flags.get((level, mode))
-        behind_ = [w for m in (BASELINE, mode) if (w := client_behind(cells, level, m))]
-        unjudged = ("; ".join(behind_) if behind_ else
-                    "too few requests to judge whether the fleet kept up" if sat is None else None)
-        out.append(LevelVerdict(level, load, _ratio(cells, level, mode, ALL), sat, unjudged))
+def level_verdicts(sweep: pa.Table, modes: list[str]) -> dict[str, list[LevelVerdict]]:
+    """Each of `modes`' verdicts at every level, from the lowest load up: the one reading of a
+    sweep's levels that its decision, and a plan's, are made from."""
+    cells, flags, levels = _cells(sweep), saturation(sweep), levels_of(sweep)
+    out: dict[str, list[LevelVerdict]] = {}
+    for mode in modes:
+        for level, load, _ in levels:
+            sat = flags.get((level, mode))
+            behind_ = [w for m in (BASELINE, mode) if (w := client_behind(cells, level, m))]
+            unjudged = ("; ".join(behind_) if behind_ else
+                        "too few requests to judge whether the fleet kept up" if sat is None else None)
+            out.setdefault(mode, []).append(LevelVerdict(level, load, _ratio(cells, level, mode, ALL), sat, unjudged))
     return out
 
 
@@ -225,7 +227,7 @@ def decide_sweep(sweep: pa.Table) -> Decision:
     modes = [m for m in dict.fromkeys(sweep["mode"].to_pylist()) if m != BASELINE]
     if BASELINE not in set(sweep["mode"].to_pylist()):
         return Decision(TOO_FEW, "no decision: this sweep has no baseline mode to measure speculation against")
-    climbs = {m: ceiling(level_verdicts(sweep, m)) for m in modes}
+    climbs = {m: ceiling(verdicts) for m, verdicts in level_verdicts(sweep, modes).items()}
     pays = {m: top for m, (top, _) in climbs.items() if top is not None}
     if not pays:
         levels = levels_of(sweep)
@@ -273,8 +275,7 @@ def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None) -> st
            "fell behind its schedule there (its own verdict: send lateness or CPU over the limit), so the level "
            "measured the client and names no ceiling; in brackets, where a level had no "
            "steady window, completions per second from the first send to the last completion; "
-           f"{FEW_MARK}: a rate of under {MIN_RATE_COUNT} completions (its 95% interval wider than "
-           f"+-{RATE_RESOLUTION:.0%}).", ""]
+           f"{FEW_MARK} {rate_rule()}.", ""]
     for mode in modes:
         rows = []
         for level, load, closed in levels:
@@ -285,7 +286,7 @@ def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None) -> st
             flag = {True: " *saturated*", None: " *too few to judge*"}.get(flags.get((level, mode), False), "")
             flag += " *client behind*" if client_behind(cells, level, mode) else ""
             counted = _value(cells, (level, mode, ALL, "req_per_s", "count" if done is not None else "makespan_count"))
-            few = FEW_MARK if counted is not None and counted < MIN_RATE_COUNT else ""
+            few = FEW_MARK if too_few_completions(counted) else ""
             shown = (f"{done:,.2f}{few}" if done is not None else "-" if departing is None
                      else f"({departing:,.2f}{few})")
             rows.append([level, f"{load:,.0f}" if closed else f"{load:,.2f}", shown + flag,

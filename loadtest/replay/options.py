@@ -38,8 +38,10 @@ LOCUST_PROCESS_BYTES = 150 << 20
 class ReplayConfig:
     """One mode's replay: the trace, the replicas, the client's limits, how many processes."""
 
-    trace: Path          # absolute, as run_dir (the engine resolves both): a Locust process runs in the
-    mode: str            # run's logs/ (common.process.child_env), a Ray worker on another node
+    # `trace` and `run_dir` are absolute (the engine resolves both): a Locust process runs in the run's
+    # logs/ (common.process.child_env), and a Ray worker on another node
+    trace: Path
+    mode: str
     endpoints: tuple[str, ...]
     served_model: str
     run_id: str

@@ -65,16 +65,16 @@ class LogHistogram:
             return None
         rank = q * (total - 1)
         low = math.floor(rank)
-        return self._at(low) + (rank - low) * (self._at(min(low + 1, total - 1)) - self._at(low))
-
-    def _at(self, rank: int) -> float:
-        """The value of the order statistic `rank` (0-based), as its bucket's."""
+        below = above = None    # the order statistics `low` and the one after it (0-based), in one walk
         seen = 0
         for index in sorted(self.counts):
             seen += self.counts[index]
-            if seen > rank:
-                return bucket_value(index)
-        return bucket_value(max(self.counts))
+            if below is None and seen > low:
+                below = bucket_value(index)
+            if seen > min(low + 1, total - 1):
+                above = bucket_value(index)
+                break
+        return below + (rank - low) * (above - below)
 
     def to_dict(self) -> dict[str, int]:
         return {str(k): v for k, v in self.counts.items()}

@@ -34,6 +34,15 @@ def unrecorded_text(unrecorded: dict[str, int]) -> str | None:
             + "): their outcome is unknown")
 
 
+STOPPED = "stopped by signal"   # the reason an interrupted run's manifest gives
+
+
+def ended(manifest: Manifest, run_dir: Path, status: str, reason: str | None) -> None:
+    """The manifest says how the run ended, and when."""
+    manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
+    manifest.write(run_dir)
+
+
 class Interrupted(Exception):
     """A signal (or the web UI's Stop) ended the replays."""
 
@@ -50,8 +59,7 @@ def served(args: Replaying, console: Console, manifest: Manifest, run_dir: Path,
         return None
     except KeyboardInterrupt:   # SIGTERM or Ctrl-C before the replay's own handlers took the signals
         # (cli.main turns SIGTERM into KeyboardInterrupt): nothing was started, and the manifest says so
-        manifest.status, manifest.reason, manifest.ended_at = "interrupted", "stopped by signal", utc_now()
-        manifest.write(run_dir)
+        ended(manifest, run_dir, "interrupted", STOPPED)
         return exits.INTERRUPTED
 
 
@@ -65,7 +73,7 @@ def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path
             replay(signals)
             status, code = "completed", exits.OK
         except (Interrupted, StartupCancelled, KeyboardInterrupt):
-            status, reason, code = "interrupted", "stopped by signal", exits.INTERRUPTED
+            status, reason, code = "interrupted", STOPPED, exits.INTERRUPTED
         except (PlanError, ClusterAccessError) as exc:  # the pre-flight: the cluster cannot hold a mode, or
             # would not let this process join; nothing was started
             status, reason, code = "refused", str(exc), exits.BAD_INPUT
@@ -84,7 +92,6 @@ def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path
                 status, code = ("failed", exits.INCOMPLETE) if status == "completed" else (status, code)
                 reason = f"{reason}; {lost}" if reason else lost
                 print_error(prog, lost)
-            manifest.status, manifest.reason, manifest.ended_at = status, reason, utc_now()
-            manifest.write(run_dir)
+            ended(manifest, run_dir, status, reason)
             release_reserve(run_dir)
     return code

@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from analysis.capacity import CapacityRow, capacity_table, probe_row, search_capacity, with_phases, write_probes
-from analysis.gate import ProbeVerdict, probe_verdict
+from analysis.gate import probe_verdict
 from analysis.long_summary import long_summary
 from analysis.slo import has_targets, join_targets, with_slos
 from analysis.sweep import LEVEL_SCHEMA, with_level
@@ -142,19 +142,18 @@ def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_
     so each rate is probed once."""
     native = native_rate(base)
     rows: list[dict] = []
-    verdicts: dict[float, ProbeVerdict] = {}
 
     def probe(rate: float) -> bool:
         trace = scale_rate(base, rate / native)
         records = join_targets(predicted_records(trace, server, mode, "capacity", replicas), trace)
-        verdicts[rate] = verdict = probe_verdict(records, mode, MAX_ERROR_SHARE)
+        verdict = probe_verdict(records, mode, MAX_ERROR_SHARE)
         rows.append(probe_row(mode, rate, 0, verdict))
         return verdict.passed
 
     found = search_capacity(probe, start, max_rate, precision=precision, repeats=1)
     with_phases(rows, found)
-    binding = verdicts[found.failed_at].binding if found.failed_at is not None else []
-    return CapacityRow(mode, found, "; ".join(binding) or "-", unjudged=sum(not r["judged"] for r in rows),
+    binding = next((r["binding"] for r in rows if r["rate"] == found.failed_at), "")
+    return CapacityRow(mode, found, binding or "-", unjudged=sum(not r["judged"] for r in rows),
                        fewest=min((r["fewest_tenant_requests"] for r in rows), default=None)), rows
 
 

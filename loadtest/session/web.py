@@ -27,7 +27,7 @@ from loadtest.replay import protocol
 from loadtest.replay.front_process import ALREADY_REPLAYED, LOG, STDOUT, FrontProcess
 from loadtest.session.board import Board
 from loadtest.session.engine import OneReplay, Session
-from loadtest.session.guard import served
+from loadtest.session.guard import STOPPED, ended, served
 from loadtest.session.inputs import OutError, choose_fleet, new_manifest, new_run_dir, prepare_trace
 from loadtest.session.metrics_server import MetricsServer
 from loadtest.session.options import UIOptions, with_values
@@ -98,8 +98,7 @@ class WebSession:
                 self._start(msg)
             except KeyboardInterrupt:   # Ctrl-C or SIGTERM as the trace was built or the summary written
                 if self.manifest is not None and self.run_dir is not None:
-                    self.manifest.status, self.manifest.reason = "interrupted", "stopped by signal"
-                    self.manifest.write(self.run_dir)
+                    ended(self.manifest, self.run_dir, "interrupted", STOPPED)
                 self.code = exits.INTERRUPTED
                 return self.code
 
