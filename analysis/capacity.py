@@ -225,3 +225,59 @@ def with_phases(rows: list[dict], found: Capacity) -> None:
 def write_probes(rows: list[dict], path: Path) -> None:
     """capacity.parquet: every probe of every mode, in PROBE_SCHEMA."""
     files.write_table(pa.Table.from_pylist(rows, schema=PROBE_SCHEMA), path)
+
+
+@dataclass
+class ModeCapacity:
+    found: Capacity | None = None
+    probes: list[dict] = field(default_factory=list)   # capacity.parquet's rows (probe_row), in the order probed
+
+
+def capacity_markdown(results: dict[str, ModeCapacity], gpus: int, precision: float, repeats: int,
+           probe_s: float, simulated: str | None = None) -> tuple[str, Decision]:
+    """report.md's text, headed by where its numbers come from when that is the simulator
+    (`simulated`) and by the search's decision, and the decision."""
+    rows = []
+    for mode, r in results.items():
+        f = r.found
+        if f is None:
+            why = f"stopped after {len(r.probes)} probes (interrupted?)" if r.probes else "not searched"
+            rows.append(CapacityRow(mode, None, why=why))
+            continue
+        at = [p for p in r.probes if f.rate is not None and p["rate"] == f.rate and p["passed"]]
+        above_it = [p for p in r.probes if f.failed_at is not None and p["rate"] == f.failed_at and not p["passed"]]
+        rows.append(CapacityRow(mode, f, above_it[0]["binding"] if above_it else "-",
+                                sum(p["goodput_over_arrivals_req_per_s"] for p in at) / len(at) if at else None,
+                                unjudged=sum(not p["judged"] for p in r.probes),
+                                fewest=min((p["fewest_tenant_requests"] for p in r.probes), default=None)))
+    table, decision = capacity_table(rows, gpus, with_goodput=True, raise_with="--max-rate")
+    return "\n".join([
+        "# Capacity: the highest offered rate within every tenant's SLOs (measured)", "",
+        *([f"**{simulated}.**", ""] if simulated else []), f"**Decision: {decision.text}**", "",
+        f"Bracketed by doubling, then bisected to {precision:.0%}; each rate near the boundary decided by the "
+        f"majority of {repeats} probe(s). Per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the "
+        "target's). Goodput: requests within every target per second of the probe's arrivals (its rate times the "
+        "share within target; a run's goodput is over its steady window), at the rate found. Binding: what failed "
+        "just above it.", "", *table, "",
+        f"Each probe here is {probe_s:g} s of arrivals at its rate (rate x {probe_s:g} requests); `loadtest plan "
+        "--capacity` probes its trace's `--requests` whatever the rate, so its p99s are of other sample sizes and "
+        f"of a longer or shorter burst, and its figure can differ: plan with `--requests` near the rate found x "
+        f"{probe_s:g} for like with like.", ""]), decision
+
+
+def plan_capacity_markdown(rows: list[CapacityRow], gpus: int, precision: float, requests: int,
+                           probe_s: float) -> str:
+    """`loadtest plan --capacity`'s section of report.md: each mode's highest rate within every
+    tenant's SLOs in the model, headed by its decision, and why `loadtest capacity` (which probes
+    `probe_s` s of arrivals) can find another figure."""
+    table, decision = capacity_table(rows, gpus, with_goodput=False, more_with="more --requests")
+    return "\n".join([
+        "## Capacity: the highest offered rate within every tenant's SLOs", "",
+        f"**Capacity decision: {decision.text}**", "",
+        f"Bracketed by doubling from 1/16 of the scenario's rate, then bisected to {precision:.0%}; "
+        f"per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the target's). Binding: the tenants "
+        "that missed just above it.", "", *table, "",
+        f"Each probe here is this trace's {requests:,} requests at the probed rate, however long that lasts; "
+        f"`loadtest capacity` probes {probe_s:g} s of arrivals instead (rate x {probe_s:g} requests), so at "
+        "another rate its p99s are of other sample sizes and of a longer or shorter burst, and its figure can "
+        f"differ: for like with like, plan with `--requests` near the rate found x {probe_s:g}.", ""])

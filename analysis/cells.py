@@ -82,18 +82,47 @@ def cells_of(table: pa.Table, modes: list[str]) -> Cells:
     return Cells(modes, tenants, order, np.concatenate([[0], np.cumsum(counts)]), key, bins)
 
 
-def cell_stats(cells: Cells, columns: dict[str, np.ndarray | Callable[[], np.ndarray]],
-               statistic) -> dict[str, dict[tuple[str, str], dict]]:
-    """`statistic(values)` -> {name: value} per column and cell, the values of a cell being the
-    column's rows in that cell. Columns run in threads; a column given as a function is made in
-    its thread too."""
-    def one(values) -> dict[tuple[str, str], dict]:
-        column, out = values() if callable(values) else values, {}
-        for mode, tenant, s in cells.cells():
-            if tenant == ALL:       # a mode's rows in order, a mode at a time: its tenants' are slices of them
-                ordered, start = column[cells.order[s]], s.start
-            out[mode, tenant] = statistic(ordered[s.start - start:s.stop - start])
-        return out
+def rows_where(cells: Cells, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows where `mask` holds, in cell order, and their cells' bounds (cell k holds
+    order[bounds[k]:bounds[k + 1]], as in `Cells`)."""
+    order = cells.order[mask[cells.order]]
+    n_cells = len(cells.bounds) - 1
+    counts = np.bincount(cells.bins[mask], minlength=n_cells + 1)[:n_cells]
+    return order, np.concatenate([[0], np.cumsum(counts)])
+
+
+def finite_cell_stats(cells: Cells, column: np.ndarray, rows: tuple[np.ndarray, np.ndarray],
+                      statistic: Callable[[np.ndarray], dict]) -> dict[tuple[str, str], dict]:
+    """`statistic` of each cell's finite values of `column` among `rows` (`rows_where`), for every
+    cell `Cells.cells` yields (one without such values gets the statistic of none). A mode's
+    values are gathered once, in cell order, into an array of our own: `statistic` may reorder
+    what it is given (partition in place), so each tenant's slice goes to it first, the whole
+    mode's after (reordering within a slice keeps the mode's values)."""
+    order, bounds = rows
+    t, out = len(cells.tenants), {}
+    for m, mode in enumerate(cells.modes):
+        if cells.bounds[m * t + t] == cells.bounds[m * t]:
+            continue
+        values = column[order[bounds[m * t]:bounds[m * t + t]]]
+        finite = np.isfinite(values)
+        ends = bounds[m * t:m * t + t + 1] - bounds[m * t]
+        if not finite.all():
+            ends = np.concatenate([[0], np.cumsum(finite)])[ends]
+            values = values[finite]
+        for j, tenant in enumerate(cells.tenants):
+            if cells.bounds[m * t + j + 1] > cells.bounds[m * t + j]:
+                out[mode, tenant] = statistic(values[ends[j]:ends[j + 1]])
+        out[mode, ALL] = statistic(values)
+    return out
+
+
+def cell_stats(cells: Cells, columns: dict[str, tuple[Callable[[], np.ndarray], tuple[np.ndarray, np.ndarray]]],
+               statistic: Callable[[np.ndarray], dict]) -> dict[str, dict[tuple[str, str], dict]]:
+    """`finite_cell_stats` of each column (made by its function, in its thread, over its rows),
+    the columns in threads (numpy's gathers and partitions release the GIL)."""
+    def one(column: tuple[Callable[[], np.ndarray], tuple[np.ndarray, np.ndarray]]) -> dict:
+        make, rows = column
+        return finite_cell_stats(cells, make(), rows, statistic)
 
     with ThreadPoolExecutor(min(WORKERS, max(1, len(columns)))) as pool:
         return dict(zip(columns, pool.map(one, columns.values()), strict=True))

@@ -20,12 +20,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from analysis.compare import Change
-from analysis.slo import MISSED, SLO_TOO_FEW_RULE, UNJUDGED, attainment, judged
-from contract.manifest import Manifest
-from contract.records import CLIENT, FAILED, NOT_SENT, OK, kinds, outcomes
+from analysis.long_summary import SUMMARY_COLUMNS, SummaryView, long_summary
+from analysis.slo import MISSED, SLO_TOO_FEW_RULE, UNJUDGED, judged, targets_of
+from analysis.summary import attainment, request_counts
+from contract.records import FAILED, OK, SLO_COLUMNS, STATUSES, outcome_of
+
+# what a probe's verdict reads of its records: the summary's columns (not the chunk lists) and the targets
+PROBE_COLUMNS = {*SUMMARY_COLUMNS, *SLO_COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -71,22 +74,28 @@ class ErrorCheck:
                 "passed": self.passed, "reason": self.reason()}
 
 
-def error_checks(records: pa.Table, modes: list[str], max_share: float) -> list[ErrorCheck]:
-    """One check per mode of `modes` over the run's request records: it fails past `max_share`
-    (--max-errors; its default: loadtest.session.options.MAX_ERROR_SHARE)."""
-    kind = kinds(records)
-    outcome = outcomes(records, kind)   # the one definition of a failed request
-    kind = pc.if_else(pc.equal(outcome, FAILED), kind, outcome)
-    counts = pa.table({"mode": records["mode"], "kind": kind}).group_by(["mode", "kind"]).aggregate([([], "count_all")])
-    by_mode: dict[str, dict[str, int]] = {}
-    for row in counts.to_pylist():
-        by_mode.setdefault(row["mode"], {})[row["kind"]] = row["count_all"]
+def error_checks(summary: SummaryView, modes: list[str], max_share: float) -> list[ErrorCheck]:
+    """One check per mode of `modes`, read off the run's long summary (its `requests` counts by
+    status and `status/error_kind`, each kind's outcome by contract.records.outcome_of: the one
+    definition of a failed request): it fails past `max_share` (--max-errors; its default:
+    loadtest.options.replaying.MAX_ERROR_SHARE)."""
     out = []
     for mode in modes:
-        c = by_mode.get(mode, {})
-        failures = sorted(((k, n) for k, n in c.items() if k not in (OK, CLIENT, NOT_SENT)), key=lambda kv: -kv[1])
-        out.append(ErrorCheck(mode=mode, ok=c.get(OK, 0), kinds=dict(failures), max_share=max_share))
+        counts = request_counts(summary, mode)
+        by_kind = {k: n for k, n in counts.items() if "/" in k}
+        for status in STATUSES:     # a status's records without a kind
+            rest = counts.get(status, 0) - sum(n for k, n in by_kind.items() if k.partition("/")[0] == status)
+            if rest:
+                by_kind[status] = rest
+        failures = [(k, n) for k, n in by_kind.items() if outcome_of(*_status_and_kind(k)) == FAILED]
+        failures.sort(key=lambda kv: (-kv[1], kv[0]))      # most first, then by name
+        out.append(ErrorCheck(mode=mode, ok=counts.get(OK, 0), kinds=dict(failures), max_share=max_share))
     return out
+
+
+def _status_and_kind(name: str) -> tuple[str, str | None]:
+    status, _, kind = name.partition("/")
+    return status, kind or None
 
 
 @dataclass(frozen=True)
@@ -102,15 +111,12 @@ class GateVerdict:
         return "failed" if self.failed else "not judged" if self.unjudged else "passed"
 
 
-def judge_gate(manifest: Manifest, checks: list[ErrorCheck], slo_gate: bool = False) -> GateVerdict:
-    """Put the gate in the manifest (the error checks, and with `slo_gate` every tenant's SLOs
-    as the analysis put them there: failed on a p99 whose interval lies above its target, not
-    judged on one whose interval holds it or is open above) and return it."""
-    manifest.checks = [c.as_dict() for c in checks]
-    slos = slo_gate_lines(manifest.slos) if slo_gate else GateVerdict([], [])
-    verdict = GateVerdict([c.reason() for c in checks if not c.passed] + slos.failed, slos.unjudged)
-    manifest.gate = verdict.state
-    return verdict
+def judge_gate(checks: list[ErrorCheck], slos: list[dict], slo_gate: bool = False) -> GateVerdict:
+    """The run's gate: the error checks, and with `slo_gate` every tenant's SLOs (`slos`, as the
+    manifest keeps them: failed on a p99 whose interval lies above its target, not judged on one
+    whose interval holds it or is open above)."""
+    lines = slo_gate_lines(slos) if slo_gate else GateVerdict([], [])
+    return GateVerdict([c.reason() for c in checks if not c.passed] + lines.failed, lines.unjudged)
 
 
 def slo_gate_lines(slos: list[dict], prefix: str = "") -> GateVerdict:
@@ -124,7 +130,7 @@ def slo_gate_lines(slos: list[dict], prefix: str = "") -> GateVerdict:
 @dataclass(frozen=True)
 class ProbeVerdict:
     """A capacity probe's answer on one mode's records (measured or predicted), from the run's own
-    two checks: every tenant's SLOs (analysis.slo.attainment) and the error gate (`error_checks`)."""
+    two checks: every tenant's SLOs (analysis.summary.attainment) and the error gate (`error_checks`)."""
 
     passed: bool
     judged: bool          # decided on p99s the data bounds (or on errors past the limit)
@@ -143,8 +149,11 @@ def probe_verdict(records: pa.Table, mode: str, max_share: float) -> ProbeVerdic
     """Whether `mode` held at a probe's rate: its records (joined with their tenants' targets,
     analysis.slo.join_targets) pass when every tenant's p99s are within target and its errors
     within `max_share` (--max-errors), judged as `loadtest run` judges a run."""
-    verdicts = attainment(records, [mode])
-    check = error_checks(records, [mode], max_share)[0]
+    # the probe's long summary, as its run folder's summary.parquet holds it (the chunk lists apart)
+    summary = SummaryView(long_summary(records.select([c for c in records.column_names if c in PROBE_COLUMNS]), "",
+                                       [mode]))
+    verdicts = attainment(summary, targets_of(records, [mode]))
+    check = error_checks(summary, [mode], max_share)[0]
     errors = check.error_share if check.sent else float("nan")
     over = errors > max_share
     binding = [f"{v.tenant} ({'; '.join(v.missed())})" for v in verdicts if not v.passed]

@@ -49,10 +49,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.cells import ALL, WORKERS, Cells, cell_stats, cells_of, codes
+from analysis.cells import ALL, WORKERS, Cells, cell_stats, cells_of, codes, rows_where
 from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
-from analysis.stats import Ratio, floats, paired_speedups_ci, percentiles_with_intervals, too_few_completions
+from analysis.stats import (
+    Ratio,
+    count_column,
+    floats,
+    paired_speedups_ci,
+    percentiles_of_own,
+    percentiles_with_intervals,
+    too_few_completions,
+)
 from analysis.steady import in_window, steady_window
 from contract.records import CLIENT, FAILED, OK, REQUEST_SCHEMA, STATUSES, outcomes
 
@@ -140,35 +148,39 @@ def _time_rows(table: pa.Table, cells: Cells, ok: np.ndarray) -> tuple[Rows, dic
                                                                       dict[Cell, float]]:
     """What the times of the records say, apart from any percentile: each mode's in-flight
     counts, spans, offered rate and drain (rows of tenant `all`, in order), its first and last
-    send (None: nothing sent), and each cell's makespan in seconds."""
+    send (None: nothing sent), and each cell's makespan in seconds. A mode's rows are gathered
+    at a time, in cell order: its tenants' are slices of them."""
     rows: Rows = {}
     last_ns = pc.fill_null(table["last_token_ns"], 0).to_numpy()
-    arrivals = table["scheduled_ns"].to_numpy()[cells.order]
-    sent = pc.is_valid(table["sent_ns"]).to_numpy(zero_copy_only=False)[cells.order]   # a never-sent row is no arrival
-    done_ordered = np.where(ok, last_ns, -1)[cells.order]
-    ok_ordered = ok[cells.order]
-    sent_ns = pc.fill_null(table["sent_ns"], 0).to_numpy()[cells.order]
-    last_ordered = last_ns[cells.order]
-    offsets = table["offset_s"].to_numpy()[cells.order]
+    arrivals = table["scheduled_ns"].to_numpy()
+    sent = pc.is_valid(table["sent_ns"]).to_numpy(zero_copy_only=False)     # a never-sent row is no arrival
+    sent_ns = pc.fill_null(table["sent_ns"], 0).to_numpy()
+    offsets = table["offset_s"].to_numpy()
     sends, makespan = {}, {}
     for mode, tenant, s in cells.cells():
+        if tenant == ALL:       # the mode's rows, gathered once: its tenants' are slices of them
+            mine, start = cells.order[s], s.start
+            ok_m, sent_m, arrivals_m, last_m = ok[mine], sent[mine], arrivals[mine], last_ns[mine]
+            done = np.where(ok_m, last_m, -1)
+        cut = slice(s.start - start, s.stop - start)
         # seconds from the first send to the last completion: completions over it follow the
         # arrivals while the fleet keeps up, and come at its capacity when it cannot (saturated)
-        done_s, ok_s, sent_at = done_ordered[s], ok_ordered[s], arrivals[s][sent[s]]
+        done_s, sent_at = done[cut], arrivals_m[cut][sent_m[cut]]
         last_done = int(done_s.max()) if len(done_s) else -1     # -1: none (a row not ok is -1)
         makespan[mode, tenant] = ((last_done - int(sent_at.min())) / 1e9 if last_done >= 0 and len(sent_at)
                                   else math.nan)
         if tenant != ALL:
             continue
         # requests that succeeded only: a refused or failed one is no backlog
-        mine = sent[s] & ok_s
-        ends, starts = done_s[mine], arrivals[s][mine]
-        for stat, count in in_flight(starts, done_s[done_s >= 0]).items():
+        both = sent_m & ok_m
+        ends, starts = done[both], arrivals_m[both]
+        for stat, count in in_flight(starts, done[done >= 0]).items():
             _add(rows, (mode, ALL), "in_flight", stat, count)
-        _add(rows, (mode, ALL), "in_flight", "peak", peak_in_flight(sent_ns[s][ok_s], last_ordered[s][ok_s]))
-        span = float(offsets[s].max() - offsets[s].min()) if len(offsets[s]) else 0.0
+        _add(rows, (mode, ALL), "in_flight", "peak", peak_in_flight(sent_ns[mine[ok_m]], last_m[ok_m]))
+        offsets_m = offsets[mine]
+        span = float(offsets_m.max() - offsets_m.min()) if len(offsets_m) else 0.0
         _add(rows, (mode, ALL), "arrival_span_s", "length", span)
-        _add(rows, (mode, ALL), "offered_req_per_s", "trace", len(offsets[s]) / span if span > 0 else math.nan)
+        _add(rows, (mode, ALL), "offered_req_per_s", "trace", len(offsets_m) / span if span > 0 else math.nan)
         sends[mode] = (int(sent_at.min()), int(sent_at.max())) if len(sent_at) else None
         if len(sent_at):
             # the drain: how fast the requests in flight at the last arrival ended, until half of them
@@ -186,24 +198,26 @@ def _time_rows(table: pa.Table, cells: Cells, ok: np.ndarray) -> tuple[Rows, dic
 
 
 def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> None:
-    """Counts, latency percentiles, rates and goodput: one pass per column over the rows in cell
-    order; the times' figures (`_time_rows`) in a thread beside the percentiles' (numpy's sorts
-    and partitions release the GIL)."""
+    """Counts, latency percentiles, rates and goodput: each column's values gathered a mode at a
+    time, in cell order (the latencies' of the requests that succeeded only); the times' figures
+    (`_time_rows`) in a thread beside the percentiles' (numpy's gathers and partitions release
+    the GIL)."""
     by_status = _count_rows(rows, table, cells)
-    columns = {m: lambda m=m: np.where(ok, floats(table[m]), math.nan) for m in LATENCIES}   # made in the threads
-    columns["lateness_ms"] = lambda: floats(table["lateness_ms"])
+    ok_rows, all_rows = rows_where(cells, ok), (cells.order, cells.bounds)
+    columns = {m: (lambda m=m: floats(table[m]), ok_rows) for m in LATENCIES}   # made in the threads
+    columns["lateness_ms"] = (lambda: floats(table["lateness_ms"]), all_rows)
     with ThreadPoolExecutor(1) as beside:
         times = beside.submit(_time_rows, table, cells, ok)
-        for metric, by_cell in cell_stats(cells, columns, percentiles_with_intervals).items():
+        for metric, by_cell in cell_stats(cells, columns, percentiles_of_own).items():
             for cell, stats in by_cell.items():
                 for stat, (value, low, high) in stats.items():
                     _add(rows, cell, metric, stat, value, low, high)
         time_rows, sends, makespan = times.result()
     for cell, items in time_rows.items():
         rows.setdefault(cell, []).extend(items)
-    completion = np.nan_to_num(floats(table["completion_tokens"]))   # a reply without usage counts no tokens
+    completion = count_column(table["completion_tokens"])   # a reply without usage counts no tokens
     tokens = cells.sums(np.where(ok, completion, 0.0))
-    chunks = cells.sums(np.where(ok, np.nan_to_num(floats(table["n_chunks"])), 0.0))
+    chunks = cells.sums(np.where(ok, count_column(table["n_chunks"]), 0.0))
     meets = request_meets(table) if has_slos(table) else None
     met = cells.sums(meets.astype(np.float64)) if meets is not None else None
     scheduled = {cell: float(n.sum()) for cell, n in by_status.items()}
@@ -243,14 +257,34 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
 
 def peak_in_flight(sent_ns: np.ndarray, end_ns: np.ndarray) -> int:
     """The most intervals [sent, end) open at once (an end and a send at the same instant: the
-    end first)."""
+    end first), without sorting them all: the sends and ends are counted into about as many
+    buckets of time as there are intervals; the count after each bucket's events is reached
+    (after its last send), and no count inside a bucket passes the count before it plus its
+    sends. Only the buckets whose bound passes the highest count reached are counted exactly,
+    their events sorted (a few, unless most intervals start in a few buckets)."""
     if len(sent_ns) == 0:
         return 0
-    # sorted by a merge sort, which merges the runs already in order (each tenant's records as
-    # they were written) in a few passes
-    sends, ends = np.sort(sent_ns, kind="stable"), np.sort(end_ns, kind="stable")
-    # the count is highest just after a send: the k-th (from 1) leaves k open less the ends at or before it
-    return int((np.arange(1, len(sends) + 1) - np.searchsorted(ends, sends, side="right")).max())
+    sent_ns, end_ns = np.asarray(sent_ns, dtype=np.int64), np.asarray(end_ns, dtype=np.int64)
+    origin = int(min(sent_ns.min(), end_ns.min()))
+    span = int(max(sent_ns.max(), end_ns.max())) - origin
+    shift = (span // len(sent_ns)).bit_length()      # buckets 2**shift ns wide: no more than intervals, plus one
+    n_buckets = (span >> shift) + 1
+    send_bucket, end_bucket = (sent_ns - origin) >> shift, (end_ns - origin) >> shift
+    sends, ends = np.bincount(send_bucket, minlength=n_buckets), np.bincount(end_bucket, minlength=n_buckets)
+    after = np.cumsum(sends - ends)
+    before = after - sends + ends
+    reached = int(after[sends > 0].max())
+    open_buckets = (sends > 0) & (before + sends > reached)
+    if not open_buckets.any():
+        return reached
+    # those buckets' events in time order: a send's count is the count before its bucket plus the
+    # bucket's sends up to it, less the bucket's ends up to it
+    sends_in, ends_in = np.sort(sent_ns[open_buckets[send_bucket]]), np.sort(end_ns[open_buckets[end_bucket]])
+    bucket = (sends_in - origin) >> shift
+    start = origin + (bucket << shift)
+    within = (np.searchsorted(sends_in, sends_in, "right") - np.searchsorted(sends_in, start, "left")
+              - np.searchsorted(ends_in, sends_in, "right") + np.searchsorted(ends_in, start, "left"))
+    return max(reached, int((before[bucket] + within).max()))
 
 
 def in_flight(arrivals_ns: np.ndarray, done_ns: np.ndarray) -> dict[str, float]:

@@ -19,13 +19,8 @@ from analysis.long_summary import LIST_COLUMNS, LONG_SCHEMA, SUMMARY_COLUMNS, Su
 from analysis.markdown import report_markdown
 from analysis.reader import read_requests
 from analysis.server import load_server_metrics, spec_decode_stats
-from analysis.slo import Attainment, attainment, has_slos, with_slos
-from analysis.summary import (
-    ModeSummary,
-    mode_summaries,
-    tenant_speedups,
-    too_few_note,
-)
+from analysis.slo import Attainment, has_slos, targets_of, with_slos
+from analysis.summary import attainment, tenant_speedups, too_few_note
 from analysis.table import steady_state_note
 from common import files
 from contract.manifest import Manifest
@@ -38,7 +33,8 @@ class RunAnalysis:
     run_id: str
     status: str
     modes: list[str]                                        # the modes asked for, in order
-    summaries: list[ModeSummary] = field(default_factory=list)   # per mode that has records (the console table)
+    present: list[str] = field(default_factory=list)       # the modes that have records (the console table's rows)
+    summary: SummaryView | None = None                      # the long summary (summary.parquet), for the views
     by_tenant: dict = field(default_factory=dict)           # tenant -> mode -> speedup (tenant_speedups)
     slos: list[Attainment] | None = None                 # None: the trace sets no SLO
     steady_note: str | None = None
@@ -52,7 +48,23 @@ class RunAnalysis:
 
     @property
     def empty(self) -> bool:
-        return not self.summaries
+        return not self.present
+
+    @property
+    def slo_entries(self) -> list[dict]:
+        """Each tenant's SLOs as the manifest keeps them (`slos`), and the --slo-gate reads them."""
+        return [{"mode": a.mode, "tenant": a.tenant, "passed": a.passed, "verdict": a.verdict,
+                 "unjudged": a.unjudged(), "met_share": a.share,
+                 "checks": {m: {"p99_ms": v, "target_ms": t} for m, (v, t) in a.checks.items()}}
+                for a in self.slos or []]
+
+    def manifest_fields(self) -> dict:
+        """What the manifest keeps of the analysis (its decision, each tenant's SLOs), by field name;
+        the engine records it (the analysis writes no manifest)."""
+        out: dict = {"decision": self.decision.record()} if self.decision is not None else {}
+        if self.slos is not None:
+            out["slos"] = self.slo_entries
+        return out
 
 
 def stopped_note(manifest: Manifest, modes: list[str]) -> str | None:
@@ -70,8 +82,8 @@ def stopped_note(manifest: Manifest, modes: list[str]) -> str | None:
 def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                 max_error_share: float | None = None) -> RunAnalysis:
     """Summarise the run's records into its files (summary.parquet in long format, report.md,
-    report.html), put each tenant's SLOs in the manifest, and
-    with `max_error_share` check each mode's errors. A run without records gives an empty one."""
+    report.html) and with `max_error_share` check each mode's errors; the manifest is read, never
+    written (`RunAnalysis.manifest_fields` is what it keeps). A run without records gives an empty one."""
     found = RunAnalysis(manifest.run_id, manifest.status, list(modes), skipped=dict(manifest.skipped),
                         simulated=manifest.simulated,
                         stopped_note=stopped_note(manifest, modes))
@@ -95,19 +107,14 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                         chunks_of=chunks_of)
     found.decision = decide_run(long, SummaryView(long).get(present[0], "offered_req_per_s", "trace"),
                                 stopped=found.stopped_note is not None)
-    manifest.decision = found.decision.record()
     long = pa.concat_tables([long, pa.Table.from_pylist(found.decision.rows(manifest.run_id), schema=LONG_SCHEMA)])
     files.write_table(long, run_dir / "summary.parquet")
-    found.summaries = mode_summaries(long, present)          # the console table: a view of the long summary
+    found.present, found.summary = present, SummaryView(long)   # the console table: a view of the long summary
     found.by_tenant = tenant_speedups(long, modes)
     if has_slos(table):
-        found.slos = attainment(table, [s.mode for s in found.summaries])
-        manifest.slos = [{"mode": a.mode, "tenant": a.tenant, "passed": a.passed, "verdict": a.verdict,
-                          "unjudged": a.unjudged(), "met_share": a.share,
-                          "checks": {m: {"p99_ms": v, "target_ms": t} for m, (v, t) in a.checks.items()}}
-                         for a in found.slos]
-    found.steady_note = steady_state_note(found.summaries, stopped=found.stopped_note is not None)
-    found.too_few_note = too_few_note(long, found.summaries)
+        found.slos = attainment(found.summary, targets_of(table, present))
+    found.steady_note = steady_state_note(found.summary, present, stopped=found.stopped_note is not None)
+    found.too_few_note = too_few_note(found.summary, present)
     found.limited = [f"{mode}: client-limited ({'; '.join(mr.client['reasons'])}): its latencies include the "
                      "client's own delay; add workers (--workers) or client machines"
                      for mode, mr in manifest.mode_runs.items() if mr.client and mr.client.get("client_limited")]
@@ -121,5 +128,5 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
     files.write_text(run_dir / "report.md", report_md)
     files.write_text(run_dir / "report.html", report_html(manifest.run_id, report_md, table, long, metrics, present))
     if max_error_share is not None:
-        found.checks = error_checks(table, [s.mode for s in found.summaries], max_error_share)
+        found.checks = error_checks(found.summary, present, max_error_share)
     return found

@@ -3,7 +3,8 @@ trace (`slo_ttft_p99_ms`, `slo_tpot_p99_ms`, `slo_e2e_p99_ms`; the scenario's, p
 
 Goodput is the rate of requests that succeeded within every target of their tenant (latencies
 from the send, as vLLM's `bench serve --goodput` counts them); attainment is a tenant's p99
-against its target. A run whose trace carries no targets has no goodput, and says so rather
+against its target (the long summary's p99 with its interval: analysis.summary.attainment).
+A run whose trace carries no targets has no goodput, and says so rather
 than printing zeros.
 
 Attainment is judged on the p99's distribution-free 95% interval (analysis.stats), not on the
@@ -25,7 +26,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from analysis.stats import floats, percentiles_with_intervals, supported_count
+from analysis.cells import ALL, cells_of
+from analysis.stats import floats, supported_count
 from common.times import ms_text
 from contract.records import OK, SLO_COLUMNS, meets_slos
 
@@ -139,26 +141,18 @@ def judged(verdicts: list[Attainment]) -> bool:
     return MISSED in answers or answers <= {MET}
 
 
-def attainment(table: pa.Table, modes: list[str]) -> list[Attainment]:
-    """Per mode and tenant with targets, from a table of `with_slos`."""
-    meets = request_meets(table)
-    modes_col = table["mode"].to_numpy(zero_copy_only=False)
-    tenants_col = table["tenant"].to_numpy(zero_copy_only=False)
-    ok = pc.equal(table["status"], OK).to_numpy(zero_copy_only=False)
-    out = []
-    for mode in modes:
-        for tenant in sorted(set(tenants_col[modes_col == mode])):
-            rows = (modes_col == mode) & (tenants_col == tenant)
-            checks, bounds = {}, {}
-            for slo in SLO_COLUMNS:
-                targets = floats(table[slo])[rows]
-                if np.isnan(targets).all():
-                    continue
-                values = floats(table[METRIC_OF[slo]])[rows & ok]
-                p99, low, high = percentiles_with_intervals(values)["p99"]
-                name = METRIC_OF[slo].removesuffix("_ms")
-                checks[name] = (p99, float(np.nanmax(targets)))
-                bounds[name] = (low, high, int(np.isfinite(values).sum()))
-            if checks:
-                out.append(Attainment(mode, tenant, int(rows.sum()), int(meets[rows].sum()), checks, bounds))
+def targets_of(table: pa.Table, modes: list[str]) -> dict[tuple[str, str], dict[str, float]]:
+    """Per mode of `modes` and tenant (sorted) of a table of `with_slos`, each latency its
+    requests have a target for (`ttft_ms`, `tpot_ms`, `e2e_ms`) and the target (the highest they
+    carry); a tenant without one is left out. The p99s they are judged against are the long
+    summary's (analysis.summary.attainment)."""
+    cells = cells_of(table, modes)
+    columns = {slo: floats(table[slo])[cells.order] for slo in SLO_COLUMNS}
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for mode, tenant, s in cells.cells():
+        if tenant == ALL:
+            continue
+        targets = {METRIC_OF[slo]: float(np.nanmax(v[s])) for slo, v in columns.items() if not np.isnan(v[s]).all()}
+        if targets:
+            out[mode, tenant] = targets
     return out

@@ -125,14 +125,31 @@ def percentiles_with_intervals(values: np.ndarray, confidence: float = CONFIDENC
     intervals' ranks and the last for the max) gives them all: the same numbers as np.percentile
     and max, in about a third of the time."""
     v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]          # a copy of our own, so the partition may reorder it
+    return percentiles_of_own(v[np.isfinite(v)], confidence)     # a copy of our own
+
+
+def partition_in_place(v: np.ndarray, kth: np.ndarray) -> None:
+    """v.partition(kth) of finite float64 values. Values that are all of sign bit 0 order as their
+    bits do, read as integers, and an integer partition skips the NaN-aware comparison of floats:
+    a third faster, the same values at every kth (a negative value or -0.0: the float partition)."""
+    bits = v.view(np.int64)
+    if len(bits) and bits.min() >= 0:
+        bits.partition(kth)
+    else:
+        v.partition(kth)
+
+
+def percentiles_of_own(v: np.ndarray, confidence: float = CONFIDENCE) -> dict[str, tuple]:
+    """`percentiles_with_intervals` of float64 values that are all finite and that it may reorder
+    (partition in place): a caller that owns its values spends no copy on them."""
     n = len(v)
     out: dict[str, tuple] = {"count": (float(n), None, None)}
     if not n:
         return {**out, **{f"p{p}": (math.nan, math.nan, math.nan) for p in PERCENTILES}, "max": (math.nan, None, None)}
     below, above, gamma = linear_positions(n)
     ranks = {p: quantile_ranks(n, p / 100, confidence) for p in PERCENTILES}
-    v.partition(np.unique([n - 1, *below, *above, *(r - 1 for pair in ranks.values() for r in pair if 1 <= r <= n)]))
+    partition_in_place(v, np.unique([n - 1, *below, *above,
+                                     *(r - 1 for pair in ranks.values() for r in pair if 1 <= r <= n)]))
     values_at = linear_value(v[below], v[above], gamma)
     for p, value in zip(PERCENTILES, values_at, strict=True):
         low, high = ranks[p]
@@ -294,6 +311,14 @@ def paired_quantile_ratio_ci(base: np.ndarray, new: np.ndarray, q: float, resamp
 def floats(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """A numeric Arrow column as float64 numpy, nulls as NaN (what every statistic here takes)."""
     return pc.fill_null(col.cast(pa.float64()), math.nan).to_numpy()
+
+
+def count_column(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A count column (tokens, chunks) as float64 numpy, a null as 0: np.nan_to_num of `floats`,
+    which an integer column (the record's counts) gets without a pass for NaN and infinities."""
+    if pa.types.is_integer(col.type):
+        return pc.fill_null(col, 0).cast(pa.float64()).to_numpy()
+    return np.nan_to_num(floats(col))
 
 
 def counter_increase(values: np.ndarray) -> float:

@@ -6,11 +6,13 @@ import math
 
 from rich.table import Table
 
+from analysis.long_summary import SummaryView
 from analysis.repeats import NOT_JUDGED, WIDER, Repeats
 from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
 from analysis.stats import MIN_BOOTSTRAP_PAIRS, Ratio
 from analysis.steady import STEADY_SPAN_OVER_E2E_P99
-from analysis.summary import TOO_FEW, ModeSummary, ms_cell
+from analysis.summary import TOO_FEW, ms_cell, rate_cell
+from contract.records import CLIENT, FAILED, NOT_SENT, OK
 
 
 def ratio_cell(r: Ratio | None) -> str:
@@ -88,34 +90,37 @@ def _count(n: int) -> str:
     return f"{n:,}" if not n else f"[red]{n:,}[/red]"
 
 
-def _errors(s: ModeSummary) -> str:
+def _errors(view: SummaryView, mode: str) -> str:
     """The server's errors and timeouts, and beside them the ends the client caused (not errors)."""
-    return _count(s.errors) + (f" [dim]+{s.client:,} client[/dim]" if s.client else "")
+    client = int(view.get(mode, "requests", CLIENT) or 0)
+    return _count(int(view.get(mode, "requests", FAILED) or 0)) + (f" [dim]+{client:,} client[/dim]" if client else "")
 
 
-def _marked_rate(s: ModeSummary, metric: str) -> str:
+def _marked_rate(view: SummaryView, mode: str, metric: str) -> str:
     """A rate over the steady window as the table prints it, marked when too few completions support it."""
-    text = _rate(getattr(s, metric))
-    return text + (TOO_FEW if metric in s.rates_too_few and text != "-" else "")
+    return rate_cell(_rate(view.get(mode, metric, "rate")), view, mode, metric)
 
 
-def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str, str] | None = None) -> Table:
-    """One row per mode replayed, and one per mode skipped (`skipped`: mode -> why; said in full
-    under the table)."""
+def mode_table(view: SummaryView, modes: list[str], title: str = "", skipped: dict[str, str] | None = None) -> Table:
+    """One row per mode of `modes` replayed, read off the long summary, and one per mode skipped
+    (`skipped`: mode -> why; said in full under the table)."""
     t = Table(title=title or None, header_style="bold")
     # The console's few columns (a terminal's width); tokens/s, tokens per chunk, acceptance, peak
     # in flight and lateness are in report.md, with every definition.
     for name in ["mode", "req/s\noffered / done", "TTFT\np50 / p99", "TPOT\np50 / p99", "E2E\np99",
                  "speedup\n95% CI", "goodput\nreq/s", "errors", "not\nsent"]:
         t.add_column(name, justify="left" if name == "mode" else "right", no_wrap=True)
-    for s in summaries:
-        speed = ratio_cell(s.speedup_ratio) if s.speedup is not None else "ref" if s.mode == "baseline" else "-"
-        good = ("-" if math.isnan(s.goodput_share) else f"{_marked_rate(s, 'goodput_req_per_s')} "
-                f"({s.goodput_share:.0%})")
-        t.add_row(s.mode, f"{_rate(s.offered_req_per_s)} / {_marked_rate(s, 'req_per_s')}",
-                  f"{ms_cell(s, 'ttft_ms', 'p50', s.ttft_p50_ms)} / {ms_cell(s, 'ttft_ms', 'p99', s.ttft_p99_ms)}",
-                  f"{ms_cell(s, 'tpot_ms', 'p50', s.tpot_p50_ms)} / {ms_cell(s, 'tpot_ms', 'p99', s.tpot_p99_ms)}",
-                  ms_cell(s, "e2e_ms", "p99", s.e2e_p99_ms), speed, good, _errors(s), _count(s.not_sent))
+    for mode in modes:
+        ratio = view.ratio(mode, "speedup_e2e")
+        speed = ratio_cell(ratio) if ratio is not None else "ref" if mode == "baseline" else "-"
+        share = view.get(mode, "goodput_share", "share")
+        good = "-" if share is None else f"{_marked_rate(view, mode, 'goodput_req_per_s')} ({share:.0%})"
+        t.add_row(mode, f"{_rate(view.get(mode, 'offered_req_per_s', 'trace'))} / "
+                  f"{_marked_rate(view, mode, 'req_per_s')}",
+                  f"{ms_cell(view, mode, 'ttft_ms', 'p50')} / {ms_cell(view, mode, 'ttft_ms', 'p99')}",
+                  f"{ms_cell(view, mode, 'tpot_ms', 'p50')} / {ms_cell(view, mode, 'tpot_ms', 'p99')}",
+                  ms_cell(view, mode, "e2e_ms", "p99"), speed, good, _errors(view, mode),
+                  _count(int(view.get(mode, "requests", NOT_SENT) or 0)))
     for mode in skipped or {}:
         t.add_row(f"[yellow]{mode}[/yellow]", "[yellow]skipped[/yellow]", *["-"] * (len(t.columns) - 2))
     t.caption = ("ms; done and goodput over the steady window; speedup: baseline E2E / mode E2E, paired, 95% CI "
@@ -124,16 +129,21 @@ def mode_table(summaries: list[ModeSummary], title: str = "", skipped: dict[str,
     return t
 
 
-def steady_state_note(summaries: list[ModeSummary], stopped: bool = False) -> str | None:
-    """A warning when the sends were too short for a steady state (None when they were not);
-    `stopped`: the replay was stopped before its trace ended, which is why."""
-    short = [s for s in summaries if s.ok and not s.steady and s.sent_span_s > 0]
+def steady_state_note(view: SummaryView, modes: list[str], stopped: bool = False) -> str | None:
+    """A warning when the sends of a mode of `modes` were too short for a steady state (None when
+    they were not); `stopped`: the replay was stopped before its trace ended, which is why."""
+    def figure(mode: str, metric: str, stat: str) -> float:
+        value = view.get(mode, metric, stat)
+        return math.nan if value is None else value
+
+    short = [m for m in modes if view.get(m, "requests", OK) and view.get(m, "steady_window_s", "length") is None
+             and figure(m, "sent_span_s", "length") > 0]
     if not short:
         return None
-    worst = min(short, key=lambda s: s.sent_span_s / s.e2e_p99_ms * 1e3)
-    why = (f"the replay was stopped after {worst.sent_span_s:,.1f} s of sending" if stopped
-           else f"sends lasted {worst.sent_span_s:,.1f} s")
-    return (f"too short for a steady state ({', '.join(s.mode for s in short)}): {why}, less than "
-            f"{STEADY_SPAN_OVER_E2E_P99:g} x the E2E p99 ({worst.e2e_p99_ms / 1e3:,.1f} s in {worst.mode}) the "
+    worst = min(short, key=lambda m: figure(m, "sent_span_s", "length") / figure(m, "e2e_ms", "p99") * 1e3)
+    sent_s, e2e_p99_ms = figure(worst, "sent_span_s", "length"), figure(worst, "e2e_ms", "p99")
+    why = (f"the replay was stopped after {sent_s:,.1f} s of sending" if stopped else f"sends lasted {sent_s:,.1f} s")
+    return (f"too short for a steady state ({', '.join(short)}): {why}, less than "
+            f"{STEADY_SPAN_OVER_E2E_P99:g} x the E2E p99 ({e2e_p99_ms / 1e3:,.1f} s in {worst}) the "
             "in-flight count needs to settle, so no throughput is given"
             + ("" if stopped else " (replay more requests: --requests)"))

@@ -49,7 +49,7 @@ def _first_position(sweep) -> tuple[float, float]:
     import pyarrow.compute as pc
 
     from analysis.reader import read_requests
-    from loadtest.session.calibrate import request_domains, run_folders
+    from loadtest.engine.calibrate import request_domains, run_folders
 
     shares = []
     for folder in run_folders(sweep):

@@ -91,7 +91,7 @@ def test_each_commands_grammar_is_its_options_record(command):
     import argparse
 
     from loadtest.commands.grammar import read_options
-    from loadtest.session.options import option_fields
+    from loadtest.options.replaying import option_fields
 
     record = BY_WORDS[command].options
     parser = _parser(command)
@@ -156,7 +156,7 @@ _MISSING = object()
 def _defaults() -> tuple[dict[str, list], dict[str, list]]:
     """Every option's defaults (by field name and by flag) over every command's record, but None
     and False, which say only 'not given'."""
-    from loadtest.session.options import option_fields
+    from loadtest.options.replaying import option_fields
 
     names: dict[str, list] = {}
     flags: dict[str, list] = {}

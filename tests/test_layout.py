@@ -20,9 +20,13 @@ ROOMS = ("scenarios", "cluster", "loadtest", "analysis", "contract")
 # beneath both the client and the analysis, so analysis reads records without importing loadtest.
 ALLOWED = {"scenarios": set(), "cluster": set(), "contract": set(), "loadtest": {"scenarios", "contract"},
            "analysis": {"contract"}}
-# Inside loadtest: the engine (session/) composes the four rooms and knows nothing of the command
-# line; the commands (commands/) wire the command line to it and may import anything.
-ENGINE = ("loadtest", "session")
+# Inside loadtest: the engine (engine/) composes the four rooms and knows nothing of the command
+# line nor of the views; the live views (live/: the bars, /metrics, the board, the web UI's session)
+# hear its events; the options records (options/, which name the rooms' defaults) are beneath both;
+# the commands (commands/) wire the command line to all of it and may import anything.
+ENGINE = ("loadtest", "engine")
+LIVE = ("loadtest", "live")
+OPTIONS = ("loadtest", "options")
 # The command lines: ours, and the simulator's own (`loadtest sim` = `python -m cluster.sim`).
 COMMAND_LINES = ("loadtest/commands/", "loadtest/__main__.py", "cluster/sim/cli.py", "cluster/sim/__main__.py")
 
@@ -56,19 +60,21 @@ def _modules(path) -> set[str]:
 @pytest.mark.parametrize("room", ROOMS)
 def test_imports_flow_one_way(room):
     for path in (ROOT / room).rglob("*.py"):
-        if _within(path, ENGINE) or str(path.relative_to(ROOT)).startswith(COMMAND_LINES):
-            continue  # the engine composes the four rooms; the commands wire it (checked below)
+        if any(_within(path, p) for p in (ENGINE, LIVE, OPTIONS)) or str(path.relative_to(ROOT)).startswith(
+                COMMAND_LINES):
+            continue  # the engine composes the four rooms, the views watch it; the commands wire it (checked below)
         others = _imports(path) & set(ROOMS) - {room}
         assert others <= ALLOWED[room], f"{path.relative_to(ROOT)} imports {sorted(others - ALLOWED[room])}"
-        inner = {m for m in _modules(path) if m.startswith(("loadtest.session", "loadtest.commands"))}
+        inner = {m for m in _modules(path) if m.startswith(("loadtest.engine", "loadtest.live", "loadtest.commands"))}
         assert not inner, f"{path.relative_to(ROOT)} imports {sorted(inner)}: only the commands reach the engine"
 
 
 def test_the_engine_knows_nothing_of_the_command_line():
-    """Nothing in loadtest/session/ imports the commands, and nothing outside the command lines
-    imports argparse or takes a Namespace."""
-    for path in (ROOT / "loadtest" / "session").rglob("*.py"):
-        assert not {m for m in _modules(path) if m.startswith("loadtest.commands")}, path
+    """Nothing in loadtest/engine/, loadtest/live/ or loadtest/options/ imports the commands, and
+    nothing outside the command lines imports argparse or takes a Namespace."""
+    for part in (ENGINE, LIVE, OPTIONS):
+        for path in ROOT.joinpath(*part).rglob("*.py"):
+            assert not {m for m in _modules(path) if m.startswith("loadtest.commands")}, path
     for path in (p for room in ROOMS for p in (ROOT / room).rglob("*.py")):
         if str(path.relative_to(ROOT)).startswith(COMMAND_LINES):
             continue
@@ -82,10 +88,10 @@ def _uses_argparse(module: str) -> bool:
 
 
 def argparse_paths(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Each chain of imports from a module of the engine (loadtest/session/) to a module that
+    """Each chain of imports from a module of the engine (loadtest/engine/) to a module that
     imports argparse, at any distance."""
     found, seen = [], set()
-    stack = [[m] for m in sorted(graph) if m.startswith("loadtest.session")]
+    stack = [[m] for m in sorted(graph) if m.startswith("loadtest.engine")]
     while stack:
         chain = stack.pop()
         if chain[-1] in seen:
@@ -97,6 +103,27 @@ def argparse_paths(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def engine_shows(path) -> set[str]:
+    """What a module of the engine imports of the views: the live views, the commands' views, or
+    rich (the console, the bars, markdown drawn)."""
+    return {m for m in _modules(path) if m.startswith(("loadtest.live", "loadtest.commands", "rich"))}
+
+
+def test_the_engine_never_imports_the_views():
+    """The engine emits events (loadtest.engine.events) and returns typed results; what a person
+    sees (rich's console, bars and markdown, the board, /metrics) is in the views that observe it."""
+    for path in ROOT.joinpath(*ENGINE).rglob("*.py"):
+        assert not engine_shows(path), f"{path.relative_to(ROOT)} imports {sorted(engine_shows(path))}"
+
+
+def test_the_views_check_finds_an_engine_that_prints(tmp_path):
+    """session/engine.py at fe9a3e3 drew the bars itself and fed /metrics directly."""
+    printing = tmp_path / "replays.py"
+    printing.write_text("from rich.progress import Progress\nfrom loadtest.live.progress import live_text\n")
+    assert engine_shows(printing) == {"rich.progress", "rich.progress.Progress", "loadtest.live.progress",
+                                      "loadtest.live.progress.live_text"}
+
+
 def test_no_argparse_on_the_engines_path():
     """Nothing the engine imports, at any distance, parses a command line: the plan builds the
     simulator's typed configuration (cluster.sim.config) rather than parsing a server's argv."""
@@ -105,8 +132,8 @@ def test_no_argparse_on_the_engines_path():
 
 def test_the_argparse_check_finds_an_indirect_import():
     graph = import_graph()   # as it was at ef8d684: the plan built its simulator through the simulator's CLI
-    graph["loadtest.session.plan"] = graph["loadtest.session.plan"] | {"cluster.sim.cli"}
-    assert ["loadtest.session.plan", "cluster.sim.cli"] in [chain[-2:] for chain in argparse_paths(graph)]
+    graph["loadtest.engine.plan"] = graph["loadtest.engine.plan"] | {"cluster.sim.cli"}
+    assert ["loadtest.engine.plan", "cluster.sim.cli"] in [chain[-2:] for chain in argparse_paths(graph)]
 
 
 def test_common_imports_no_room():
@@ -167,3 +194,45 @@ def test_the_circle_check_finds_a_circle():
     graph["cluster.supervise"] = graph["cluster.supervise"] | {"cluster.provision"}   # as it was at 6c643f3
     with pytest.raises(graphlib.CycleError):
         tuple(graphlib.TopologicalSorter(graph).static_order())
+
+
+def _named_manifest(node: ast.AST) -> bool:
+    """`manifest`, `self.manifest`, `lv.manifest`, `run.manifest`: a name or attribute that says so."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name.lower().endswith("manifest")
+
+
+def manifest_writes(source: str) -> list[int]:
+    """The lines of `source` that write a manifest or set one of its fields."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
+                   if isinstance(node, ast.AugAssign | ast.AnnAssign) else [])
+        for t in targets:
+            for part in t.elts if isinstance(t, ast.Tuple) else [t]:
+                if isinstance(part, ast.Attribute) and _named_manifest(part.value):
+                    lines.append(node.lineno)
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr == "write" and _named_manifest(f.value):
+                lines.append(node.lineno)
+            if isinstance(f, ast.Name) and f.id == "setattr" and node.args and _named_manifest(node.args[0]):
+                lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_only_the_engine_writes_the_manifest():
+    """The analysis, the views and the commands hand the engine what they found (`Run.record`);
+    only loadtest/engine/ (and the manifest's own module) write manifest.json or set its fields."""
+    for room in (*ROOMS, "common"):
+        for path in (ROOT / room).rglob("*.py"):
+            if _within(path, ENGINE) or _within(path, ("contract",)):
+                continue
+            writes = manifest_writes(path.read_text())
+            assert not writes, f"{path.relative_to(ROOT)} writes the manifest at lines {writes}"
+
+
+def test_the_manifest_check_finds_a_writer():
+    """analysis/gate.judge_gate at fe9a3e3 set the gate in the manifest itself."""
+    assert manifest_writes("def judge_gate(manifest, checks):\n    manifest.gate = 'passed'\n") == [2]
+    assert manifest_writes("run.manifest.write(run_dir)\nlv.manifest.status, x = 1, 2\n") == [1, 2]

@@ -14,11 +14,12 @@ import requests
 from analysis.server import ACCEPTED, DRAFT_TOKENS
 from analysis.slo import request_meets
 from analysis.stats import itl_per_chunk, tokens_per_step
+from loadtest.engine.events import Began
+from loadtest.live.board import WINDOW_S, Board, BoardServer, table_row, window_row
+from loadtest.live.progress import live_text
 from loadtest.replay import protocol
 from loadtest.request.exporter import ClientMetrics, key_of
 from loadtest.request.tally import LiveTallies, Tally, TenantTally, added_up
-from loadtest.session.board import WINDOW_S, Board, BoardServer, table_row, window_row
-from loadtest.session.progress import live_text
 
 
 def records(n: int, seed: int, mode: str = "ngram", start: int = 0) -> pa.Table:
@@ -106,7 +107,7 @@ def _report(live: LiveTallies, board: Board, t: pa.Table) -> None:
     process.observe_many(t.to_pylist())
     msg = protocol.Observed(process.take())
     live.add(key_of("run1", "ngram"), msg.tally)
-    board.on_line("ngram", msg)
+    board.line("ngram", "run1", msg)
 
 
 def test_the_board_the_bars_and_metrics_read_one_tally_and_the_server_counters_as_deltas():
@@ -115,8 +116,8 @@ def test_the_board_the_bars_and_metrics_read_one_tally_and_the_server_counters_a
     live.expect(key_of("run1", "ngram"), ["chat", "code"], TARGETS)
     board = Board(["baseline", "ngram"])
     board.starting("building")
-    board.begin("run1", ["ngram"], 300, live, lambda: counters)
-    board.on_line("ngram", protocol.Progress(total=300, sent=90, done=80))
+    board.begin(Began("run1", ["ngram"], 300, live, lambda: counters))
+    board.line("ngram", "run1", protocol.Progress(total=300, sent=90, done=80))
     first, second = records(100, 4), records(50, 5, start=100)
     _report(live, board, first)
     board.tick()

@@ -165,8 +165,8 @@ def test_a_soaks_length_is_said_as_a_person_reads_it(seconds, text):
 def test_the_bar_says_what_the_ended_requests_were_as_the_table_does():
     """After Ctrl-C the bar said `147/400 done` where the table said 146 ok and 1 stopped by the
     client: the bar's live text now names them by the table's outcomes, once any is not ok."""
+    from loadtest.live.progress import live_text
     from loadtest.request.tally import TenantTally
-    from loadtest.session.progress import live_text
 
     chat, code = TenantTally(), TenantTally()
     for tally, n in ((chat, 100), (code, 46)):

@@ -19,8 +19,8 @@ import pytest
 from analysis.gate import probe_verdict
 from analysis.reader import read_requests
 from analysis.slo import join_targets
+from loadtest.live.board import table_row
 from loadtest.request.tally import Tally, added_up, tenant_targets
-from loadtest.session.board import table_row
 from tests.conftest import DATA, cli, sim_server
 
 pytestmark = pytest.mark.e2e

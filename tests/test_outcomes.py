@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from analysis.gate import error_checks
-from analysis.long_summary import long_summary
+from analysis.long_summary import SummaryView, long_summary
 from analysis.markdown import report_markdown
 from analysis.soak import windows
 from analysis.table import mode_table
 from contract.records import CLIENT, FAILED, NOT_SENT, OK, OUTCOMES, REQUEST_SCHEMA, RequestRecord, outcomes
-from loadtest.session.options import MAX_ERROR_SHARE
+from loadtest.options.replaying import MAX_ERROR_SHARE
 from tests.summaries import summarize
 
 # (status, error_kind) -> the outcome it must be
@@ -69,20 +69,20 @@ def test_every_view_counts_failed_and_client_ends_as_the_gate_does(ends):
     want = {o: sum(1 for e in ends if ENDS[e] == o) for o in OUTCOMES}
     assert outcomes(records).to_pylist() == [ENDS[e] for e in ends]
 
-    check = error_checks(records, ["eagle"], MAX_ERROR_SHARE)[0]                 # the gate, and a capacity probe's
-    assert (check.ok, check.failed, check.sent) == (want[OK], want[FAILED], want[OK] + want[FAILED])
-
-    (mode,) = summarize(records, ["eagle"])                     # the console table
-    assert (mode.ok, mode.errors, mode.client, mode.not_sent) == (want[OK], want[FAILED], want[CLIENT], want[NOT_SENT])
-    console = Console(file=io.StringIO(), width=400, color_system=None)
-    console.print(mode_table([mode]))
-    shown = _errors_cell(console.file.getvalue(), "errors", "eagle")
-    assert shown == f"{want[FAILED]}" + (f" +{want[CLIENT]} client" if want[CLIENT] else ""), shown
-
     long = long_summary(records, "r", ["eagle"])                # summary.parquet
     counts = long.filter(pc.and_(pc.equal(long["tenant"], "all"), pc.equal(long["metric"], "requests")))
     by = dict(zip(counts["statistic"].to_pylist(), counts["value"].to_pylist(), strict=True))
-    assert (by[FAILED], by[CLIENT]) == (want[FAILED], want[CLIENT])
+    assert (by[OK], by[FAILED], by[CLIENT], by[NOT_SENT]) == (want[OK], want[FAILED], want[CLIENT], want[NOT_SENT])
+
+    # the gate, and a capacity probe's: its counts by kind add up to the summary's failed
+    check = error_checks(SummaryView(long), ["eagle"], MAX_ERROR_SHARE)[0]
+    assert (check.ok, check.failed, check.sent) == (want[OK], want[FAILED], want[OK] + want[FAILED])
+
+    console = Console(file=io.StringIO(), width=400, color_system=None)   # the console table
+    console.print(mode_table(SummaryView(long), ["eagle"]))
+    shown = _errors_cell(console.file.getvalue(), "errors", "eagle")
+    assert shown == f"{want[FAILED]}" + (f" +{want[CLIENT]} client" if want[CLIENT] else ""), shown
+    assert _errors_cell(console.file.getvalue(), "sent", "eagle") == f"{want[NOT_SENT]}"
 
     md = report_markdown("r", "", long, None, [])               # report.md
     assert _errors_cell(md, "errors", "eagle") == f"{want[FAILED]}" + (f" (+{want[CLIENT]} client)"
@@ -97,6 +97,6 @@ def test_a_probe_with_interrupted_and_deadline_rows_among_real_errors_is_judged_
     # client's own ends add; a count of sent minus ok (the old probe's) said 4 of 12, 33%
     ends = [("ok", None)] * 8 + [("error", "http"), ("error", "interrupted"), ("timeout", "deadline"),
                                  ("error", "worker_lost"), ("not_sent", None)]
-    check = error_checks(_records(ends), ["eagle"], max_share=0.10)[0]
+    check = error_checks(summarize(_records(ends), ["eagle"]), ["eagle"], max_share=0.10)[0]
     assert (check.failed, check.sent, round(check.error_share, 3), check.passed) == (1, 9, 0.111, False)
     assert check.reason() == "eagle: 1 of 9 sent requests failed (11%, more than --max-errors 10%: error/http 1)"

@@ -10,7 +10,7 @@ import pytest
 from cluster.fleet import FleetSpec
 from cluster.placement import Node, PlanError, fits, make_plan, nodes_from_ray, replica_bundles
 from cluster.rollout import Rollout
-from loadtest.session.bringup import at_once
+from loadtest.engine.bringup import at_once
 
 FIVE = ["baseline", "draft", "medusa", "eagle", "ngram"]
 

@@ -106,7 +106,7 @@ def test_capacity_needs_slo_targets(tmp_path):
 
 def test_the_planned_replica_is_the_live_one_with_its_extra_flags_and_replicas(tmp_path):
     from cluster.fleet import FleetSpec
-    from loadtest.session.plan import predicted_records, simulator_of
+    from loadtest.engine.plan import predicted_records, simulator_of
     from scenarios.spec import load_scenario
     from scenarios.trace import build_trace
 

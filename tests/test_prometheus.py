@@ -22,9 +22,9 @@ import requests
 import yaml
 
 from analysis.reader import read_requests
+from loadtest.live.metrics_server import MetricsServer
 from loadtest.request.exporter import NAMES
 from loadtest.request.tally import HISTOGRAMS, Tally
-from loadtest.session.metrics_server import MetricsServer
 from tests.conftest import DATA, ROOT, cli, free_port
 
 PROMETHEUS = Path(os.environ.get("PROMETHEUS", shutil.which("prometheus") or "/usr/bin/prometheus"))

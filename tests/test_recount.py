@@ -9,7 +9,7 @@ import pytest
 
 from common import exits
 from contract.manifest import Manifest
-from loadtest.session.guard import Interrupted, guarded, unrecorded_text
+from loadtest.engine.guard import Interrupted, guarded, unrecorded_text
 
 
 def _manifest() -> Manifest:
@@ -56,13 +56,11 @@ def test_sigterm_before_the_replays_handlers_ends_the_run_interrupted(tmp_path, 
     interrupted, exit 130 (CI saw `loadtest sweep: interrupted` with no manifest status once)."""
     import os
     import signal as signals_module
-    from types import SimpleNamespace
-
-    from rich.console import Console
 
     from loadtest.commands import cli
-    from loadtest.session import guard
-    from loadtest.session.options import MetricsOptions
+    from loadtest.engine import guard, pipeline
+    from loadtest.live.metrics_server import MetricsServer
+    from loadtest.options.replaying import MetricsOptions, SweepOptions
 
     targets: list[Path] = []
 
@@ -74,9 +72,9 @@ def test_sigterm_before_the_replays_handlers_ends_the_run_interrupted(tmp_path, 
     old = signals_module.signal(signals_module.SIGTERM, cli._terminated)
     try:
         monkeypatch.setattr(guard, "hold_reserve", sigterm_now)
-        args = SimpleNamespace(metrics=MetricsOptions(), PROG="loadtest sweep")
-        code = guard.served(args, Console(file=open(os.devnull, "w")), m, tmp_path,
-                            lambda signals, server: pytest.fail("the replay began"))
+        run = pipeline.Run(SweepOptions(), None, None, tmp_path, m)
+        replayed = pipeline.replay(run, None, MetricsServer.of(MetricsOptions()))
+        code = replayed.code
     finally:
         signals_module.signal(signals_module.SIGTERM, old)
     assert code == exits.INTERRUPTED

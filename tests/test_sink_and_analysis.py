@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -11,13 +12,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from gevent import GreenletExit
+from rich.console import Console
 
 from analysis.gate import error_checks
 from analysis.html import goodput_by_mode, has_data, report_html
-from analysis.long_summary import LONG_SCHEMA, long_summary, peak_in_flight
+from analysis.long_summary import LONG_SCHEMA, SummaryView, long_summary, peak_in_flight
 from analysis.reader import ContractError, read_requests
 from analysis.stats import MIN_RATE_COUNT, rate_interval
-from analysis.summary import mode_summaries, tenant_speedups, too_few_note
+from analysis.summary import RATES_SHOWN, tenant_speedups, too_few_note
 from analysis.table import mode_table, steady_state_note
 from contract.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.request.sink import ParquetSink
@@ -88,11 +90,17 @@ def test_summary_counts_statuses_and_pairs_speedup():
     rows = [_rec("baseline", i, 200.0) for i in range(10)]
     rows += [_rec("draft", i, 100.0) for i in range(9)] + [_rec("draft", 9, 0, status="timeout")]
     table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
-    base, draft = summarize(table, ["baseline", "draft"])
-    assert (base.ok, base.errors, base.speedup) == (10, 0, None)
-    assert (draft.ok, draft.errors) == (9, 1)
-    assert draft.speedup == pytest.approx(2.0)
-    assert draft.tokens_per_chunk == pytest.approx(5.0)
+    view = summarize(table, ["baseline", "draft"])
+    counts = {m: (view.get(m, "requests", "ok"), view.get(m, "requests", "failed")) for m in ("baseline", "draft")}
+    assert counts == {"baseline": (10, 0), "draft": (9, 1)}
+    assert view.ratio("baseline", "speedup_e2e") is None
+    assert view.ratio("draft", "speedup_e2e").value == pytest.approx(2.0)
+    assert view.get("draft", "tokens_per_chunk", "mean") == pytest.approx(5.0)
+    console = Console(file=io.StringIO(), width=400, color_system=None)    # the console table, from the same rows
+    console.print(mode_table(view, ["baseline", "draft"]))
+    lines = console.file.getvalue().splitlines()
+    base_row, draft_row = (next(row for row in lines if row.strip(" │").startswith(m)) for m in ("baseline", "draft"))
+    assert "ref" in base_row and "2.00x" in draft_row and draft_row.split("│")[-3].strip() == "1"
 
 
 def test_a_failed_write_is_not_silently_dropped(tmp_path):
@@ -124,26 +132,31 @@ def test_speedup_by_tenant_pairs_requests_within_each_tenant():
 def test_offered_and_done_rates_peak_in_flight_and_the_steady_state():
     # 10 arrivals 0.1 s apart (0.9 s of arrivals); each lasts 200 ms: two in flight at most
     short = pa.Table.from_pylist([_rec("baseline", i, 200.0) for i in range(10)], schema=REQUEST_SCHEMA)
-    (s,) = summarize(short, ["baseline"])
-    assert s.offered_req_per_s == pytest.approx(10 / 0.9) and s.arrival_span_s == pytest.approx(0.9)
+    s = summarize(short, ["baseline"])
+    assert s.get("baseline", "offered_req_per_s", "trace") == pytest.approx(10 / 0.9)
+    assert s.get("baseline", "arrival_span_s", "length") == pytest.approx(0.9)
     # over the steady window, 0.2 s (one E2E p99 of warm-up) to 0.9 s (the last arrival): the 8 that end inside
-    assert s.steady_s == pytest.approx(0.7) and s.req_per_s == pytest.approx(8 / 0.7)
-    assert s.out_tok_per_s == pytest.approx(8 * 10 / 0.7)
-    assert s.peak_in_flight == 2 and s.steady  # 0.9 s >= 2 x 200 ms
+    assert s.get("baseline", "steady_window_s", "length") == pytest.approx(0.7)   # 0.9 s >= 2 x 200 ms: steady
+    assert s.get("baseline", "req_per_s", "rate") == pytest.approx(8 / 0.7)
+    assert s.get("baseline", "out_tok_per_s", "rate") == pytest.approx(8 * 10 / 0.7)
+    assert s.get("baseline", "in_flight", "peak") == 2
     slow = pa.Table.from_pylist([_rec("baseline", i, 600.0) for i in range(10)], schema=REQUEST_SCHEMA)
-    (s,) = summarize(slow, ["baseline"])
-    assert s.peak_in_flight == 6 and not s.steady  # 0.9 s < 2 x 600 ms: a burst being drained
-    assert math.isnan(s.req_per_s) and math.isnan(s.out_tok_per_s)     # so no throughput is given
-    note = steady_state_note([s])
+    s = summarize(slow, ["baseline"])
+    assert s.get("baseline", "in_flight", "peak") == 6      # 0.9 s < 2 x 600 ms: a burst being drained,
+    assert s.get("baseline", "steady_window_s", "length") is None       # with no steady window,
+    assert s.get("baseline", "req_per_s", "rate") is None and s.get("baseline", "out_tok_per_s", "rate") is None
+    note = steady_state_note(s, ["baseline"])                            # so no throughput is given
     assert note.startswith("too short for a steady state (baseline): sends lasted 0.9 s, less than 2 x the "
                            "E2E p99 (0.6 s in baseline)") and note.endswith("(replay more requests: --requests)")
-    assert steady_state_note(summarize(short, ["baseline"])) is None
+    assert steady_state_note(summarize(short, ["baseline"]), ["baseline"]) is None
     # stopped after the first 4 sends (0.3 s of the 0.9 s scheduled): the stop is why, not the trace
     stopped = pa.Table.from_pylist([_rec("baseline", i, 200.0, "ok" if i < 4 else "not_sent") for i in range(10)],
                                    schema=REQUEST_SCHEMA)
-    (s,) = summarize(stopped, ["baseline"])
-    assert s.arrival_span_s == pytest.approx(0.9) and s.sent_span_s == pytest.approx(0.3) and not s.steady
-    assert steady_state_note([s], stopped=True) == (
+    s = summarize(stopped, ["baseline"])
+    assert s.get("baseline", "arrival_span_s", "length") == pytest.approx(0.9)
+    assert s.get("baseline", "sent_span_s", "length") == pytest.approx(0.3)
+    assert s.get("baseline", "steady_window_s", "length") is None
+    assert steady_state_note(s, ["baseline"], stopped=True) == (
         "too short for a steady state (baseline): the replay was stopped after 0.3 s of sending, less than 2 x the "
         "E2E p99 (0.2 s in baseline) the in-flight count needs to settle, so no throughput is given")
 
@@ -165,11 +178,11 @@ def test_the_error_gate_counts_what_the_server_did_by_kind():
         rows.append(r)
     rows += [_rec("draft", 200 + i, 0, status="error") | {"error_kind": "not_sse", "sent_ns": 1} for i in range(3)]
     table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
-    base, draft = error_checks(table, ["baseline", "draft"], max_share=0.15)
+    base, draft = error_checks(summarize(table, ["baseline", "draft"]), ["baseline", "draft"], max_share=0.15)
     # the client's own doing (interrupted, cut by the deadline, never sent) is not the server's error
     assert (base.sent, base.ok, base.failed) == (20, 17, 3) and base.kinds == {"error/http": 2, "timeout": 1}
     assert base.passed and base.reason() is None
-    assert not error_checks(table, ["baseline"], max_share=0.1)[0].passed
+    assert not error_checks(summarize(table, ["baseline"]), ["baseline"], max_share=0.1)[0].passed
     assert not draft.passed and draft.reason() == "draft: no request succeeded (3 of 3 sent failed: error/not_sse 3)"
 
 
@@ -200,11 +213,10 @@ def _long(table: pa.Table, modes: list[str]) -> dict:
 def test_requests_never_sent_are_no_arrivals_of_the_steady_window():
     # 60 arrivals 0.1 s apart, each 200 ms; a --deadline left the last 20 unsent
     rows = [_rec("baseline", i, 200.0) if i < 40 else _rec("baseline", i, 0.0, status="not_sent") for i in range(60)]
-    (s,) = summarize(pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA), ["baseline"])
-    assert s.steady_s == pytest.approx(3.9 - 0.2)                  # to the last arrival that was sent
-    assert s.req_per_s == pytest.approx(38 / 3.7)                  # requests 0..37 end inside [0.2, 3.9] s
     long = _long(pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA), ["baseline"])
-    assert long[("baseline", "all", "req_per_s", "rate")]["value"] == pytest.approx(s.req_per_s)
+    assert long[("baseline", "all", "steady_window_s", "length")]["value"] == pytest.approx(3.9 - 0.2)  # to the last
+    # arrival that was sent; requests 0..37 end inside [0.2, 3.9] s
+    assert long[("baseline", "all", "req_per_s", "rate")]["value"] == pytest.approx(38 / 3.7)
 
 
 def test_the_console_and_the_long_summary_print_the_same_interval_whatever_the_chunking():
@@ -213,21 +225,22 @@ def test_the_console_and_the_long_summary_print_the_same_interval_whatever_the_c
             for mode in ("baseline", "draft") for i in range(600)]
     table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
     chunked = pa.concat_tables([table.slice(k, 50) for k in range(0, table.num_rows, 50)])   # as a dataset reads
-    _, draft = summarize(chunked, ["baseline", "draft"])
+    whole = _long(table, ["baseline", "draft"])[("draft", "all", "speedup_e2e", "geomean")]
     cell = _long(chunked, ["baseline", "draft"])[("draft", "all", "speedup_e2e", "geomean")]
-    assert (draft.speedup, draft.speedup_low, draft.speedup_high) == (
-        pytest.approx(cell["value"]), pytest.approx(cell["ci_low"]), pytest.approx(cell["ci_high"]))
+    assert (cell["value"], cell["ci_low"], cell["ci_high"]) == (
+        pytest.approx(whole["value"]), pytest.approx(whole["ci_low"]), pytest.approx(whole["ci_high"]))
+    console = Console(file=io.StringIO(), width=400, color_system=None)
+    console.print(mode_table(summarize(chunked, ["baseline", "draft"]), ["baseline", "draft"]))
+    assert f"{cell['value']:.2f}x [{cell['ci_low']:.2f}-{cell['ci_high']:.2f}]" in console.file.getvalue()
 
 
 def test_a_reply_without_usage_counts_no_tokens_rather_than_wiping_out_the_rates():
     rows = [_rec("baseline", i, 200.0) for i in range(40)]
     rows[5]["completion_tokens"] = None
     table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
-    (s,) = summarize(table, ["baseline"])
     long = _long(table, ["baseline"])
-    assert s.out_tok_per_s > 0 and long[("baseline", "all", "out_tok_per_s", "rate")]["value"] == pytest.approx(
-        s.out_tok_per_s)
-    assert long[("baseline", "all", "tokens_per_chunk", "mean")]["value"] == pytest.approx(s.tokens_per_chunk)
+    assert long[("baseline", "all", "out_tok_per_s", "rate")]["value"] > 0
+    assert long[("baseline", "all", "tokens_per_chunk", "mean")]["value"] == pytest.approx(39 * 10 / 80)
 
 
 def test_a_plot_with_nothing_to_draw_is_a_line_that_says_why():
@@ -267,14 +280,15 @@ def test_a_rate_of_too_few_completions_is_marked_as_a_percentile_of_too_few_is()
     """8 completions over the steady window: the done rate is marked, and the note gives its
     interval and count; 200 are enough (a rate needs MIN_RATE_COUNT for +-25%)."""
     few = pa.Table.from_pylist([_rec("baseline", i, 200.0) for i in range(10)], schema=REQUEST_SCHEMA)
-    long = long_summary(few, "r", ["baseline"])
-    (s,) = mode_summaries(long, ["baseline"])
-    assert s.req_per_s == pytest.approx(8 / 0.7) and s.rates_too_few == ("req_per_s",)
-    assert mode_table([s]).columns[1]._cells[0].endswith(f"{8 / 0.7:,.2f}†")
-    note = too_few_note(long, [s])
+    s = SummaryView(long_summary(few, "r", ["baseline"]))
+    assert s.get("baseline", "req_per_s", "rate") == pytest.approx(8 / 0.7) and s.rate_too_few("baseline", "req_per_s")
+    assert mode_table(s, ["baseline"]).columns[1]._cells[0].endswith(f"{8 / 0.7:,.2f}†")
+    note = too_few_note(s, ["baseline"])
     low, high = rate_interval(8 / 0.7, 8)
     assert f"done {8 / 0.7:,.2f} req/s [{low:,.2f}, {high:,.2f}] of 8 completions" in note
     assert f"under {MIN_RATE_COUNT} completions" in note and MIN_RATE_COUNT == 62
     many = pa.Table.from_pylist([_rec("baseline", i, 200.0) for i in range(200)], schema=REQUEST_SCHEMA)
-    (s,) = summarize(many, ["baseline"])
-    assert s.steady and s.rates_too_few == ()
+    s = summarize(many, ["baseline"])
+    assert s.get("baseline", "steady_window_s", "length") is not None
+    assert not any(s.rate_too_few("baseline", m) for m in RATES_SHOWN)
+    assert "req/s" not in too_few_note(s, ["baseline"])      # its p99s of 200 are marked; no rate is

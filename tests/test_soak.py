@@ -170,9 +170,9 @@ def test_resume_records_lost_outcomes_once_and_drops_the_stops_not_sent(tmp_path
     from analysis.reader import read_requests
     from contract.manifest import Manifest
     from contract.records import REQUEST_SCHEMA, RequestRecord
+    from loadtest.engine.soak import Soak, _go_on, _recorded
+    from loadtest.options.replaying import SoakOptions
     from loadtest.request.sink import ParquetSink
-    from loadtest.session.options import SoakOptions
-    from loadtest.session.soak import Soak, _go_on, _recorded
 
     scenario, _raw = load_scenario(SOAK)
     stream = TraceStream(scenario, "sha", 40.0, 10.0)

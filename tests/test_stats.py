@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.slo import MET, MISSED, UNJUDGED, attainment, request_meets
+from analysis.slo import MET, MISSED, UNJUDGED, request_meets, targets_of
 from analysis.stats import (
     EXACT_RANKS_MAX,
     MIN_BOOTSTRAP_PAIRS,
@@ -28,6 +28,7 @@ from analysis.stats import (
     supported_count,
     tokens_per_step,
 )
+from analysis.summary import attainment
 from contract.records import REQUEST_SCHEMA, meets_slos
 from tests.summaries import summarize
 
@@ -159,29 +160,38 @@ def test_goodput_and_attainment_against_numpy_on_raw_rows():
               and (math.isnan(target[r["tenant"]][1]) or r["tpot_ms"] <= target[r["tenant"]][1])
               and (math.isnan(target[r["tenant"]][2]) or r["e2e_ms"] <= target[r["tenant"]][2]) for r in rows]
     assert meets.tolist() == expect
-    base, eagle = summarize(table, ["baseline", "eagle"])
-    for s, mode in ((base, "baseline"), (eagle, "eagle")):
+    view = summarize(table, ["baseline", "eagle"])
+    for mode in ("baseline", "eagle"):
         mine = [(r, m) for r, m in zip(rows, expect, strict=True) if r["mode"] == mode]
         # the steady window: from the first arrival plus the E2E p99 (warm-up) to the last arrival (then drain)
         p99 = np.percentile([r["e2e_ms"] for r, _ in mine if r["status"] == "ok"], 99)
         start = min(r["scheduled_ns"] for r, _ in mine) + p99 * 1e6
         end = max(r["scheduled_ns"] for r, _ in mine)
         inside = [m for r, m in mine if m and start <= r["last_token_ns"] <= end]
-        assert s.steady and s.steady_s == pytest.approx((end - start) / 1e9)
-        assert s.goodput_req_per_s == pytest.approx(len(inside) / ((end - start) / 1e9))
-        assert s.goodput_share == pytest.approx(sum(m for _, m in mine) / 200)
-    for a in attainment(table, ["baseline", "eagle"]):
-        ok = [r for r in rows if r["mode"] == a.mode and r["tenant"] == a.tenant and r["status"] == "ok"]
+        assert view.get(mode, "steady_window_s", "length") == pytest.approx((end - start) / 1e9)
+        assert view.get(mode, "goodput_req_per_s", "rate") == pytest.approx(len(inside) / ((end - start) / 1e9))
+        assert view.get(mode, "goodput_share", "share") == pytest.approx(sum(m for _, m in mine) / 200)
+    verdicts = attainment(view, targets_of(table, ["baseline", "eagle"]))
+    assert [(a.mode, a.tenant) for a in verdicts] == [(m, t) for m in ("baseline", "eagle") for t in ("chat", "code")]
+    for a in verdicts:
+        mine = [(r, m) for r, m in zip(rows, expect, strict=True) if r["mode"] == a.mode and r["tenant"] == a.tenant]
+        assert (a.requests, a.met) == (len(mine), sum(m for _, m in mine))
+        ok = [r for r, _ in mine if r["status"] == "ok"]
         p99 = np.percentile([r["ttft_ms"] for r in ok], 99)
         assert a.checks["ttft"] == (pytest.approx(p99), target[a.tenant][0])
+        assert a.bounds["ttft"][2] == len(ok)
         assert set(a.checks) == ({"ttft", "tpot"} if a.tenant == "chat" else {"ttft", "e2e"})
         assert a.passed == all(v <= t for v, t in a.checks.values())
 
 
 def test_a_run_without_targets_has_no_goodput():
     table = pa.Table.from_pylist([_row("baseline", i, "chat", 500.0) for i in range(5)], schema=REQUEST_SCHEMA)
-    (s,) = summarize(table, ["baseline"])
-    assert math.isnan(s.goodput_req_per_s) and math.isnan(s.goodput_share)
+    view = summarize(table, ["baseline"])
+    assert view.get("baseline", "goodput_req_per_s", "rate") is None and view.get("baseline", "goodput_share",
+                                                                                     "share") is None
+    for col in ("slo_ttft_p99_ms", "slo_tpot_p99_ms", "slo_e2e_p99_ms"):     # targets of none: no tenant judged
+        table = table.append_column(col, pa.array([math.nan] * 5))
+    assert targets_of(table, ["baseline"]) == {}
 
 
 def test_counter_increase_survives_a_reset():
@@ -359,7 +369,7 @@ def test_an_slo_is_met_or_missed_only_where_the_p99s_interval_says_so(n, above, 
     table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
     for col, value in (("slo_ttft_p99_ms", math.nan), ("slo_tpot_p99_ms", 50.0), ("slo_e2e_p99_ms", math.nan)):
         table = table.append_column(col, pa.array([value] * n, pa.float64()))
-    (a,) = attainment(table, ["baseline"])
+    (a,) = attainment(summarize(table, ["baseline"]), targets_of(table, ["baseline"]))
     assert a.verdict == verdict
     low, high, count = a.bounds["tpot"]
     assert count == n and (a.passed or above)        # as measured, within target where none is above

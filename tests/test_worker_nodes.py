@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from common.ray_nodes import RayNode, alive_nodes
+from loadtest.options.values import BadValue, node_selector
 from loadtest.replay.options import ReplayError
 from loadtest.replay.worker_nodes import chosen_nodes, deal
-from loadtest.session.values import BadValue, node_selector
 
 
 def node(name: str, cpus: float, gpus: float = 0, **resources: float) -> dict:
@@ -85,7 +85,7 @@ def test_a_selector_that_names_nothing_is_refused_when_read(text):
 def test_naming_the_workers_nodes_puts_the_workers_on_ray():
     from loadtest.commands.arguments import build_parser
     from loadtest.commands.grammar import read_options
-    from loadtest.session.options import RunOptions
+    from loadtest.options.replaying import RunOptions
 
     def processes(*argv: str):
         return read_options(RunOptions, build_parser().parse_args(["run", *argv])).processes

@@ -22,9 +22,9 @@ from analysis.sweep import plan_vs_measured
 from common import exits, files
 from common.exits import print_error
 from contract.manifest import Manifest
-from loadtest.commands.console import new_console, say_summaries_not_written
+from loadtest.commands.console import new_console, say_summaries_not_written, show_markdown
 from loadtest.commands.views import show_gate, show_repeats, show_run
-from loadtest.session.tool_options import ReportOptions
+from loadtest.options.tools import ReportOptions
 
 
 def is_plan(sweep_dir: Path) -> bool:
@@ -38,9 +38,11 @@ def sweeps_side_by_side(console, sweeps: list[Path], out: Path | None) -> int:
     plans = [d for d in sweeps if is_plan(d)]
     measured = [d for d in sweeps if d not in plans]
     if len(sweeps) == 1 and measured:     # one measured sweep: its analysis again
-        from loadtest.session.sweep import reanalyse
+        from loadtest.engine.sweep import reanalyse
 
-        reanalyse(console, measured[0])
+        found = reanalyse(measured[0])
+        if found.markdown is not None:
+            show_markdown(console, found.markdown)
         console.print(f"sweep: {measured[0] / 'report.md'}  (curves: {measured[0] / 'sweep.parquet'})")
         return exits.OK
     if len(plans) != 1 or len(measured) != 1:
@@ -96,17 +98,18 @@ def main(args: ReportOptions) -> int:
     unjudged: list[str] = []
     for run_dir, manifest in runs:
         try:
-            show_run(console, analyse_run(run_dir, manifest.modes, manifest), slo_details=args.slo_gate)
+            found = analyse_run(run_dir, manifest.modes, manifest)
+            show_run(console, found, slo_details=args.slo_gate)
         except ContractError as exc:
             print_error("loadtest report", str(exc))
             return exits.BAD_INPUT
         except files.NotWritten as exc:  # a full disk: each summary is written whole or not at all, the last kept
             say_summaries_not_written("loadtest report", run_dir, exc)
             return exits.INCOMPLETE
-        gate = slo_gate_lines(manifest.slos, f"{manifest.run_id}: ")
+        gate = slo_gate_lines(found.slo_entries, f"{manifest.run_id}: ")
         missed += gate.failed
         unjudged += gate.unjudged
-        if args.slo_gate and not manifest.slos:
+        if args.slo_gate and not found.slo_entries:
             print_error("loadtest report", f"--slo-gate: {run_dir} has no SLO targets to check")
             return exits.BAD_INPUT
         console.print(f"report: {run_dir / 'report.md'}  (summary: {run_dir / 'summary.parquet'})")

@@ -1,5 +1,5 @@
 """`loadtest calibrate RUN_OR_SWEEP --out PROFILE.toml`: fit the simulator to a measured fleet
-(loadtest.session.calibrate) and print the fit and its residuals."""
+(loadtest.engine.calibrate) and print the fit and its residuals."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from cluster.sim.fitting import FITTED_HARDWARE
 from cluster.sim.sim_profile import ProfileError
 from common.exits import BAD_INPUT, OK, print_error
 from loadtest.commands.console import new_console
-from loadtest.session.calibrate import CalibrateError, calibrate
-from loadtest.session.tool_options import CalibrateOptions
+from loadtest.engine.calibrate import CalibrateError, calibrate
+from loadtest.options.tools import CalibrateOptions
 
 PROG = "loadtest calibrate"
 

@@ -25,7 +25,7 @@ def _terminated(signum, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
-        # SIGTERM outside a replay's own handlers (loadtest.session.signals) ends the command as
+        # SIGTERM outside a replay's own handlers (loadtest.engine.signals) ends the command as
         # Ctrl-C does: every `with` unwinds (the /metrics targets file goes, the manifest is
         # written), and the exit code is 130, never the shell's 143 for a process killed by it.
         signal.signal(signal.SIGTERM, _terminated)

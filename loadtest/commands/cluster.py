@@ -9,8 +9,8 @@ from pathlib import Path
 
 from common.exits import BAD_INPUT, print_error
 from loadtest.commands.console import new_console
-from loadtest.session.options import DEFAULT_OUT
-from loadtest.session.tool_options import ClusterStateOptions, ClusterStatusOptions, ClusterUpOptions
+from loadtest.options.replaying import DEFAULT_OUT
+from loadtest.options.tools import ClusterStateOptions, ClusterStatusOptions, ClusterUpOptions
 
 
 def up(args: ClusterUpOptions) -> int:

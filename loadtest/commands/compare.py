@@ -13,7 +13,7 @@ from common import exits
 from common.exits import print_error
 from loadtest.commands.console import new_console
 from loadtest.commands.views import show_compare
-from loadtest.session.tool_options import CompareOptions
+from loadtest.options.tools import CompareOptions
 
 
 def main(args: CompareOptions) -> int:

@@ -1,4 +1,4 @@
-"""The command line generated from the options records (loadtest.session.options): each field
+"""The command line generated from the options records (loadtest.options.replaying): each field
 becomes one argparse option, with its default, its bounds (the field's `parse`, whose BadValue
 becomes argparse's one-line error) and its help, and the parsed namespace is read back into the
 record. Nothing else builds a replaying command's options or reads its namespace."""
@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import Field, fields, is_dataclass
 from typing import Any
 
-from loadtest.session.options import option_fields
-from loadtest.session.values import BadValue, percent, precision_percent
+from loadtest.options.replaying import option_fields
+from loadtest.options.values import BadValue, percent, precision_percent
 
 
 def checked(parse: Callable[[str], Any]) -> Callable[[str], Any]:

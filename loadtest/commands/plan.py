@@ -1,20 +1,21 @@
 """`loadtest plan`: each mode at several loads predicted by the simulator's model in virtual time
-(loadtest.session.plan), written as run folders, with the curves and, with --capacity, each
+(loadtest.engine.plan), written as run folders, with the curves and, with --capacity, each
 mode's highest rate within the SLOs."""
 
 from __future__ import annotations
 
 import time
 
+from analysis.capacity import plan_capacity_markdown
 from analysis.sweep import sweep_markdown
 from cluster import FleetError
 from cluster.sim.config import SimArgsError
 from common import exits, files
 from common.exits import print_error
 from loadtest.commands.console import new_console, say_written, show_markdown
-from loadtest.session.inputs import OutError
-from loadtest.session.options import PlanOptions
-from loadtest.session.plan import capacity_section, new_plan, plan_levels
+from loadtest.engine.inputs import OutError
+from loadtest.engine.plan import new_plan, plan_capacity, plan_levels
+from loadtest.options.replaying import CAPACITY_PRECISION, CapacityOptions, PlanOptions
 from scenarios import ScenarioError
 
 
@@ -35,7 +36,9 @@ def main(args: PlanOptions) -> int:
                         lambda name, offered: console.print(f"  {name}: offered {offered:,.2f} req/s"))
     report = sweep_markdown(sweep, plan.title(), plan.predicted())
     if args.capacity:
-        report += "\n" + capacity_section(plan.base, plan.servers, plan.modes, plan.fleet, run_dir)
+        rows = plan_capacity(plan.base, plan.servers, plan.modes, plan.fleet, run_dir)
+        report += "\n" + plan_capacity_markdown(rows, plan.fleet.gpus_per_mode, CAPACITY_PRECISION,
+                                                plan.base.num_rows, CapacityOptions.probe_duration)
     files.write_text(run_dir / "report.md", report)
     show_markdown(console, report)
     say_written(console, "plan", run_dir / "report.md", ("curves", run_dir / "sweep.parquet"),

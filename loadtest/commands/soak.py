@@ -18,36 +18,40 @@ from common import exits, files
 from common.exits import print_error
 from common.times import span_text, utc_now
 from loadtest.commands.console import new_console, say_written
+from loadtest.commands.replaying import observers
 from loadtest.commands.views import show_gate, show_run
-from loadtest.session.engine import OneReplay, Session
-from loadtest.session.guard import served
-from loadtest.session.inputs import OutError, Trace
-from loadtest.session.metrics_server import MetricsError
-from loadtest.session.options import SoakOptions, with_values
-from loadtest.session.soak import LEAD_PARTS, PartWriter, Soak, new_soak, resumed_soak
+from loadtest.engine.events import CannotObserve, Observer
+from loadtest.engine.inputs import OutError, Trace
+from loadtest.engine.pipeline import Run, replay
+from loadtest.engine.replays import OneReplay
+from loadtest.engine.soak import LEAD_PARTS, PartWriter, Soak, new_soak, resumed_soak
+from loadtest.options.replaying import SoakOptions, with_values
 from scenarios import ScenarioError
 from scenarios.trace import TRACE_SCHEMA
 
 
 def main(args: SoakOptions) -> int:
     console = new_console()
+    watch = observers(args, console)
     try:
-        soak = resumed_soak(args) if args.resume else new_soak(args)
-    except (ScenarioError, FleetError, OutError, MetricsError, PermissionError) as exc:
+        soak = resumed_soak(args, watch.check) if args.resume else new_soak(args, watch.check)
+    except (ScenarioError, FleetError, OutError, CannotObserve, PermissionError) as exc:
         print_error("loadtest soak", str(exc))
         return exits.BAD_INPUT
     except (KeyError, OSError, pa.ArrowInvalid) as exc:   # a run folder that is not what a soak leaves
         print_error("loadtest soak", f"--resume: {args.resume}: cannot read it ({type(exc).__name__}: {exc})")
         return exits.BAD_INPUT
     with soak.lock:
-        return _soak(console, soak)
+        return _soak(console, soak, watch)
 
 
-def _soak(console: Console, soak: Soak) -> int:
+def _soak(console: Console, soak: Soak, watch: Observer) -> int:
     run_dir, manifest, stream, p = soak.run_dir, soak.manifest, soak.stream, soak.params
-    manifest.write(run_dir)
     # every mode at once
     args = with_values(soak.options, mode_order="parallel" if len(soak.choice.modes) > 1 else "turns")
+    trace = Trace(TRACE_SCHEMA.empty_table(), manifest.scenario, manifest.seed)
+    run = Run(args, trace, soak.choice, run_dir, manifest)
+    run.record()
     at_s = max((e.get("resume_at_s", 0.0) for e in soak.extra.values()), default=0.0)   # the mode furthest on
     writer = PartWriter(stream, run_dir / "trace", at_s)
     writer.start()
@@ -59,21 +63,18 @@ def _soak(console: Console, soak: Soak) -> int:
                   + (f"; going on after {soak.dropped:,} requests the stop left unsent and "
                      f"{soak.resumed_unknown:,} whose outcome it lost (recorded as error/worker_lost)"
                      if args.resume else ""), soft_wrap=True)
-    trace = Trace(TRACE_SCHEMA.empty_table(), manifest.scenario, manifest.seed)
     try:
-        code = served(args, console, manifest, run_dir, lambda signals, server: Session(
-            args, console, trace, soak.choice, run_dir, manifest, signals, server, OneReplay(), trace_file="trace",
-            replay_extra=soak.extra).replay_all())
+        replayed = replay(run, OneReplay(), watch, trace_file="trace", replay_extra=soak.extra)
     finally:
         writer.stop.set()
-    if code is None:   # /metrics could not listen: nothing ran
-        return exits.BAD_INPUT
+    if not replayed.ran:   # /metrics could not listen after all: nothing ran
+        return replayed.code
     if writer.error is not None:
         print_error("loadtest soak", f"writing the trace's parts failed: {writer.error}")
-    return verdict(console, soak, code)
+    return verdict(console, soak, run, replayed.code)
 
 
-def verdict(console: Console, soak: Soak, code: int) -> int:
+def verdict(console: Console, soak: Soak, run: Run, code: int) -> int:
     """The usual tables and error gate, then the SLO windows and the drift checks; the exit code."""
     run_dir, manifest, p = soak.run_dir, soak.manifest, soak.params
     try:
@@ -90,13 +91,12 @@ def verdict(console: Console, soak: Soak, code: int) -> int:
     if not soaked.findings:
         console.print(f"soak: no SLO window missed{'' if soak.targets else ' (no targets set)'} and no drift found "
                       f"over {soaked.windows.num_rows // max(1, len(soak.choice.modes))} windows", soft_wrap=True)
-    errors = judge_gate(manifest, analysed.checks)
+    errors = judge_gate(analysed.checks, analysed.slo_entries)
     show_gate(console, errors.failed)
     gate = soak_gate(errors, [f"{f.check}: {f.message}" for f in soaked.findings])
     passed = gate.state == "passed"
     p["findings"], p["ended_at"] = len(soaked.findings), utc_now()
-    manifest.gate = gate.state
-    manifest.write(run_dir)
+    run.record(soak=p, gate=gate.state, checks=[c.as_dict() for c in analysed.checks], **analysed.manifest_fields())
     say_written(console, "soak", run_dir / "soak.md", ("windows", run_dir / "windows.parquet"),
                 ("findings", run_dir / "findings.json"))
     return exits.GATE_FAILED if code == exits.OK and not passed else code

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loadtest.session.options import CapacityOptions, PlanOptions, RunOptions, SoakOptions, SweepOptions, UIOptions
-from loadtest.session.tool_options import (
+from loadtest.options.replaying import CapacityOptions, PlanOptions, RunOptions, SoakOptions, SweepOptions, UIOptions
+from loadtest.options.tools import (
     CalibrateOptions,
     ClusterStateOptions,
     ClusterStatusOptions,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from common.exits import BAD_INPUT, print_error
 from loadtest.commands.console import new_console
-from loadtest.session.tool_options import (
+from loadtest.options.tools import (
     ScenarioListOptions,
     ScenarioShowOptions,
     ScenarioValidateOptions,

@@ -2,7 +2,7 @@
 
 The web UI is its own Locust process (loadtest/replay/front.py), which sends no request. This
 command checks what the form does not choose, opens the web UI and the board that serves it the
-live comparison, and hands the session to loadtest/session/web.py (wait for Start, replay, keep
+live comparison, and hands the session to loadtest/live/web.py (wait for Start, replay, keep
 the UI up) with its views. The UI stays up after the run for its charts; Ctrl-C here quits, with
 the run's exit code (0 before any Start).
 """
@@ -19,14 +19,14 @@ from cluster import FleetError
 from common import exits
 from common.exits import print_error
 from common.login import bind_error, is_loopback, login_problem
-from loadtest.commands.console import new_console, say_summaries_not_written
-from loadtest.commands.views import show_gate, show_run
+from loadtest.commands.console import new_console
+from loadtest.commands.replaying import show_concluded, show_start
+from loadtest.engine.inputs import OutError, choose_fleet, prepare_trace
+from loadtest.live.board import Board, BoardServer
+from loadtest.live.metrics_server import MetricsError, MetricsServer, hostport
+from loadtest.live.web import WebSession, WebViews
+from loadtest.options.replaying import UIOptions
 from loadtest.replay.front_process import FrontProcess
-from loadtest.session.board import Board, BoardServer
-from loadtest.session.inputs import OutError, choose_fleet, prepare_trace
-from loadtest.session.metrics_server import MetricsError, MetricsServer, hostport
-from loadtest.session.options import UIOptions
-from loadtest.session.web import WebSession, WebViews
 from scenarios import ScenarioError
 
 PROG = "loadtest ui"
@@ -50,7 +50,7 @@ def main(args: UIOptions) -> int:
             raise FleetError(problem)
         prepare_trace(args.trace, args.gate.slo_gate)   # the form's default builds (the files first, then the servers)
         fleet = choose_fleet(args.fleet, args.client.api_key_env)
-        MetricsServer.of(args.metrics, None).check()
+        MetricsServer.of(args.metrics).check()
         folder = args.folder
         if folder.run_id and (Path(folder.out) / folder.run_id).exists():
             raise OutError(f"{Path(folder.out) / folder.run_id} already exists; pick another --run-id")
@@ -71,8 +71,7 @@ def main(args: UIOptions) -> int:
             console.print(f"Locust web UI: [bold]{web}[/bold] (choose the scenario, modes and rate scale under "
                           f"Custom parameters, then Start; the Comparison page is {web}/comparison; Ctrl-C here "
                           "quits)", soft_wrap=True)
-            session = WebSession(args, console, board, front, logs,
-                                 WebViews(show_run, show_gate, say_summaries_not_written))
+            session = WebSession(args, console, board, front, logs, WebViews(show_start, show_concluded))
             code = session.go()
         session.keep_logs()   # the web UI's process has ended: its logs are whole
         return code

@@ -29,7 +29,9 @@ def show_run(console: Console, found: RunAnalysis, slo_details: bool = False) ->
     if found.decision is not None:   # the answer first
         colour = {"deploy": "green", "none_better": "yellow"}.get(found.decision.kind, "yellow")
         console.print(f"[bold {colour}]decision: {found.decision.text}[/bold {colour}]", soft_wrap=True)
-    console.print(mode_table(found.summaries, title=f"{found.run_id} ({found.status})", skipped=found.skipped))
+    if found.summary is not None:
+        console.print(mode_table(found.summary, found.present, title=f"{found.run_id} ({found.status})",
+                                 skipped=found.skipped))
     for mode, why in found.skipped.items():
         console.print(f"[yellow]{mode}: skipped (--skip-unavailable): {why}[/yellow]", soft_wrap=True)
     if len(found.by_tenant) > 1:

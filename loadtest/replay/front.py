@@ -4,7 +4,7 @@ the start form's custom parameters (scenario, modes, rate scale), become lines o
 (`protocol.StartAsked`, `protocol.StopAsked`); the command replays every chosen mode side by side
 with headless Locust processes, as `loadtest run --mode-order parallel` does, into the same dataset.
 
-What it shows comes back from the command's loopback board (loadtest/session/board.py), polled
+What it shows comes back from the command's loopback board (loadtest/live/board.py), polled
 every second: the "Comparison" tab (a table per mode) and page (charts over time, per tenant on
 demand), and Locust's own statistics and charts, fed one request per record (name: the mode,
 response time: E2E), so the Statistics and Charts tabs compare the modes too.

@@ -2,7 +2,7 @@
 one place its defaults are written) builds the command line of each Locust process, which
 carries it whole as one `--replay-config` (loadtest.replay.protocol's `encode_config`), and
 `replay_config` reads it back inside that process. The commands' grammar takes its defaults
-from here too (loadtest.session.options.ClientOptions)."""
+from here too (loadtest.options.replaying.ClientOptions)."""
 
 from __future__ import annotations
 

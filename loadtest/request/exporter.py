@@ -36,7 +36,7 @@ Key = tuple[str, str, str]   # (run, level, mode)
 
 
 def key_of(run_id: str, mode: str) -> Key:
-    """A replay's labels: a level's run id is `<run>/<level>` (loadtest.session.level_dirs)."""
+    """A replay's labels: a level's run id is `<run>/<level>` (loadtest.engine.level_dirs)."""
     run, _, level = run_id.partition("/")
     return run, level, mode
 

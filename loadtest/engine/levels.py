@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from loadtest.session.options import LevelOptions
+from loadtest.options.replaying import LevelOptions
 from scenarios import ScenarioError
 from scenarios.limits import check_span
 from scenarios.trace import META_CLOSED, closed_concurrency, scale_rate

@@ -1,14 +1,12 @@
-"""How every replaying command's replays are held: under the signal handlers (the 1st, 2nd and
-3rd SIGINT), with the client's /metrics served for their length, and the manifest saying how
-they ended (completed, interrupted, failed or refused) and with which exit code."""
+"""How every replaying command's replays are held (pipeline.replay): under the signal handlers
+(the 1st, 2nd and 3rd SIGINT), the manifest saying how they ended (completed, interrupted, failed
+or refused) and with which exit code."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 from pathlib import Path
-
-from rich.console import Console
 
 from cluster import ClusterAccessError, FleetError, StartupCancelled
 from cluster.placement import PlanError
@@ -17,10 +15,8 @@ from common.exits import print_error
 from common.times import utc_now
 from contract.manifest import Manifest, hold_reserve, release_reserve
 from contract.records import NO_RECORD
+from loadtest.engine.signals import Signals
 from loadtest.replay.options import ReplayError
-from loadtest.session.metrics_server import MetricsError, MetricsServer, serving
-from loadtest.session.options import Replaying
-from loadtest.session.signals import Signals
 
 log = logging.getLogger("loadtest")
 
@@ -45,22 +41,6 @@ def ended(manifest: Manifest, run_dir: Path, status: str, reason: str | None) ->
 
 class Interrupted(Exception):
     """A signal (or the web UI's Stop) ended the replays."""
-
-
-def served(args: Replaying, console: Console, manifest: Manifest, run_dir: Path,
-           replay: Callable[[Signals, MetricsServer], None]) -> int | None:
-    """`guarded`, with the command's /metrics (its --metrics-* options) served for its length;
-    None, said in one line, when it cannot listen after all (checked before the run folder was made)."""
-    try:
-        with serving(MetricsServer.of(args.metrics, run_dir), manifest, console) as server:
-            return guarded(lambda signals: replay(signals, server), manifest, run_dir, args.PROG)
-    except MetricsError as exc:
-        print_error(args.PROG, str(exc))
-        return None
-    except KeyboardInterrupt:   # SIGTERM or Ctrl-C before the replay's own handlers took the signals
-        # (cli.main turns SIGTERM into KeyboardInterrupt): nothing was started, and the manifest says so
-        ended(manifest, run_dir, "interrupted", STOPPED)
-        return exits.INTERRUPTED
 
 
 def guarded(replay: Callable[[Signals], None], manifest: Manifest, run_dir: Path, prog: str) -> int:

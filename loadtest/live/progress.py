@@ -10,14 +10,16 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, Task, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, Task, TaskID, TextColumn, TimeElapsedColumn
 
 from contract.records import CLIENT, FAILED, NOT_SENT, OK, outcome_of
+from loadtest.engine.events import Began, Observer
 from loadtest.replay import protocol
-from loadtest.request.tally import TenantTally, added_up
+from loadtest.request.exporter import key_of
+from loadtest.request.tally import LiveTallies, TenantTally, added_up
 
 
 @contextmanager
@@ -99,3 +101,60 @@ def live_text(tenants: dict[str, TenantTally]) -> str:
 
     return ((f"{ended} · " if ended else "") + f"TTFT p50 {f('ttft', 0.5)} p99 {f('ttft', 0.99)}  "
             f"TPOT p50 {f('tpot', 0.5)}  late p99 {f('lateness', 0.99)} ms")
+
+
+class ProgressView(Observer):
+    """The engine's events on the console: its notices printed, and a bar per mode (the replay's
+    counts, and its live latencies from the run's tally) while the modes replay."""
+
+    def __init__(self, console: Console, log_every_s: float) -> None:
+        self.console, self.log_every_s = console, log_every_s
+        self.stack = ExitStack()
+        self.progress: Progress | None = None
+        self.tasks: dict[str, TaskID] = {}
+        self.live: LiveTallies | None = None
+
+    def say(self, text: str) -> None:
+        self.console.print(text, soft_wrap=True, highlight=False)
+
+    def begin(self, began: Began) -> None:
+        self.live = began.live
+        self.progress = progress = self.stack.enter_context(mode_progress(self.console, self.log_every_s))
+        self.tasks = {m: progress.add_task(m, total=began.total, start=False, counts="waiting", live="")
+                      for m in began.modes}
+
+    def _update(self, mode: str, **fields: object) -> None:
+        if self.progress is not None and mode in self.tasks:
+            self.progress.update(self.tasks[mode], **fields)
+
+    def state(self, mode: str, text: str) -> None:
+        self._update(mode, counts=text)
+
+    def mode_started(self, mode: str, replicas: list[tuple[str, str]]) -> None:
+        if self.progress is not None and mode in self.tasks:
+            self.progress.start_task(self.tasks[mode])
+
+    def level(self, mode: str, name: str, total: int) -> None:
+        self._update(mode, description=f"{mode} {name}", completed=0, total=total, counts="starting")
+
+    def line(self, mode: str, run_id: str, msg: protocol.Line) -> None:
+        if isinstance(msg, protocol.Progress):
+            self._update(mode, completed=msg.done, total=msg.total, counts=progress_counts(msg))
+        elif isinstance(msg, protocol.Observed) and self.live is not None:   # added up into the tally already
+            self._update(mode, live=live_text(self.live.of(key_of(run_id, mode))))
+
+    def stopped(self, mode: str, reason: str) -> None:
+        if self.progress is not None and mode in self.tasks:
+            counts = self.progress.tasks[self.tasks[mode]].fields.get("counts", "")
+            self._update(mode, counts=f"[yellow]{reason}[/yellow]: {counts}")
+
+    def mode_ended(self, mode: str) -> None:
+        if self.progress is not None and mode in self.tasks:
+            self.progress.stop_task(self.tasks[mode])
+
+    def finish(self) -> None:
+        self.stack.close()
+        self.progress = None
+
+    def close(self) -> None:
+        self.finish()

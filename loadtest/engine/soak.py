@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,10 +26,9 @@ from common.times import utc_now
 from contract.manifest import Manifest
 from contract.parts import record_parts
 from contract.records import REQUEST_SCHEMA, RequestRecord
+from loadtest.engine.inputs import FleetChoice, choose_fleet, new_run_dir
+from loadtest.options.replaying import SOAK_WINDOW_S, SoakOptions, value_of, with_values
 from loadtest.request.sink import ParquetSink
-from loadtest.session.inputs import FleetChoice, choose_fleet, new_run_dir
-from loadtest.session.metrics_server import MetricsServer
-from loadtest.session.options import SOAK_WINDOW_S, SoakOptions, value_of, with_values
 from scenarios import ScenarioError
 from scenarios.spec import Closed, Scenario, load_scenario
 from scenarios.stream import TraceStream
@@ -110,7 +110,8 @@ def too_many_windows(args: SoakOptions, duration: float, step: float) -> str:
             f"{count}: give a shorter --duration, or a longer --window or --window-step")
 
 
-def new_soak(args: SoakOptions) -> Soak:
+def new_soak(args: SoakOptions, check: Callable[[], None]) -> Soak:
+    """A soak's start checked (`check`: the command's observers, before the run folder is made)."""
     scenario, raw = load_scenario(args.trace.scenario)
     if isinstance(scenario.arrival, Closed):
         raise ScenarioError(f"{scenario.name}: a soak needs open-loop arrivals (its arrival is closed loop)")
@@ -131,7 +132,7 @@ def new_soak(args: SoakOptions) -> Soak:
     rate_scale = args.trace.rate_scale
     stream = TraceStream(scenario, sha, duration, min(PART_S, args.window), seed, rate_scale)
     choice = choose_fleet(args.fleet, args.client.api_key_env)
-    MetricsServer.of(args.metrics, None).check()
+    check()
     run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"soak-{scenario.name}")
     lock = RunLock(run_dir)
     (run_dir / "scenario.toml").write_bytes(raw)
@@ -150,7 +151,7 @@ def new_soak(args: SoakOptions) -> Soak:
     return Soak(run_dir, manifest, stream, choice, args, params, extra, lock)
 
 
-def resumed_soak(args: SoakOptions) -> Soak:
+def resumed_soak(args: SoakOptions, check: Callable[[], None]) -> Soak:
     """The soak in --resume RUN, set to go on: for each mode the row it goes on from, and a record
     (an unknown outcome) for every earlier row the crash left without one."""
     run_dir = Path(args.resume or "")
@@ -178,7 +179,7 @@ def resumed_soak(args: SoakOptions) -> Soak:
         held = "endpoints" in manifest.fleet
         fleet = replace(fleet, **{"endpoints" if held else "fleet": source})
     choice = choose_fleet(replace(fleet, modes=",".join(manifest.modes)), args.client.api_key_env)
-    MetricsServer.of(args.metrics, None).check()
+    check()
     soak = Soak(run_dir, manifest, stream, choice, args, params, lock=lock)
     recorded = _recorded(run_dir)
     stretch = len(params.get("stretches", []))

@@ -14,9 +14,7 @@ from collections.abc import Callable
 from dataclasses import Field, dataclass, field, fields, is_dataclass, replace
 from typing import Any, ClassVar
 
-from loadtest.replay.options import MAX_INFLIGHT, ReplayConfig
-from loadtest.request.retry import POLICIES
-from loadtest.session.values import (
+from loadtest.options.values import (
     at_most,
     concurrency_levels,
     node_selector,
@@ -36,12 +34,14 @@ from loadtest.session.values import (
     slo_targets,
     worker_count,
 )
-from loadtest.session.values import (
+from loadtest.options.values import (
     duration as time_span,
 )
-from loadtest.session.values import (
+from loadtest.options.values import (
     seed as random_seed,
 )
+from loadtest.replay.options import MAX_INFLIGHT, ReplayConfig
+from loadtest.request.retry import POLICIES
 
 DEFAULT_FLEET = "local-sim"          # the simulator on a local Ray: what runs on any machine
 # Where a capacity search stops: when the highest passing and the lowest failing rate are within

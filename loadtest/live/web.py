@@ -17,36 +17,35 @@ from pathlib import Path
 
 from rich.console import Console
 
-from analysis.gate import judge_gate
-from analysis.run_analysis import RunAnalysis, analyse_run
 from cluster import FleetError
-from common import exits, files
+from common import exits
 from common.exits import print_error
 from contract.manifest import Manifest
+from loadtest.engine.conclude import Concluded, conclude
+from loadtest.engine.events import CannotObserve, Observers
+from loadtest.engine.guard import STOPPED, ended
+from loadtest.engine.inputs import OutError, prepare_trace
+from loadtest.engine.pipeline import Run, open_run, replay
+from loadtest.engine.replays import OneReplay
+from loadtest.engine.signals import Signals
+from loadtest.live.board import Board
+from loadtest.live.metrics_server import MetricsServer
+from loadtest.live.progress import ProgressView
+from loadtest.options.replaying import UIOptions, with_values
 from loadtest.replay import protocol
 from loadtest.replay.front_process import ALREADY_REPLAYED, LOG, STDOUT, FrontProcess
-from loadtest.session.board import Board
-from loadtest.session.engine import OneReplay, Session
-from loadtest.session.guard import STOPPED, ended, served
-from loadtest.session.inputs import OutError, choose_fleet, new_manifest, new_run_dir, prepare_trace
-from loadtest.session.metrics_server import MetricsServer
-from loadtest.session.options import UIOptions, with_values
-from loadtest.session.signals import Signals
 from scenarios import ScenarioError
 from scenarios.spec import builtin_names
-from scenarios.trace import write_trace
 
 PROG = "loadtest ui"
 
 
 @dataclass(frozen=True)
 class WebViews:
-    """How the command shows a finished run: its tables, its gate (returning the exit code), and a
-    full disk met while writing its summaries."""
+    """How the command shows a run: its first lines, and once concluded its tables and gate."""
 
-    run: Callable[[Console, RunAnalysis, bool], None]
-    gate: Callable[[Console, list[str], list[str]], int]
-    not_written: Callable[[str, Path, OSError], None]
+    start: Callable[[Console, Run, str], None]
+    concluded: Callable[[Console, str, Path, Concluded, bool], None]
 
 
 class WebSession:
@@ -108,71 +107,56 @@ class WebSession:
         a = with_values(self.args, scenario=ask.scenario, trace=trace_file, modes=",".join(ask.modes),
                         rate_scale=ask.rate_scale)
         self.board.starting(f"building the trace of {ask.scenario}")
+        watch = Observers(ProgressView(self.console, a.folder.progress_every),
+                          MetricsServer.of(a.metrics, self.console), self.board)
         try:
             if ask.scenario not in (*builtin_names(), given.scenario, given.trace):
                 raise ScenarioError(f"scenario: {ask.scenario!r} is not a built-in scenario "
                                     f"({', '.join(builtin_names())}); a scenario or trace file is given to "
                                     "loadtest ui as --scenario or --trace")
             trace = prepare_trace(a.trace, a.gate.slo_gate)
-            fleet = choose_fleet(a.fleet, a.client.api_key_env)
-            run_dir = new_run_dir(a.folder.out, a.folder.run_id, trace.info["name"],
-                                  trace.table.num_rows * len(fleet.modes))
-        except (FleetError, ScenarioError, OutError) as exc:
+            run = open_run(a, trace, watch, trace.info["name"], trace.table.num_rows)
+        except (FleetError, ScenarioError, OutError, CannotObserve) as exc:
             self.board.end("failed", str(exc))
             self.console.print(f"[red]Start refused: {exc}[/red]", soft_wrap=True)
             return
-        self.run_dir = run_dir
-        self.manifest = manifest = new_manifest(run_dir, trace, fleet)
-        manifest.write(run_dir)
-        write_trace(trace.table, run_dir / "trace.parquet", trace.info["name"], trace.info["sha256"])
-        self.console.print(f"[bold]{manifest.run_id}[/bold]: {trace.table.num_rows} requests of {trace.info['name']} "
-                           f"over {trace.table['offset_s'][-1].as_py():.1f} s, modes {', '.join(fleet.modes)} side by "
-                           f"side, fleet {fleet.info['name']} (started from the web UI)")
+        self.run_dir, self.manifest = run.run_dir, run.manifest
+        modes = run.choice.modes
+        self.views.start(self.console, run, f"[bold]{run.manifest.run_id}[/bold]: {trace.table.num_rows} requests of "
+                         f"{trace.info['name']} over {trace.table['offset_s'][-1].as_py():.1f} s, modes "
+                         f"{', '.join(modes)} side by side, fleet {run.choice.info['name']} (started from the web UI)")
 
-        def replay(signals: Signals, server: MetricsServer) -> None:
-            run = Session(a, self.console, trace, fleet, run_dir, manifest, signals, server, OneReplay(),
-                          on_line=self.board.on_line)
-            self.board.begin(manifest.run_id, fleet.modes, trace.table.num_rows, server.live,
-                             lambda: run.stage.scraper.latest_sums() if run.stage is not None else {})
+        def hand_signals(signals: Signals) -> None:
             with self.lock:
                 self.signals, asked = signals, self.stop_asked
             if asked:
                 signals.ask_stop()
-            run.replay_all()
 
         watcher = _StopWatcher(self)
         watcher.start()
         try:
-            code = served(a, self.console, manifest, run_dir, replay)
+            replayed = replay(run, OneReplay(), watch, on_signals=hand_signals)
         finally:
             watcher.stop()
-        if code is None:   # /metrics could not listen after all: nothing ran
+        if not replayed.ran:   # /metrics could not listen after all: nothing ran
             self.board.end("failed", "the client's /metrics could not listen (see loadtest ui's output); quit and "
                            "start loadtest ui again")
             self.code = exits.BAD_INPUT
             return
-        manifest.mode_order = "parallel, started from the web UI (all modes at once, sharing the client machine)"
-        try:
-            analysed = analyse_run(run_dir, fleet.modes, manifest, a.gate.max_errors)
-            self.views.run(self.console, analysed, a.gate.slo_gate)
-            checks = analysed.checks
-        except files.NotWritten as exc:   # a full disk: the records stay, each summary whole or not at all
-            self.views.not_written(PROG, run_dir, exc)
-            checks, code = [], exits.INCOMPLETE if code == exits.OK else code
-        if code == exits.OK:
-            gate = judge_gate(manifest, checks, a.gate.slo_gate)
-            code = self.views.gate(self.console, gate.failed, gate.unjudged)
-        manifest.write(run_dir)
-        report = next((p for p in (run_dir / "report.html", run_dir / "report.md") if p.exists()), None)
+        run.record(mode_order="parallel, started from the web UI (all modes at once, sharing the client machine)")
+        concluded = conclude(run, replayed)
+        self.views.concluded(self.console, PROG, run.run_dir, concluded, a.gate.slo_gate)
+        code = concluded.code
+        report = next((p for p in (run.run_dir / "report.html", run.run_dir / "report.md") if p.exists()), None)
         if report is not None:
             self.console.print(f"report: {report}")
-        self.board.end("finished", f"{manifest.status}: dataset {run_dir}/", report)
+        self.board.end("finished", f"{run.manifest.status}: dataset {run.run_dir}/", report)
         self.code = code
         if code == exits.INTERRUPTED and not self.stop_asked:
-            self.console.print(f"results: {run_dir}/")
+            self.console.print(f"results: {run.run_dir}/")
             self.front.asked.put("quit")   # Ctrl-C here: quit now, not after another
         else:
-            self.console.print(f"results: {run_dir}/ (the web UI stays up for its charts: Ctrl-C to quit)")
+            self.console.print(f"results: {run.run_dir}/ (the web UI stays up for its charts: Ctrl-C to quit)")
 
     def _quit(self, front_gone: bool) -> int:
         if self.code is None:

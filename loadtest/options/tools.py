@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from cluster import DEFAULT_STATE
+from loadtest.options.replaying import DEFAULT_FLEET, option
+from loadtest.options.values import in_path, out_dir, out_file, percent, positive_float, positive_int
+from loadtest.options.values import seed as random_seed
+from loadtest.options.values import window as time_window
 from loadtest.replay.options import ReplayConfig
-from loadtest.session.options import DEFAULT_FLEET, option
-from loadtest.session.values import in_path, out_dir, out_file, percent, positive_float, positive_int
-from loadtest.session.values import seed as random_seed
-from loadtest.session.values import window as time_window
 from scenarios.importers import ImportOptions
 
 FORMATS = ("sharegpt", "jsonl", "azure", "burstgpt")   # scenarios.importers' layouts

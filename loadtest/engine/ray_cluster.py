@@ -31,8 +31,8 @@ from common.exits import print_error
 from common.process import signal_group
 from common.times import utc_now
 from contract.manifest import Manifest
-from loadtest.session.inputs import FleetChoice
-from loadtest.session.signals import Signals
+from loadtest.engine.inputs import FleetChoice
+from loadtest.engine.signals import Signals
 
 
 def join_fleet(choice: FleetChoice, address_flag: str | None, ray_workers: bool, signals: Signals,

@@ -15,8 +15,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -28,17 +27,17 @@ from rich.console import Console
 
 from common import files
 from common.login import CHALLENGE, authorized, bind_error, credentials, is_loopback, login_problem
-from contract.manifest import Manifest
+from loadtest.engine.events import CannotObserve, Observer
+from loadtest.options.replaying import MetricsOptions
 from loadtest.request.exporter import ClientMetrics
 from loadtest.request.tally import LiveTallies
-from loadtest.session.options import MetricsOptions
 
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
 log = logging.getLogger("loadtest")
 TARGETS_DIR = "prometheus-targets"   # <out>/prometheus-targets/<run_id>.json: Prometheus globs only file names
 
 
-class MetricsError(ValueError):
+class MetricsError(CannotObserve, ValueError):
     """A /metrics address that cannot be served (in use, or open without credentials)."""
 
 
@@ -63,13 +62,16 @@ class Quiet(WSGIRequestHandler):
         pass
 
 
-class MetricsServer:
+class MetricsServer(Observer):
     """/metrics on host:port (port 0: a free one) while the command runs; `watch` adds a mode's
-    replicas to the targets file; on leaving, `linger_s` more seconds for a last scrape."""
+    replicas to the targets file; on leaving, `linger_s` more seconds for a last scrape. As the
+    engine's observer: opened with the run (its folder, its tally), each mode's replicas watched
+    while the mode replays, closed with the run; its address said on `console`."""
 
     def __init__(self, host: str, port: int, run_dir: Path | None, linger_s: float = 0.0,
-                 enabled: bool = True) -> None:
+                 enabled: bool = True, console: Console | None = None) -> None:
         self.host, self.port, self.run_dir, self.linger_s, self.enabled = host, port, run_dir, linger_s, enabled
+        self.console = console
         self.live = LiveTallies()   # every replay's tally: what /metrics serves, the bars and the board show
         self.metrics = ClientMetrics(self.live)
         self.replicas: dict[str, list[tuple[str, str]]] = {}
@@ -77,9 +79,29 @@ class MetricsServer:
         self._lock = threading.Lock()
 
     @classmethod
-    def of(cls, args: MetricsOptions, run_dir: Path | None) -> MetricsServer:
+    def of(cls, args: MetricsOptions, console: Console | None = None) -> MetricsServer:
         """The server the command's --metrics-* options ask for (`--no-metrics`: one that serves nothing)."""
-        return cls(args.metrics_host, args.metrics_port, run_dir, args.metrics_linger, not args.no_metrics)
+        return cls(args.metrics_host, args.metrics_port, None, args.metrics_linger, not args.no_metrics, console)
+
+    def open(self, run_dir: Path, live: LiveTallies) -> str | None:
+        """Serving `live` for the run in `run_dir` (MetricsError when it cannot listen after all);
+        its address, said on the console and kept in the manifest."""
+        self.run_dir, self.live = run_dir, live
+        self.metrics = ClientMetrics(live)
+        self.__enter__()
+        if self.url and self.console is not None:
+            self.console.print(f"client metrics: {self.url} (Prometheus file_sd targets: {self.targets_path})",
+                               soft_wrap=True, highlight=False)
+        return self.url
+
+    def close(self) -> None:
+        self.__exit__(None, None, None)
+
+    def mode_started(self, mode: str, replicas: list[tuple[str, str]]) -> None:
+        self.watch(mode, replicas)
+
+    def mode_ended(self, mode: str) -> None:
+        self.unwatch(mode)
 
     def check(self) -> None:
         """MetricsError now, before anything starts, when /metrics could not be served."""
@@ -175,15 +197,3 @@ class MetricsServer:
             self._server = None
             if self.targets_path is not None:  # the run is over: Prometheus stops scraping it
                 self.targets_path.unlink(missing_ok=True)
-
-
-@contextmanager
-def serving(server: MetricsServer, manifest: Manifest, console: Console) -> Iterator[MetricsServer]:
-    """`server` serving /metrics for the command's length, its address in the manifest and on the
-    console (MetricsError when it cannot listen: nothing has started yet)."""
-    with server:
-        if server.url:
-            manifest.metrics = server.url
-            console.print(f"client metrics: {server.url} (Prometheus file_sd targets: {server.targets_path})",
-                          soft_wrap=True, highlight=False)
-        yield server

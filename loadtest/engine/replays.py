@@ -1,4 +1,4 @@
-"""The engine under every replaying command: one `Session` brings the fleet up (a Ray cluster
+"""The engine under every replaying command: one `Replays` brings the fleet up (a Ray cluster
 joined or started, or a fleet already held up), replays every mode in turn or all at once, and
 tears the fleet down on every path. What a mode's replay is comes from a `Driver`, composed in:
 one replay into the run (run, ui, soak: `OneReplay`), a sweep's levels, or a capacity search's
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -16,8 +15,6 @@ from pathlib import Path
 from typing import Protocol
 
 import pyarrow as pa
-from rich.console import Console
-from rich.progress import Progress, TaskID
 
 from cluster.placement import PlanError
 from cluster.provision import ACTOR_GONE, Fleet
@@ -26,21 +23,19 @@ from cluster.state import ExistingFleet
 from common.ray_nodes import GPU
 from common.times import utc_now
 from contract.manifest import Manifest, ModeRun
+from loadtest.engine.bringup import BringUp
+from loadtest.engine.events import Began, Observer
+from loadtest.engine.guard import Interrupted
+from loadtest.engine.inputs import FleetChoice, Trace, default_workers
+from loadtest.engine.level_dirs import LevelDir
+from loadtest.engine.ray_cluster import join_fleet
+from loadtest.engine.signals import Signals
+from loadtest.options.replaying import Replaying
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig, ReplayError
 from loadtest.replay.process import LocustProcess, ReplayEnd
 from loadtest.replay.sizing import WorkerChoice, choose_workers, size_load
-from loadtest.request.exporter import key_of
-from loadtest.request.tally import sent_to
-from loadtest.session.bringup import BringUp
-from loadtest.session.guard import Interrupted
-from loadtest.session.inputs import FleetChoice, Trace, default_workers
-from loadtest.session.level_dirs import LevelDir
-from loadtest.session.metrics_server import MetricsServer
-from loadtest.session.options import Replaying
-from loadtest.session.progress import live_text, mode_progress, progress_counts
-from loadtest.session.ray_cluster import join_fleet
-from loadtest.session.signals import Signals
+from loadtest.request.tally import LiveTallies, sent_to
 from scenarios.trace import closed_concurrency
 
 
@@ -48,8 +43,6 @@ from scenarios.trace import closed_concurrency
 class Stage:
     """What every mode's replay shares once the fleet is up."""
 
-    progress: Progress
-    tasks: dict[str, TaskID]   # mode -> its progress bar
     scraper: Scraper           # the run's server metrics (a level's or a probe's have their own)
     bringup: BringUp           # the modes up in the plan's turns, their replicas recorded
 
@@ -57,26 +50,25 @@ class Stage:
 class Driver(Protocol):
     """What the session does with a mode once its replicas are up."""
 
-    def drive(self, session: Session, stage: Stage, mode: str) -> None: ...
+    def drive(self, session: Replays, stage: Stage, mode: str) -> None: ...
 
 
 @dataclass
-class Session:
+class Replays:
     """One replaying command after its inputs are checked: the fleet up, every mode driven."""
 
     args: Replaying
-    console: Console
     trace: Trace
     choice: FleetChoice
     run_dir: Path
     manifest: Manifest
     signals: Signals
-    metrics: MetricsServer
+    observer: Observer                          # told of everything (the progress bars, /metrics, the board)
+    live: LiveTallies                           # every replay's tally as it arrives, which the observers read
     driver: Driver
     cooldown_s: float = 0.0                     # between modes
     trace_file: str = "trace.parquet"           # in the run folder (a soak's: the folder of its parts)
     replay_extra: dict[str, dict] = field(default_factory=dict)   # mode -> more ReplayConfig fields (a soak's)
-    on_line: Callable[[str, protocol.Line], None] | None = None   # every replay message (the web UI's board)
     stage: Stage | None = None                  # once the fleet is up
     workers: int = 0                            # Locust workers per replay (set from the options)
     room: tuple[int, str] = (0, "")             # CPUs for workers per mode, and where (this machine, or Ray nodes)
@@ -124,7 +116,7 @@ class Session:
         choice = self.workers_for(self.trace.table)
         self.workers = choice.workers
         self.manifest.workers = choice.as_dict()
-        self.console.print(choice.text(), soft_wrap=True, highlight=False)
+        self.observer.say(choice.text())
 
     def replay_all(self) -> None:
         """Every mode driven, in turn (with the cooldown between) or all at once; Interrupted
@@ -134,14 +126,15 @@ class Session:
             # a Ray cluster that goes away ends the run (exit 3, one line)
             fleet = join_fleet(self.choice, self.args.fleet.address, processes.on_ray, self.signals,
                                self.manifest, self.run_dir, self.args.PROG, stack)
-            bringup = BringUp(fleet, self.choice.modes, self.manifest, self.run_dir, self.console,
+            bringup = BringUp(fleet, self.choice.modes, self.manifest, self.run_dir, self.observer.say,
                               processes.mode_order)
             self._size_workers(len(self.choice.modes) if bringup.at_once else 1)
-            progress = stack.enter_context(mode_progress(self.console, self.args.folder.progress_every))
             modes = self.choice.modes
-            tasks = {m: progress.add_task(m, total=self.trace.table.num_rows, start=False, counts="waiting", live="")
-                     for m in modes}
-            self.stage = stage = Stage(progress, tasks, stack.enter_context(Scraper(self.run_dir)), bringup)
+            scraper = stack.enter_context(Scraper(self.run_dir))
+            self.stage = stage = Stage(scraper, bringup)
+            self.observer.begin(Began(self.manifest.run_id, modes, self.trace.table.num_rows, self.live,
+                                      scraper.latest_sums))
+            stack.callback(self.observer.finish)
             if bringup.at_once:
                 self.manifest.mode_order = "parallel (all modes at once, sharing the client machine)"
                 self._up(stage, modes)
@@ -163,7 +156,7 @@ class Session:
 
     def _up(self, stage: Stage, modes: list[str]) -> None:
         for mode in modes:
-            stage.progress.update(stage.tasks[mode], counts="starting replicas")
+            self.observer.state(mode, "starting replicas")
         stage.bringup.up(modes)
 
     def one_mode(self, stage: Stage, mode: str) -> None:
@@ -173,13 +166,11 @@ class Session:
         mr.started_at = utc_now()
         self.manifest.write(self.run_dir)
         replicas = stage.bringup.replicas[mode]
-        stage.progress.start_task(stage.tasks[mode])
-        self.metrics.watch(mode, [(r.label, r.url) for r in replicas])
+        self.observer.mode_started(mode, [(r.label, r.url) for r in replicas])
         try:
             self.driver.drive(self, stage, mode)
         finally:
-            stage.progress.stop_task(stage.tasks[mode])
-            self.metrics.unwatch(mode)
+            self.observer.mode_ended(mode)
             self._report_dead_replicas(stage.bringup.fleet, replicas, mr, mode)
             mr.ended_at = utc_now()
             self.manifest.write(self.run_dir)
@@ -190,7 +181,6 @@ class Session:
         the trace of `run_dir` (default: the run's) into its records, recording into `mr`."""
         assert self.stage is not None
         replicas = self.stage.bringup.replicas[mode]
-        progress, task = self.stage.progress, self.stage.tasks[mode]
         a = self.args.client
         run_dir = run_dir or self.run_dir
         # Absolute paths: workers on other nodes (--ray-workers) do not share the driver's directory.
@@ -205,15 +195,10 @@ class Session:
                               **self.replay_extra.get(mode, {}))
         key = os.environ.get(a.api_key_env)  # Ray workers get it in their environment, never their argv
 
-        def show(msg: protocol.Line) -> None:
-            if isinstance(msg, protocol.Progress):
-                progress.update(task, completed=msg.done, total=msg.total, counts=progress_counts(msg))
-            elif isinstance(msg, protocol.Observed):   # added up by the process's reader, as /metrics reads it
-                progress.update(task, live=live_text(self.metrics.live.of(key_of(config.run_id, mode))))
-            if self.on_line is not None:
-                self.on_line(mode, msg)
+        def show(msg: protocol.Line) -> None:   # an Observed tally is added up into `live` before it is shown
+            self.observer.line(mode, config.run_id, msg)
 
-        process = LocustProcess(config, show, {a.api_key_env: key} if key else {}, live=self.metrics.live)
+        process = LocustProcess(config, show, {a.api_key_env: key} if key else {}, live=self.live)
         self.signals.watch(process)
         try:
             if self.signals.count >= 3:   # killed before it started, as a third signal asks: nothing to record
@@ -261,16 +246,16 @@ class Session:
             said = f" ({', '.join(f'{n:,} {s}' for s, n in sorted(sent.items()))})" if sent else ""
             if existing:  # not ours: all we know is that it stopped answering
                 entry["healthy_after_run"] = False
-                self.console.print(f"[red]replica {rep.label} at {rep.url} stopped answering /health during the run; "
-                                   f"requests sent to it failed{said}[/red]")
+                self.observer.say(f"[red]replica {rep.label} at {rep.url} stopped answering /health during the run; "
+                                  f"requests sent to it failed{said}[/red]")
             else:  # died mid-run (or its Ray actor did, taking it along): its requests failed as errors
                 if code == ACTOR_GONE:  # the server's own exit code went with the actor
                     entry["actor"], what = "died during the run", "'s Ray actor died"
                 else:
                     entry["exit_code"], what = code, f" exited with code {code}"
                 where = f"Ray node {entry['node_id'][:12]} at {entry['node']}; " if entry.get("node_id") else ""
-                self.console.print(f"[red]replica {rep.label}{what} during the run; requests sent to it "
-                                   f"failed{said} ({where}see {rep.log_path})[/red]", soft_wrap=True)
+                self.observer.say(f"[red]replica {rep.label}{what} during the run; requests sent to it "
+                                  f"failed{said} ({where}see {rep.log_path})[/red]")
 
 
 @dataclass
@@ -279,27 +264,26 @@ class OneReplay:
 
     deadline_s: float | None = None
 
-    def drive(self, session: Session, stage: Stage, mode: str) -> None:
+    def drive(self, session: Replays, stage: Stage, mode: str) -> None:
         mr = session.manifest.mode_runs[mode]
         replicas = stage.bringup.replicas[mode]
-        progress, task, scraper = stage.progress, stage.tasks[mode], stage.scraper
+        scraper = stage.scraper
         scraper.watch(mode, [(r.label, r.url) for r in replicas])
-        progress.update(task, counts="starting")
+        session.observer.state(mode, "starting")
         try:
             end = session.replay(mode, mr, deadline_s=self.deadline_s)
         finally:
             scraper.unwatch(mode)
         mr.end, mr.records, mr.client = end.reason, end.recorded, end.client
         if end.reason not in (None, "completed"):
-            counts = progress.tasks[task].fields.get("counts", "")
-            progress.update(task, counts=f"[yellow]{end.reason}[/yellow]: {counts}")
+            session.observer.stopped(mode, end.reason)
         mr.server_metrics = scraper.problem(mode) or "scraped"
         if scraper.problem(mode):
-            session.console.print(f"[yellow]{mode}: no server-side metrics ({scraper.problem(mode)}); the replay "
-                                  "is unaffected, the acceptance column stays empty[/yellow]", soft_wrap=True)
+            session.observer.say(f"[yellow]{mode}: no server-side metrics ({scraper.problem(mode)}); the replay "
+                                 "is unaffected, the acceptance column stays empty[/yellow]")
 
 
-def replay_level(session: Session, mode: str, lv: LevelDir, pause: bool, deadline_s: float | None) -> ModeRun:
+def replay_level(session: Replays, mode: str, lv: LevelDir, pause: bool, deadline_s: float | None) -> ModeRun:
     """Replay `mode` at one level into its folder (after the session's cooldown when `pause`),
     stopping at `deadline_s` (--level-duration) and letting the requests in flight finish."""
     stage = session.stage
@@ -312,8 +296,7 @@ def replay_level(session: Session, mode: str, lv: LevelDir, pause: bool, deadlin
     top = session.manifest.mode_runs[mode]
     lmr = lv.manifest.mode_runs[mode]
     lmr.replicas, lmr.turn, lmr.started_at = top.replicas, top.turn, utc_now()
-    stage.progress.update(stage.tasks[mode], description=f"{mode} {lv.level.name}", completed=0,
-                          total=lv.trace.num_rows, counts="starting")
+    session.observer.level(mode, lv.level.name, lv.trace.num_rows)
     choice = session.workers_for(lv.trace)   # a level's own rate (or concurrency) sizes its workers
     lv.manifest.workers, workers = choice.as_dict(), choice.workers
     with Scraper(lv.dir) as scraper:

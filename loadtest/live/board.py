@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 from analysis.cells import ALL
 from analysis.server import ACCEPTED, DRAFT_TOKENS
 from contract.records import CLIENT, FAILED, NOT_SENT, OK
+from loadtest.engine.events import Began, Observer
 from loadtest.replay import protocol
 from loadtest.replay.front_process import TOKEN_HEADER
 from loadtest.request.exporter import key_of
@@ -102,7 +103,7 @@ def feed_rows(mode: str, report: TallyReport) -> list:
     return [mode, times, failed]
 
 
-class Board:
+class Board(Observer):
     def __init__(self, modes: list[str]) -> None:
         self.available = list(modes)
         self.state, self.message = "waiting", "press Start"
@@ -132,15 +133,16 @@ class Board:
             self.state, self.message, self.report = "starting", message, None
             self.attempt += 1
 
-    def begin(self, run_id: str, modes: list[str], total: int, live: LiveTallies, latest: Latest) -> None:
-        """A replay of `modes`, `total` requests each, starts; `live` is the command's tally of it."""
+    def begin(self, began: Began) -> None:
+        """A replay of every mode, `total` requests each, starts; `live` is the command's tally of it."""
+        modes = began.modes
         with self._lock:
-            self.run_id, self.modes, self.live, self.latest = run_id, list(modes), live, latest
-            self.progress = {m: {"total": total, "sent": 0, "done": 0, "not_sent": 0} for m in modes}
+            self.run_id, self.modes, self.live, self.latest = began.run_id, list(modes), began.live, began.latest
+            self.progress = {m: {"total": began.total, "sent": 0, "done": 0, "not_sent": 0} for m in modes}
             self.arrived = {m: deque() for m in modes}
             self.state, self.message = "running", f"replaying {', '.join(modes)}"
 
-    def on_line(self, mode: str, msg: protocol.Line) -> None:
+    def line(self, mode: str, run_id: str, msg: protocol.Line) -> None:
         with self._lock:
             if isinstance(msg, protocol.Progress):
                 self.progress[mode] = {"total": msg.total, "sent": msg.sent, "done": msg.done,

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from rich.console import Console
-from rich.markdown import Markdown
 
 from analysis.gate import ErrorCheck
 from analysis.long_summary import long_summary
@@ -23,10 +21,10 @@ from analysis.sweep_html import sweep_html
 from cluster.fleet import FleetSpec
 from common import files
 from contract.manifest import Manifest
-from loadtest.session.engine import Session, Stage, replay_level
-from loadtest.session.level_dirs import LevelDir, summarise
-from loadtest.session.levels import Level
-from loadtest.session.plan import plan_levels, simulator_of
+from loadtest.engine.level_dirs import LevelDir, summarise
+from loadtest.engine.levels import Level
+from loadtest.engine.plan import plan_levels, simulator_of
+from loadtest.engine.replays import Replays, Stage, replay_level
 
 BASELINE = "baseline"    # taken to every level, saturated or not: every other mode's speedup needs it
 
@@ -41,7 +39,7 @@ class SweepLevels:
     keep_going: bool = False
     level_duration_s: float | None = None
 
-    def drive(self, session: Session, stage: Stage, mode: str) -> None:
+    def drive(self, session: Replays, stage: Stage, mode: str) -> None:
         curves: list[pa.Table] = []
         saturated_at: str | None = None
         for i, lv in enumerate(self.levels):
@@ -55,16 +53,16 @@ class SweepLevels:
             judged = saturation(pa.concat_tables(curves).cast(LEVEL_SCHEMA)).get((lv.level.name, mode), False)
             if judged is None:   # its in-flight count was still filling: no verdict, and the sweep goes on
                 lv.unjudged.append(mode)
-                session.console.print(f"{mode}: too few requests at {lv.level.name} to judge saturation (its first "
+                session.observer.say(f"{mode}: too few requests at {lv.level.name} to judge saturation (its first "
                                       "requests took more than half its arrivals' span; replay more: --requests or "
                                       "--level-duration)" + ("" if i == len(self.levels) - 1 else
-                                                             "; its higher levels are replayed"), soft_wrap=True)
+                                                             "; its higher levels are replayed"))
             if judged:
                 lv.saturated.append(mode)
                 saturated_at = saturated_at or lv.level.name
-                session.console.print(f"{mode}: saturated at {lv.level.name} (completions no longer follow the load)"
-                                   + ("" if self.keep_going or i == len(self.levels) - 1 or mode == BASELINE
-                                      else "; its higher levels are skipped"), soft_wrap=True)
+                session.observer.say(f"{mode}: saturated at {lv.level.name} (completions no longer follow the load)"
+                                     + ("" if self.keep_going or i == len(self.levels) - 1 or mode == BASELINE
+                                        else "; its higher levels are skipped"))
         session.manifest.levels = [lv.entry() for lv in self.levels]
 
 
@@ -84,15 +82,23 @@ def plan_beside(spec: FleetSpec | None, modes: list[str], base: pa.Table, levels
                        stop_s=stop_s)
 
 
-def write_report(console: Console, run_dir: Path, title: str, levels: list[LevelDir], manifest: Manifest, gpus: int,
-                 predicted: pa.Table | None, max_errors: float | None) -> list[tuple[str, list[ErrorCheck]]]:
+@dataclass(frozen=True)
+class SweepReport:
+    """A sweep analysed: each level's error checks, and report.md's text (None: no level has a summary)."""
+
+    checks: list[tuple[str, list[ErrorCheck]]]
+    markdown: str | None = None
+
+
+def write_report(run_dir: Path, title: str, levels: list[LevelDir], manifest: Manifest, gpus: int,
+                 predicted: pa.Table | None, max_errors: float | None) -> SweepReport:
     """Every level analysed as a run, then the sweep's curves and its decision (also into the
-    manifest); each level's error gate."""
+    manifest), written as sweep.parquet, report.md and report.html."""
     checks = [(lv.level.name, summarise(lv, manifest.status, max_errors)) for lv in levels]
     parts = [with_level(pq.read_table(lv.dir / "summary.parquet"), lv.level.name, lv.offered, lv.level.concurrency)
              for lv in levels if (lv.dir / "summary.parquet").is_file()]
     if not parts:
-        return checks
+        return SweepReport(checks)
     sweep = pa.concat_tables(parts).cast(LEVEL_SCHEMA)
     files.write_table(sweep, run_dir / "sweep.parquet")
     manifest.decision = decide_sweep(sweep).record()
@@ -102,11 +108,10 @@ def write_report(console: Console, run_dir: Path, title: str, levels: list[Level
         report += "\n" + plan_vs_measured(predicted, sweep)
     files.write_text(run_dir / "report.md", report)
     files.write_text(run_dir / "report.html", sweep_html(title, report, sweep, gpus, predicted))
-    console.print(Markdown(report))   # drawn, as a person reads it; the file keeps the source
-    return checks
+    return SweepReport(checks, report)
 
 
-def reanalyse(console: Console, run_dir: Path, max_errors: float | None = None) -> None:
+def reanalyse(run_dir: Path, max_errors: float | None = None) -> SweepReport:
     """A finished sweep's analysis again, from its folders alone (`loadtest report SWEEP`)."""
     manifest = Manifest.read(run_dir)
     levels = []
@@ -131,4 +136,4 @@ def reanalyse(console: Console, run_dir: Path, max_errors: float | None = None) 
     gpus = spec.gpus_per_mode if spec is not None else 1
     title = (f"Sweep {manifest.run_id} ({manifest.status}): {manifest.scenario.get('name')} on fleet "
              f"{manifest.fleet.get('name')}, measured")
-    write_report(console, run_dir, title, levels, manifest, gpus, predicted, max_errors)
+    return write_report(run_dir, title, levels, manifest, gpus, predicted, max_errors)

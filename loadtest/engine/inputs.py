@@ -21,7 +21,7 @@ from cluster.provision import Replica, ray_address
 from cluster.state import ClusterState, ReplicaState, check_health, load_endpoints
 from common.names import slug
 from contract.manifest import Manifest
-from loadtest.session.options import DEFAULT_FLEET, FleetOptions, TraceOptions
+from loadtest.options.replaying import DEFAULT_FLEET, FleetOptions, TraceOptions
 from scenarios import ScenarioError
 from scenarios.limits import disk_problem
 from scenarios.spec import load_scenario

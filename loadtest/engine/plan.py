@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis.capacity import CapacityRow, capacity_table, probe_row, search_capacity, with_phases, write_probes
+from analysis.capacity import CapacityRow, probe_row, search_capacity, with_phases, write_probes
 from analysis.gate import probe_verdict
 from analysis.long_summary import long_summary
 from analysis.slo import has_targets, join_targets, with_slos
@@ -34,12 +34,12 @@ from cluster.sim.server import RequestError, SimServer, chat_prompt, completion_
 from common import files
 from contract.manifest import Manifest
 from contract.records import REQUEST_SCHEMA, RequestRecord
+from loadtest.engine.inputs import new_run_dir
+from loadtest.engine.level_dirs import new_level
+from loadtest.engine.levels import Level, levels_of, native_rate
+from loadtest.options.replaying import CAPACITY_PRECISION, DEFAULT_FLEET, MAX_ERROR_SHARE, PlanOptions
 from loadtest.replay.dispatcher import UNSENT_BECAUSE
 from loadtest.request.body import request_body
-from loadtest.session.inputs import new_run_dir
-from loadtest.session.level_dirs import new_level
-from loadtest.session.levels import Level, levels_of, native_rate
-from loadtest.session.options import CAPACITY_PRECISION, DEFAULT_FLEET, MAX_ERROR_SHARE, CapacityOptions, PlanOptions
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
 from scenarios.trace import (
@@ -157,11 +157,11 @@ def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_
                        fewest=min((r["fewest_tenant_requests"] for r in rows), default=None)), rows
 
 
-def capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list[str], fleet: FleetSpec,
-                     run_dir) -> str:
-    """Each mode's highest rate within every tenant's SLOs (capacity.parquet holds every probe)."""
+def plan_capacity(base: pa.Table, servers: dict[str, SimServer], modes: list[str], fleet: FleetSpec,
+                  run_dir: Path) -> list[CapacityRow]:
+    """Each mode's highest rate within every tenant's SLOs in the model, searched from 1/16 of the
+    scenario's rate to 16 times it; every probe into capacity.parquet."""
     native = native_rate(base)
-    gpus = fleet.gpus_per_mode
     rows, probes = [], []
     for mode in modes:
         row, tried = capacity_of(base, servers[mode], mode, native / 16, native * 16, CAPACITY_PRECISION,
@@ -169,22 +169,7 @@ def capacity_section(base: pa.Table, servers: dict[str, SimServer], modes: list[
         probes += tried
         rows.append(row)
     write_probes(probes, run_dir / "capacity.parquet")
-    table, decision = capacity_table(rows, gpus, with_goodput=False, more_with="more --requests")
-    return "\n".join([
-        "## Capacity: the highest offered rate within every tenant's SLOs", "",
-        f"**Capacity decision: {decision.text}**", "",
-        f"Bracketed by doubling from 1/16 of the scenario's rate, then bisected to {CAPACITY_PRECISION:.0%}; "
-        f"per GPU over the fleet's {gpus} GPUs a mode (a draft model shares the target's). Binding: the tenants "
-        "that missed just above it.", "", *table, "", probe_difference(base.num_rows), ""])
-
-
-def probe_difference(requests: int) -> str:
-    """Why the model's capacity and `loadtest capacity`'s measured one can differ, in one line."""
-    seconds = CapacityOptions.probe_duration
-    return (f"Each probe here is this trace's {requests:,} requests at the probed rate, however long that lasts; "
-            f"`loadtest capacity` probes {seconds:g} s of arrivals instead (rate x {seconds:g} requests), so at "
-            "another rate its p99s are of other sample sizes and of a longer or shorter burst, and its figure can "
-            f"differ: for like with like, plan with `--requests` near the rate found x {seconds:g}.")
+    return rows
 
 
 def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServer], fleet: FleetSpec,
@@ -219,7 +204,7 @@ def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServe
 
 
 @dataclass
-class Plan:
+class Prediction:
     """A `loadtest plan` with its inputs checked: the fleet's modes as simulators, the base trace,
     the levels and the folder, and the manifest every level is written under."""
 
@@ -243,7 +228,7 @@ class Plan:
                 "by the simulator's performance model in virtual time")
 
 
-def new_plan(args: PlanOptions) -> Plan:
+def new_plan(args: PlanOptions) -> Prediction:
     """Everything a plan needs, checked before anything is written but its folder: ScenarioError,
     FleetError, SimArgsError or OutError, one line, otherwise."""
     fleet, raw_fleet = load_fleet(args.fleet.fleet or DEFAULT_FLEET)
@@ -272,6 +257,6 @@ def new_plan(args: PlanOptions) -> Plan:
                                   "sha256": scenario_hash(raw)},
                    {"name": fleet.name, "sha256": scenario_hash(raw_fleet), "spec": redacted(fleet),
                     "planned_on": hardware}, modes, seed, base.num_rows)
-    plan = Plan(fleet, modes, base, levels, servers, run_dir, top, hardware, scenario.name)
+    plan = Prediction(fleet, modes, base, levels, servers, run_dir, top, hardware, scenario.name)
     top.simulated = plan.predicted()
     return plan

@@ -12,10 +12,9 @@ no request of it was scheduled (there are no records for it, not even not_sent o
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-
-from rich.console import Console
 
 from cluster.fleet import FleetSpec
 from cluster.placement import Plan, PlanError
@@ -25,7 +24,7 @@ from cluster.state import ExistingFleet
 from cluster.supervise import Restart
 from common.times import utc_now
 from contract.manifest import Manifest, ModeRun
-from loadtest.session.inputs import replica_entry
+from loadtest.engine.inputs import replica_entry
 
 log = logging.getLogger("loadtest")
 
@@ -46,8 +45,8 @@ def at_once(order: str, spec: FleetSpec | None, plan: Plan | None, held: bool = 
 
 class BringUp:
     def __init__(self, fleet: Fleet | ExistingFleet, modes: list[str], manifest: Manifest, run_dir: Path,
-                 console: Console, order: str) -> None:
-        self.fleet, self.modes, self.manifest, self.run_dir, self.console = fleet, modes, manifest, run_dir, console
+                 say: Callable[[str], None], order: str) -> None:
+        self.fleet, self.modes, self.manifest, self.run_dir, self.say = fleet, modes, manifest, run_dir, say
         self.replicas: dict[str, list] = {}   # mode -> its replicas, kept after they stop for the manifest
         self.announced = False                # "fleet ready" said
         provisioned = isinstance(fleet, Fleet)
@@ -61,7 +60,7 @@ class BringUp:
 
     def _rollout(self, parallel: bool) -> Rollout:
         plan = self.fleet.plan
-        self.console.print(plan.text(), soft_wrap=True)
+        self.say(plan.text())
         self.manifest.plan = plan.as_dict()
         for i, turn in enumerate(plan.turns):
             for mode in turn:
@@ -90,19 +89,19 @@ class BringUp:
             if rollout is not None and not rollout.plan.all_at_once:
                 mr.loading_during_replay = loading = rollout.loading_during.get(mode, [])
                 meanwhile = f"; starting meanwhile: {', '.join(loading)}" if loading else ""
-                self.console.print(f"{mode} ready (turn {mr.turn} of {len(rollout.plan.turns)}): "
+                self.say(f"{mode} ready (turn {mr.turn} of {len(rollout.plan.turns)}): "
                                    + ", ".join(f"{r.label} in {r.timing.text()}" for r in self.replicas[mode])
-                                   + meanwhile, soft_wrap=True)
+                                   + meanwhile)
         if not self.announced and (rollout is None or rollout.plan.all_at_once):  # everything is up now
             self.announced = True
             for mode in self.modes:
                 self.replicas[mode] = fleet.endpoints(mode)
             if rollout is None:
-                self.console.print(f"fleet ready: {len(fleet.replicas)} replica(s) already running")
+                self.say(f"fleet ready: {len(fleet.replicas)} replica(s) already running")
             else:
                 times = ", ".join(f"{r.label} {r.timing.text()}" for m in self.modes for r in self.replicas[m])
-                self.console.print(f"fleet ready: {len(fleet.replicas)} replica(s) on Ray; time to ready (server "
-                                   f"start to first completion): {times}", soft_wrap=True)
+                self.say(f"fleet ready: {len(fleet.replicas)} replica(s) on Ray; time to ready (server "
+                                   f"start to first completion): {times}")
         self.record()
 
     def done(self, mode: str) -> None:
@@ -125,8 +124,7 @@ class BringUp:
     def _restarted(self, rep: Replica, restart: Restart) -> None:
         """A replica's server exited during the run and was started again (or failed to be)."""
         line = restart.text(rep.label, self.fleet.spec.max_restarts)
-        self.console.print(f"[yellow]{line}[/yellow]" if restart.error is None else f"[red]{line}[/red]",
-                           soft_wrap=True)
+        self.say(f"[yellow]{line}[/yellow]" if restart.error is None else f"[red]{line}[/red]")
         self.record()
 
     def record(self) -> None:

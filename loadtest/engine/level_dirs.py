@@ -16,7 +16,7 @@ from analysis.reader import read_requests
 from analysis.run_analysis import analyse_run
 from common.times import utc_now
 from contract.manifest import Manifest, ModeRun
-from loadtest.session.levels import Level, offered_rate
+from loadtest.engine.levels import Level, offered_rate
 from scenarios.trace import write_trace
 
 
@@ -73,6 +73,8 @@ def summarise(lv: LevelDir, status: str, max_errors: float | None = None) -> lis
     if not any((lv.dir / "requests").iterdir()):
         return []
     present = [m for m in lv.manifest.modes if lv.manifest.mode_runs[m].end is not None]
-    checks = analyse_run(lv.dir, present, lv.manifest, max_errors).checks
-    lv.manifest.write(lv.dir)   # with what the analysis put there: its decision and every tenant's SLOs
-    return checks
+    found = analyse_run(lv.dir, present, lv.manifest, max_errors)
+    for name, value in found.manifest_fields().items():   # its decision and every tenant's SLOs
+        setattr(lv.manifest, name, value)
+    lv.manifest.write(lv.dir)
+    return found.checks

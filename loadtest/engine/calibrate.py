@@ -35,8 +35,8 @@ from cluster.sim.fitting import (
 )
 from cluster.sim.profiles import FITTABLE, HARDWARE, Hardware
 from cluster.sim.sim_profile import render_profile, resolve
-from loadtest.session.plan import simulator_of
-from loadtest.session.tool_options import CalibrateOptions
+from loadtest.engine.plan import simulator_of
+from loadtest.options.tools import CalibrateOptions
 
 # Ray's accelerator_type of a vLLM fleet -> the datasheet a fit starts from.
 ACCELERATORS = {"H100": "h100-sxm", "H200": "h200", "A100": "a100-80gb", "A100-80G": "a100-80gb"}
