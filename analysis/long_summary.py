@@ -41,6 +41,7 @@ Metrics (latencies in ms, over requests that succeeded unless said):
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -215,27 +216,20 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
         time_rows, sends, makespan = times.result()
     for cell, items in time_rows.items():
         rows.setdefault(cell, []).extend(items)
-    completion = count_column(table["completion_tokens"])   # a reply without usage counts no tokens
-    tokens = cells.sums(np.where(ok, completion, 0.0))
-    chunks = cells.sums(np.where(ok, count_column(table["n_chunks"]), 0.0))
     meets = request_meets(table) if has_slos(table) else None
     met = cells.sums(meets.astype(np.float64)) if meets is not None else None
     scheduled = {cell: float(n.sum()) for cell, n in by_status.items()}
     # rates over each mode's steady window (analysis.steady): completions inside it, per second
-    last_ns = pc.fill_null(table["last_token_ns"], 0).to_numpy()
-    in_steady = np.zeros(len(ok), dtype=bool)
     windows = {}
-    for mode, tenant, s in cells.cells():
+    for mode, tenant, _ in cells.cells():
         if tenant == ALL:
             e2e_p99 = next((v for metric, stat, v, _, _ in rows[(mode, ALL)] if (metric, stat) == ("e2e_ms", "p99")),
                            math.nan)
             windows[mode] = steady_window(*sends[mode], e2e_p99) if sends[mode] else None
-            mine = cells.order[s]
-            in_steady[mine] = in_window(last_ns[mine], ok[mine], windows[mode])
-    steady_done = cells.sums(in_steady.astype(np.float64))
-    steady_tokens = cells.sums(np.where(in_steady, completion, 0.0))
-    all_done, all_tokens = cells.sums(ok.astype(np.float64)), tokens
-    steady_met = cells.sums((meets & in_steady).astype(np.float64)) if meets is not None else None
+    done = _done_sums(table, cells, ok, ok_rows, windows, meets)
+    tokens, chunks, steady_done, steady_tokens = (done[k] for k in ("tokens", "chunks", "steady", "steady_tokens"))
+    steady_met, all_tokens = done.get("steady_met"), tokens
+    all_done = {cell: float(n) for cell, n in cells.per_mode(np.diff(ok_rows[1]).astype(np.float64)).items()}
     for mode, tenant, _ in cells.cells():
         cell, window = (mode, tenant), windows[mode]
         length = (window[1] - window[0]) / 1e9 if window else math.nan
@@ -255,26 +249,64 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
             _add(rows, cell, "goodput_share", "share", met[cell] / scheduled[cell] if scheduled[cell] else math.nan)
 
 
+def _done_sums(table: pa.Table, cells: Cells, ok: np.ndarray, ok_rows: tuple[np.ndarray, np.ndarray],
+               windows: dict[str, tuple[int, int] | None], meets: np.ndarray | None) -> dict[str, dict[Cell, float]]:
+    """Per cell and per mode, over the requests that succeeded (`ok_rows`, analysis.cells.rows_where):
+    their completion tokens and chunks (`tokens`, `chunks`), how many of them completed inside
+    their mode's steady window (`steady`), their tokens (`steady_tokens`) and, given `meets`, how
+    many of those met their SLOs (`steady_met`). A mode's successes at a time; counts are
+    integers, summed exactly (a column of floats: numpy's sum of each cell's)."""
+    order, bounds = ok_rows
+    completion = count_column(table["completion_tokens"])   # a reply without usage counts no tokens
+    n_chunks = count_column(table["n_chunks"])
+    last_ns = pc.fill_null(table["last_token_ns"], 0).to_numpy()
+    t, n_cells = len(cells.tenants), len(bounds) - 1
+    names = ["tokens", "chunks", "steady", "steady_tokens", *(["steady_met"] if meets is not None else [])]
+    per = {name: np.zeros(n_cells) for name in names}
+    for m, mode in enumerate(cells.modes):
+        cut = slice(m * t, m * t + t)
+        mine, ends = order[bounds[m * t]:bounds[m * t + t]], bounds[m * t:m * t + t + 1] - bounds[m * t]
+        tokens = completion[mine]
+        steady = in_window(last_ns[mine], ok[mine], windows.get(mode))
+        values = {"tokens": tokens, "chunks": n_chunks[mine], "steady": steady,
+                  "steady_tokens": np.where(steady, tokens, 0)}
+        if meets is not None:
+            values["steady_met"] = meets[mine] & steady
+        for name, v in values.items():
+            per[name][cut] = [v[a:b].sum() for a, b in itertools.pairwise(ends)]
+    return {name: {cell: float(v) for cell, v in cells.per_mode(p).items()} for name, p in per.items()}
+
+
+# peak_in_flight counts the intervals into buckets of time, about one per this many intervals: wider
+# ones bound the peak more loosely (more buckets counted exactly, past 16 most of them on
+# bench/analysis.py's 2M requests a mode), narrower ones make longer passes
+INTERVALS_PER_BUCKET = 4
+
+
 def peak_in_flight(sent_ns: np.ndarray, end_ns: np.ndarray) -> int:
     """The most intervals [sent, end) open at once (an end and a send at the same instant: the
-    end first), without sorting them all: the sends and ends are counted into about as many
-    buckets of time as there are intervals; the count after each bucket's events is reached
-    (after its last send), and no count inside a bucket passes the count before it plus its
-    sends. Only the buckets whose bound passes the highest count reached are counted exactly,
-    their events sorted (a few, unless most intervals start in a few buckets)."""
+    end first), without sorting them all: the sends and ends are counted into buckets of time
+    (INTERVALS_PER_BUCKET); the count after each bucket's events is reached (after its last
+    send), and no count inside a bucket passes the count before it plus its sends. Only the
+    buckets whose bound passes the highest count reached are counted exactly, their events
+    sorted (a few, unless most intervals start in a few buckets)."""
     if len(sent_ns) == 0:
         return 0
     sent_ns, end_ns = np.asarray(sent_ns, dtype=np.int64), np.asarray(end_ns, dtype=np.int64)
     origin = int(min(sent_ns.min(), end_ns.min()))
     span = int(max(sent_ns.max(), end_ns.max())) - origin
-    shift = (span // len(sent_ns)).bit_length()      # buckets 2**shift ns wide: no more than intervals, plus one
+    shift = (span * INTERVALS_PER_BUCKET // len(sent_ns)).bit_length()     # buckets 2**shift ns wide
     n_buckets = (span >> shift) + 1
-    send_bucket, end_bucket = (sent_ns - origin) >> shift, (end_ns - origin) >> shift
+    send_bucket, end_bucket = sent_ns - origin, end_ns - origin
+    send_bucket >>= shift
+    end_bucket >>= shift
     sends, ends = np.bincount(send_bucket, minlength=n_buckets), np.bincount(end_bucket, minlength=n_buckets)
     after = np.cumsum(sends - ends)
-    before = after - sends + ends
-    reached = int(after[sends > 0].max())
-    open_buckets = (sends > 0) & (before + sends > reached)
+    before = after - sends
+    before += ends
+    has_sends = sends > 0
+    reached = int(after[has_sends].max())
+    open_buckets = has_sends & (before + sends > reached)
     if not open_buckets.any():
         return reached
     # those buckets' events in time order: a send's count is the count before its bucket plus the

@@ -314,10 +314,10 @@ def floats(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def count_column(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """A count column (tokens, chunks) as float64 numpy, a null as 0: np.nan_to_num of `floats`,
-    which an integer column (the record's counts) gets without a pass for NaN and infinities."""
+    """A count column (tokens, chunks) as numpy, a null as 0: an integer column's integers, whose
+    sums are exact; of another type, np.nan_to_num of `floats`."""
     if pa.types.is_integer(col.type):
-        return pc.fill_null(col, 0).cast(pa.float64()).to_numpy()
+        return pc.fill_null(col, 0).to_numpy()
     return np.nan_to_num(floats(col))
 
 

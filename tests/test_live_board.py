@@ -158,3 +158,21 @@ def test_the_board_answers_only_with_its_token():
         ok = requests.get(f"{server.url}/board", headers={"X-Loadtest-Token": server.token}, timeout=5)
         assert ok.status_code == 200 and ok.json()["state"] == "waiting" and ok.json()["available"] == ["baseline"]
         assert server.url.startswith("http://127.0.0.1:")
+
+
+def test_every_view_hears_every_event_of_the_engine():
+    """Each live view answers each of the engine's events as a method: an attribute of the same
+    name (the board's `state` once hid the event `state`) would fail the run it watches."""
+    import inspect
+
+    from rich.console import Console
+
+    from loadtest.engine.events import Observer
+    from loadtest.live.metrics_server import MetricsServer
+    from loadtest.live.progress import ProgressView
+
+    events = [n for n, f in inspect.getmembers(Observer, inspect.isfunction) if not n.startswith("_")]
+    assert {"begin", "line", "mode_state", "mode_started", "mode_ended", "say"} <= set(events)
+    for view in (Board(["baseline"]), ProgressView(Console(), 1.0), MetricsServer("127.0.0.1", 0, None)):
+        shadowed = [n for n in events if not callable(getattr(view, n))]
+        assert not shadowed, f"{type(view).__name__}: {shadowed}"

@@ -48,7 +48,7 @@ class Observer:
     def say(self, text: str) -> None:
         """A notice for a person, in rich's markup (`[red]...[/red]`)."""
 
-    def state(self, mode: str, text: str) -> None:
+    def mode_state(self, mode: str, text: str) -> None:
         """What `mode` is doing: starting replicas, starting, or how its replay ended."""
 
     def mode_started(self, mode: str, replicas: list[tuple[str, str]]) -> None:
@@ -105,9 +105,9 @@ class Observers(Observer):
         for o in self.observers:
             o.say(text)
 
-    def state(self, mode: str, text: str) -> None:
+    def mode_state(self, mode: str, text: str) -> None:
         for o in self.observers:
-            o.state(mode, text)
+            o.mode_state(mode, text)
 
     def mode_started(self, mode: str, replicas: list[tuple[str, str]]) -> None:
         for o in self.observers:

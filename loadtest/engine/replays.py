@@ -156,7 +156,7 @@ class Replays:
 
     def _up(self, stage: Stage, modes: list[str]) -> None:
         for mode in modes:
-            self.observer.state(mode, "starting replicas")
+            self.observer.mode_state(mode, "starting replicas")
         stage.bringup.up(modes)
 
     def one_mode(self, stage: Stage, mode: str) -> None:
@@ -269,7 +269,7 @@ class OneReplay:
         replicas = stage.bringup.replicas[mode]
         scraper = stage.scraper
         scraper.watch(mode, [(r.label, r.url) for r in replicas])
-        session.observer.state(mode, "starting")
+        session.observer.mode_state(mode, "starting")
         try:
             end = session.replay(mode, mr, deadline_s=self.deadline_s)
         finally:

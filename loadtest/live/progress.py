@@ -127,7 +127,7 @@ class ProgressView(Observer):
         if self.progress is not None and mode in self.tasks:
             self.progress.update(self.tasks[mode], **fields)
 
-    def state(self, mode: str, text: str) -> None:
+    def mode_state(self, mode: str, text: str) -> None:
         self._update(mode, counts=text)
 
     def mode_started(self, mode: str, replicas: list[tuple[str, str]]) -> None:
