@@ -84,7 +84,7 @@ def ours(url: str, table: pa.Table, workers: int = 1,
             out = subprocess.run(config.main_argv(), check=True, capture_output=True, text=True,
                                  preexec_fn=pin(cpu)).stdout
             cpu_mean = next((m.load.cpu_mean for m in map(protocol.parse_line, out.splitlines())
-                             if isinstance(m, protocol.Load)), None)
+                             if isinstance(m, protocol.LoadReport)), None)
         else:
             port = free_port()
             procs = [subprocess.Popen(config.worker_argv(i, "127.0.0.1", port), stdout=subprocess.DEVNULL,

@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from cluster import FleetError
 from cluster.sim.profiles import HARDWARE
@@ -22,6 +22,7 @@ from cluster.speculation import (
     parse_speculative_config,
 )
 from common.names import name_problem
+from common.strict import Strict
 from common.validation import MAX_SEED, file_problem, file_state, not_utf8, problems, shown_name
 
 # The bounds of a fleet file's numbers: far past any real fleet, short of what overflows the
@@ -35,10 +36,6 @@ MAX_MODEL_LEN = 10_485_760       # 10 Mi tokens: the longest context a served mo
 MAX_CPUS_PER_REPLICA = 1024.0
 MAX_STARTUP_S = 86_400.0         # a day to come up
 MAX_RESTARTS = 1000
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
 
 # The launch-script flags of vLLM before --speculative-config (removed in v0.8), as many teams'
 # scripts still have them, and the --speculative-config key each became.
@@ -109,7 +106,7 @@ class ModeSpec(SpeculativeFields):
         return self
 
 
-class SimOptions(_Strict):
+class SimOptions(Strict):
     # A built-in GPU profile, or a profile file fitted by `loadtest calibrate` (a path relative to
     # the fleet file; made absolute here so every replica's argv names the same file).
     hardware: str = "h100-sxm"
@@ -130,7 +127,7 @@ class SimOptions(_Strict):
         return str(path.resolve())
 
 
-class FleetSpec(_Strict):
+class FleetSpec(Strict):
     name: str
     description: str = ""
     engine: Literal["sim", "vllm"]
@@ -156,8 +153,8 @@ class FleetSpec(_Strict):
     # at start, within startup_timeout_s) at most this many times; 0 never restarts. Named after
     # Ray's actor option of the same meaning.
     max_restarts: Annotated[int, Field(ge=0, le=MAX_RESTARTS)] = 0
-    extra_args: list[str] = []
-    env: dict[str, str] = {}
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
     # Each response's own acceptance (vLLM's --per-request-spec-decode-metrics, 0.29+) for the
     # speculative modes: auto asks for `summary` wherever the server has the flag.
     per_request_spec_decode_metrics: Literal["auto", "none", "summary", "detailed"] = "auto"

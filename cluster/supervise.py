@@ -46,7 +46,7 @@ class Restart:
         return f"{head}; restarted ({self.n} of {limit}) as pid {self.pid}, ready again in {self.ready_s:.1f} s"
 
 
-class Replica(Protocol):
+class Supervised(Protocol):
     """What the supervisor reads of a replica (cluster.provision.Replica)."""
 
     pid: int
@@ -82,12 +82,12 @@ class Supervisor:
     def __init__(self, fleet: Restartable, on_restart: Callable[[Any, Restart], None] | None = None) -> None:
         self.fleet = fleet
         self.on_restart = on_restart
-        self._watched: list[Replica] = []
+        self._watched: list[Supervised] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def watch(self, rep: Replica) -> None:
+    def watch(self, rep: Supervised) -> None:
         """Supervise `rep` from now on (it is ready)."""
         with self._lock:
             self._watched.append(rep)
@@ -117,7 +117,7 @@ class Supervisor:
                 if code is not None:
                     self._restart(rep, code, limit)
 
-    def _restart(self, rep: Replica, code: int, limit: int) -> None:
+    def _restart(self, rep: Supervised, code: int, limit: int) -> None:
         restart = Restart(exited_at=utc_now(), exit_code=code, old_pid=rep.pid, n=len(rep.restarts) + 1)
         log.info("replica %s exited with code %s; restarting it (%d of %d)", rep.label, code, restart.n, limit)
         try:

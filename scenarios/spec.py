@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PositiveFloat,
@@ -19,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from common.strict import Strict
 from common.validation import MAX_SEED, file_problem, file_state, not_utf8, problems, shown_name
 from scenarios import ScenarioError
 from scenarios.prompts import custom_prompts
@@ -32,11 +32,7 @@ MAX_SIGMA = 10.0           # a lognormal's spread: past it the mean sits e^50 ab
 Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class _Bounded(_Strict):
+class _Bounded(Strict):
     min: Tokens = 1
     max: Tokens = 131072
 
@@ -56,7 +52,7 @@ def _resolve(path: str, info: ValidationInfo) -> str:
     return str(full)
 
 
-class Fixed(_Strict):
+class Fixed(Strict):
     dist: Literal["fixed"]
     value: Tokens
 
@@ -111,28 +107,28 @@ class Empirical(_Bounded):
 Distribution = Annotated[Fixed | Uniform | Normal | LogNormal | Empirical, Field(discriminator="dist")]
 
 
-class Slo(_Strict):
+class Slo(Strict):
     ttft_p99_ms: PositiveFloat | None = None
     tpot_p99_ms: PositiveFloat | None = None
     e2e_p99_ms: PositiveFloat | None = None
 
 
 # ---- arrival processes ------------------------------------------------------------------------
-class Poisson(_Strict):
+class Poisson(Strict):
     """Independent arrivals at `rate` per second: exponential gaps, CV 1."""
 
     process: Literal["poisson"]
     rate: PositiveFloat
 
 
-class Constant(_Strict):
+class Constant(Strict):
     """Evenly spaced arrivals at `rate` per second: CV 0."""
 
     process: Literal["constant"]
     rate: PositiveFloat
 
 
-class Gamma(_Strict):
+class Gamma(Strict):
     """Gamma-distributed gaps with mean 1/rate and coefficient of variation `cv` (>1: bursty)."""
 
     process: Literal["gamma"]
@@ -140,7 +136,7 @@ class Gamma(_Strict):
     cv: PositiveFloat
 
 
-class Ramp(_Strict):
+class Ramp(Strict):
     """Poisson arrivals whose rate moves linearly from `from` to `to` over `over` seconds, then
     stays at `to`."""
 
@@ -157,12 +153,12 @@ class Ramp(_Strict):
         return self
 
 
-class Step(_Strict):
+class Step(Strict):
     rate: Annotated[float, Field(ge=0)]
     duration: PositiveFloat
 
 
-class Steps(_Strict):
+class Steps(Strict):
     """Poisson arrivals at a piecewise-constant rate; the list of steps repeats."""
 
     process: Literal["steps"]
@@ -175,7 +171,7 @@ class Steps(_Strict):
         return self
 
 
-class Diurnal(_Strict):
+class Diurnal(Strict):
     """Poisson arrivals at mean x (1 + amplitude x sin(2 pi t / period)): a day in `period` s."""
 
     process: Literal["diurnal"]
@@ -184,7 +180,7 @@ class Diurnal(_Strict):
     period: PositiveFloat
 
 
-class OnOff(_Strict):
+class OnOff(Strict):
     """Bursts: Poisson at `rate` for `on` seconds, then silence for `off` seconds, repeating."""
 
     process: Literal["onoff"]
@@ -193,7 +189,7 @@ class OnOff(_Strict):
     off: PositiveFloat
 
 
-class Closed(_Strict):
+class Closed(Strict):
     """Closed loop: `concurrency` requests always in flight, the next sent as one finishes."""
 
     process: Literal["closed"]
@@ -205,7 +201,7 @@ Arrival = Annotated[Poisson | Constant | Gamma | Ramp | Steps | Diurnal | OnOff 
                     Field(discriminator="process")]
 
 
-class Tenant(_Strict):
+class Tenant(Strict):
     share: Annotated[float, Field(gt=0, le=1)] | None = None
     arrival: OpenArrival | None = None      # a tenant with its own arrival process takes no share
     domain: Literal["chat", "code", "sql", "summarize", "structured", "custom"]
@@ -260,7 +256,7 @@ def shares_problem(shares: list) -> str | None:
     return None
 
 
-class Scenario(_Strict):
+class Scenario(Strict):
     name: str
     description: str = ""
     requests: Annotated[int, Field(ge=1)] | None = None

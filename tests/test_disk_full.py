@@ -171,13 +171,14 @@ def test_a_master_says_what_its_workers_could_not_write(tmp_path):
     is full): the replay ends failed, saying the folder, the error and the rows on disk."""
     c, _loop, master, sink, said = _coordinator(tmp_path)
     c.start()
-    full = protocol.NotWritten("/x/requests/mode=m", "[Errno 28] No space left on device", written=2, total=5)
+    full = protocol.UnwrittenRecords("/x/requests/mode=m", "[Errno 28] No space left on device", written=2, total=5)
     c.on_message("a", protocol.WorkerDone("failed", protocol.Counts(4, 4, 0), ClientStats().take(0.0),
                                           not_written=full))
     c.on_message("b", protocol.WorkerDone("completed", protocol.Counts(5, 5, 0), ClientStats().take(0.0)))
     c.tick()
     assert not any(isinstance(m, protocol.Abandon) for _, m in master.sent) and not sink.rows
-    assert said[-2:] == [protocol.NotWritten(full.directory, full.error, 2 + 5, N), protocol.Finished("failed", 7)]
+    assert said[-2:] == [protocol.UnwrittenRecords(full.directory, full.error, 2 + 5, N),
+                         protocol.Finished("failed", 7)]
     assert said[-2].message == ("could not write records to /x/requests/mode=m: [Errno 28] No space left on device; "
                                 "7 of 10 scheduled requests were recorded, the other 3 could not be written")
     # the message crosses from the worker to the master and back, as Locust and stdout carry it

@@ -236,3 +236,28 @@ def test_the_manifest_check_finds_a_writer():
     """analysis/gate.judge_gate at fe9a3e3 set the gate in the manifest itself."""
     assert manifest_writes("def judge_gate(manifest, checks):\n    manifest.gate = 'passed'\n") == [2]
     assert manifest_writes("run.manifest.write(run_dir)\nlv.manifest.status, x = 1, 2\n") == [1, 2]
+
+
+def class_homes(paths) -> dict[str, list[str]]:
+    """Each class name defined at the top of a module -> the files that define it."""
+    homes: dict[str, list[str]] = {}
+    for path in paths:
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                homes.setdefault(node.name, []).append(str(path))
+    return homes
+
+
+def test_one_class_per_name():
+    """No two classes of the six packages share a name (the engine's `Session` and the
+    locustfile's were two classes under one name, as were the plan command's `Plan` and the
+    pre-flight's)."""
+    homes = class_homes(p for pkg in (*ROOMS, "common") for p in (ROOT / pkg).rglob("*.py"))
+    assert not {name: where for name, where in homes.items() if len(where) > 1}
+
+
+def test_the_class_check_finds_two_homes(tmp_path):
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("class Session:\n    pass\n")
+    paths = [tmp_path / "a.py", tmp_path / "b.py"]
+    assert [n for n, where in class_homes(paths).items() if len(where) > 1] == ["Session"]

@@ -25,7 +25,7 @@ TALLY = _tally.take()
 @pytest.mark.parametrize("msg", [
     protocol.Progress(total=300, sent=88, done=80, not_sent=212),
     protocol.Observed(TALLY),
-    protocol.Load(ClientLoad(0.95, 0.41, None)),
+    protocol.LoadReport(ClientLoad(0.95, 0.41, None)),
     protocol.Finished("interrupted", 300),
 ])
 def test_stdout_lines_round_trip(msg):

@@ -47,7 +47,7 @@ class Window:
 
 
 @dataclass(frozen=True)
-class Load:
+class StepLoad:
     """What the engine carried over one request's decode steps, and their mean time. Every chunk
     is one engine step of its request, so the sequence-steps inside the window are counted, not
     guessed: `decoding` is the mean number of sequences per step, `kv_tokens` their mean context,
@@ -59,7 +59,7 @@ class Load:
     prefill_tokens: float
 
 
-def loads(windows: list[Window]) -> list[Load]:
+def loads(windows: list[Window]) -> list[StepLoad]:
     """Each request's mean step time beside the mean load over its decode steps (requests with at
     least MIN_STEPS of them); every request of the replica counts towards the others' load."""
     # each request's chunk times, and the context (prompt + tokens so far) it attended to there
@@ -93,11 +93,11 @@ def loads(windows: list[Window]) -> list[Load]:
                 kv += cc[hi] - cc[lo]
         # a prefill that ended inside computed its prompt there, attending to it as it went
         prefill = float(prompt[(first > a) & (first <= b)].sum())
-        out.append(Load((b - a) / w.steps, seq_steps / w.steps, (kv + prefill) / w.steps, prefill / w.steps))
+        out.append(StepLoad((b - a) / w.steps, seq_steps / w.steps, (kv + prefill) / w.steps, prefill / w.steps))
     return out
 
 
-def _basis(dep: perf_model.Deployment, load: Load, drafted: float) -> np.ndarray:
+def _basis(dep: perf_model.Deployment, load: StepLoad, drafted: float) -> np.ndarray:
     """The step time's terms at this load: [const, per 1/compute_eff, per 1/kv_eff, per overhead]."""
     hw = dep.hardware
 
@@ -136,7 +136,7 @@ def _solve(basis: np.ndarray, y: np.ndarray, prior: dict[str, float]) -> tuple[d
     return dict(prior), list(FITTED_HARDWARE)
 
 
-def fit_hardware(dep: perf_model.Deployment, observed: list[Load], drafted: float = 1.0) -> HardwareFit:
+def fit_hardware(dep: perf_model.Deployment, observed: list[StepLoad], drafted: float = 1.0) -> HardwareFit:
     """compute_efficiency, kv_read_efficiency and step_overhead_s that best explain `observed`.
     Robust: after a first fit, requests whose step time it misses by more than 3 robust standard
     deviations (a client that fell behind, a stalled process) are left out and the fit made again."""

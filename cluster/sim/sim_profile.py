@@ -37,24 +37,24 @@ class ProfileError(ValueError):
     """A profile file that cannot be used: one line per problem, naming the key."""
 
 
-class _Strict(BaseModel):
+class _ProfileModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
 _HardwareFields = create_model(
-    "HardwareFields", __base__=_Strict,
+    "HardwareFields", __base__=_ProfileModel,
     base=(str, "h100-sxm"),
     **{name: (Annotated[float, Field(gt=0)] | None, None) for name in FITTABLE},
 )
 
 
-class _AcceptanceFields(_Strict):
+class _AcceptanceFields(_ProfileModel):
     positions: Annotated[list[Annotated[float, Field(ge=0, lt=1)]], Field(min_length=1)]
     spread: Annotated[float, Field(ge=0)] = 0.0
     match: Annotated[float, Field(ge=0, le=1)] = 1.0
 
 
-class _ProfileFile(_Strict):
+class _ProfileFile(_ProfileModel):
     hardware: _HardwareFields = _HardwareFields()  # type: ignore[valid-type]
     acceptance: dict[str, dict[str, _AcceptanceFields]] = {}
     fit: dict[str, Any] = {}

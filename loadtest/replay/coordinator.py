@@ -19,7 +19,7 @@ from contract.records import RequestRecord
 from loadtest.replay import protocol
 from loadtest.replay.dispatcher import Clock
 from loadtest.replay.shards import iter_index
-from loadtest.request.client import Clock as EpochClock
+from loadtest.request.client import EpochClock
 from loadtest.request.client_stats import ClientStats
 from loadtest.request.sink import RecordsNotWritten
 from loadtest.request.tally import Tally
@@ -98,7 +98,7 @@ class Coordinator:
     ready: set[str] | None = None
     t0: float | None = None
     finished: bool = False
-    not_written: protocol.NotWritten | None = None   # a worker's records (or ours) could not be written
+    not_written: protocol.UnwrittenRecords | None = None   # a worker's records (or ours) could not be written
     _sink: Sink | None = None
     _start_asked: bool = False                 # the test started: shards go out once the workers are ready
     _lost: int = 0                             # rows our own sink could not write (counted as recorded)
@@ -176,7 +176,7 @@ class Coordinator:
             self.finished = True
             self.close()
             self._say_observed()
-            self.say(protocol.Load(self.stats.load()))
+            self.say(protocol.LoadReport(self.stats.load()))
             self._say_unwritten(self.recorded())
             self.say(protocol.Finished("completed" if reasons == {"completed"} else sorted(reasons - {"completed"})[0],
                                        self.recorded()))
@@ -200,7 +200,8 @@ class Coordinator:
 
     def _say_unwritten(self, recorded: int) -> None:
         if self.not_written is not None:
-            self.say(protocol.NotWritten(self.not_written.directory, self.not_written.error, recorded, self.opts.rows))
+            nw = self.not_written
+            self.say(protocol.UnwrittenRecords(nw.directory, nw.error, recorded, self.opts.rows))
 
     # ---- the end -----------------------------------------------------------------------------
     def interrupted(self) -> None:
@@ -249,7 +250,7 @@ class Coordinator:
         except RecordsNotWritten as exc:
             log.error("%s; %d of the rows the master writes were lost", exc, exc.lost)
             self._lost += exc.lost
-            self.not_written = self.not_written or protocol.NotWritten(str(exc.directory), exc.error, 0, 0)
+            self.not_written = self.not_written or protocol.UnwrittenRecords(str(exc.directory), exc.error, 0, 0)
 
     # ---- lost workers ------------------------------------------------------------------------
     def _declare_lost(self, client_id: str, w: _Worker, why: str) -> None:

@@ -45,7 +45,7 @@ class ReplayEnd:
     recorded: int = 0
     client: dict | None = None
     returncode: int | None = None
-    not_written: protocol.NotWritten | None = None   # the records could not be written (a full disk)
+    not_written: protocol.UnwrittenRecords | None = None   # the records could not be written (a full disk)
     scheduled: int = 0                                # rows the replay was to record
     unrecorded: int = 0                               # ... that its records do not hold (the end's recount)
 
@@ -191,11 +191,11 @@ class LocustProcess:
             with self._lock:
                 self._ready = True
                 self._pass_on()   # the signals that came while it was starting
-        if isinstance(msg, protocol.Load):
+        if isinstance(msg, protocol.LoadReport):
             self._load = msg.load
         elif isinstance(msg, protocol.Finished):
             self.end.reason, self.end.recorded = msg.reason, msg.recorded
-        elif isinstance(msg, protocol.NotWritten):
+        elif isinstance(msg, protocol.UnwrittenRecords):
             self.end.not_written = msg
         self.on_message(msg)
 

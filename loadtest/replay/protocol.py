@@ -57,7 +57,7 @@ class Observed:
 
 
 @dataclass(frozen=True)
-class Load:
+class LoadReport:
     """How hard the client worked (ClientStats.load), said at the end: the command adds the
     records' lateness to it for the client's verdict on itself (client_stats.verdict)."""
 
@@ -74,7 +74,7 @@ class Finished:
 
 
 @dataclass(frozen=True)
-class NotWritten:
+class UnwrittenRecords:
     """The records could not be written to `directory` (the OS error in `error`, e.g. `[Errno 28]
     No space left on device`): the replay stopped; `written` rows are in complete part files, the
     rest of its scheduled requests are not recorded. Said before its Finished("failed", written)."""
@@ -106,9 +106,10 @@ class StopAsked:
     """Stop was pressed: the replays stop gracefully, the rest is recorded as not_sent."""
 
 
-Line = Ready | Progress | Observed | Load | Finished | NotWritten | StartAsked | StopAsked
-_LINES: dict[str, type] = {"ready": Ready, "progress": Progress, "observed": Observed, "load": Load,
-                           "finished": Finished, "not_written": NotWritten, "start": StartAsked, "stop": StopAsked}
+Line = Ready | Progress | Observed | LoadReport | Finished | UnwrittenRecords | StartAsked | StopAsked
+_LINES: dict[str, type] = {"ready": Ready, "progress": Progress, "observed": Observed, "load": LoadReport,
+                           "finished": Finished, "not_written": UnwrittenRecords, "start": StartAsked,
+                           "stop": StopAsked}
 
 
 def encode_line(msg: Line) -> str:
@@ -170,7 +171,7 @@ class WorkerDone:
     counts: Counts
     stats: StatsReport
     tally: TallyReport = field(default_factory=TallyReport)
-    not_written: NotWritten | None = None
+    not_written: UnwrittenRecords | None = None
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,8 @@ def parse_config(cls: type[Config], text: str) -> Config:
 
 
 # ---- shared ----------------------------------------------------------------------------------
-_NESTED = {"counts": Counts, "stats": StatsReport, "load": ClientLoad, "tally": TallyReport, "not_written": NotWritten}
+_NESTED = {"counts": Counts, "stats": StatsReport, "load": ClientLoad, "tally": TallyReport,
+           "not_written": UnwrittenRecords}
 
 
 def _name(kinds: dict[str, type], msg: object) -> str:

@@ -27,7 +27,7 @@ from loadtest.replay.options import ReplayConfig
 from loadtest.replay.shards import ShardRows, shard_size, trace_closed, trace_rows
 from loadtest.request.body import STREAM_OPTIONS as BODY_STREAM_OPTIONS
 from loadtest.request.body import request_body
-from loadtest.request.client import Clock, execute
+from loadtest.request.client import EpochClock, execute
 from loadtest.request.client_stats import ClientStats, cpu_seconds
 from loadtest.request.retry import RetryPolicy
 from loadtest.request.sink import ParquetSink, RecordsNotWritten
@@ -91,7 +91,7 @@ class ShardReplay:
         key = os.environ.get(opts.api_key_env)
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
                         **({"Authorization": f"Bearer {key}"} if key else {})}
-        self.clock = Clock.now()
+        self.clock = EpochClock.now()
         self.retry = RetryPolicy(opts.retry_after == "honour", opts.max_retries)
         self.stats = ClientStats()
         # per tenant, what reached the records' parts: the one live statistic, shipped to the command
@@ -112,7 +112,7 @@ class ShardReplay:
         `start_delay` from now)."""
         self.worker_id = worker_id
         self.shard_size = shard_size(self.total_rows, index, count, self.opts.first_row)
-        self.clock = Clock.now()
+        self.clock = EpochClock.now()
         t0 = self.clock.mono + (self.opts.start_delay_s if t0_epoch is None else t0_epoch - time.time())
         t0 -= self.opts.resume_at_s  # a resumed soak goes on from where it was
         cap = self.opts.max_inflight
@@ -160,10 +160,10 @@ class ShardReplay:
             return "failed"
         return self.dispatcher.end_reason if self.dispatcher else None
 
-    def unwritten(self) -> protocol.NotWritten | None:
+    def unwritten(self) -> protocol.UnwrittenRecords | None:
         """What the command (or the master) is told when the records could not all be written."""
         nw = self.not_written
-        return nw and protocol.NotWritten(str(nw.directory), nw.error, self.on_disk, self.shard_size)
+        return nw and protocol.UnwrittenRecords(str(nw.directory), nw.error, self.on_disk, self.shard_size)
 
     @property
     def on_disk(self) -> int:
@@ -280,7 +280,7 @@ def tell_command(say: Callable[[protocol.Line], None]) -> Callable[[ShardReplay,
             say(protocol.Observed(tally))
         say(replay.progress())
         if final:
-            say(protocol.Load(replay.stats.load()))
+            say(protocol.LoadReport(replay.stats.load()))
             if (unwritten := replay.unwritten()) is not None:
                 say(unwritten)
             say(protocol.Finished(replay.end_reason or "failed", replay.on_disk))

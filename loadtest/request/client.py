@@ -24,14 +24,14 @@ RECORD = RetryPolicy()   # the default: a 429 or 503 is recorded as it came
 
 
 @dataclass(frozen=True)
-class Clock:
+class EpochClock:
     """Maps the monotonic clock used for every duration to epoch nanoseconds."""
 
     epoch_ns: int
     mono: float
 
     @classmethod
-    def now(cls) -> Clock:
+    def now(cls) -> EpochClock:
         return cls(time.time_ns(), time.perf_counter())
 
     def to_ns(self, mono: float) -> int:
@@ -47,7 +47,7 @@ def _drop_connection(resp) -> None:
 
 
 def execute(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str], timeout_s: float,
-            rec: RequestRecord, scheduled: float, clock: Clock, cut_by_deadline: bool = False,
+            rec: RequestRecord, scheduled: float, clock: EpochClock, cut_by_deadline: bool = False,
             retry: RetryPolicy = RECORD) -> None:
     """Send the request now and fill `rec` with what happened. `scheduled` is the monotonic time
     it was due; `cut_by_deadline`: `timeout_s` is what is left of the run's --deadline (a timeout
@@ -198,7 +198,7 @@ def _ended(m: StreamMeasurement, how: str) -> StreamError:
     return StreamError("incomplete_stream", f"{how} before data: [DONE]")
 
 
-def _fill(rec: RequestRecord, m: StreamMeasurement, scheduled: float, clock: Clock) -> None:
+def _fill(rec: RequestRecord, m: StreamMeasurement, scheduled: float, clock: EpochClock) -> None:
     rec.prompt_tokens = m.prompt_tokens
     rec.completion_tokens = m.completion_tokens
     rec.finish_reason = m.finish_reason
