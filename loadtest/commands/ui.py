@@ -9,7 +9,6 @@ the run's exit code (0 before any Start).
 
 from __future__ import annotations
 
-import errno
 import shutil
 import signal
 import tempfile
@@ -18,13 +17,13 @@ from pathlib import Path
 from cluster import FleetError
 from common import exits
 from common.exits import print_error
-from common.login import bind_error, is_loopback, login_problem
+from common.login import is_loopback, login_problem
 from loadtest.commands.console import new_console
 from loadtest.commands.replaying import show_concluded, show_start
 from loadtest.engine.inputs import OutError, choose_fleet, prepare_trace
 from loadtest.live.board import Board, BoardServer
 from loadtest.live.metrics_server import MetricsError, MetricsServer, hostport
-from loadtest.live.web import WebSession, WebViews
+from loadtest.live.web import WebSession, WebViews, listen_problem
 from loadtest.options.replaying import UIOptions
 from loadtest.replay.front_process import FrontProcess
 from scenarios import ScenarioError
@@ -32,20 +31,10 @@ from scenarios import ScenarioError
 PROG = "loadtest ui"
 
 
-def _listen_problem(host: str, port: int) -> str | None:
-    """Why the web UI could not listen on host:port (None if it can)."""
-    exc = bind_error(host, port)
-    if exc is None:
-        return None
-    if exc.errno == errno.EADDRINUSE:
-        return f"{host}:{port} is in use; pick another --web-port"
-    return f"cannot listen on {host}:{port} ({exc.strerror or exc}); check --web-host"
-
-
 def main(args: UIOptions) -> int:
     console = new_console()
     try:  # everything the form does not choose, before the web UI opens
-        problem = login_problem(args.web_host, "the web UI") or _listen_problem(args.web_host, args.web_port)
+        problem = login_problem(args.web_host, "the web UI") or listen_problem(args.web_host, args.web_port)
         if problem:
             raise FleetError(problem)
         prepare_trace(args.trace, args.gate.slo_gate)   # the form's default builds (the files first, then the servers)

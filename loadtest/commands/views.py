@@ -1,8 +1,10 @@
-"""What the replaying commands print once a run is analysed: its tables (a view of the long
-summary, analysis.run_analysis), the warnings a reader must see, each mode's errors, and why a
-gate failed."""
+"""What the commands print of what the engine and the analysis found: a run's tables (a view of
+the long summary, analysis.run_analysis), the warnings a reader must see, each mode's errors, why
+a gate failed, a comparison, runs of one trace together, and a calibration's fit."""
 
 from __future__ import annotations
+
+import math
 
 from rich.console import Console
 from rich.table import Table
@@ -15,6 +17,7 @@ from analysis.slo import MISSED
 from analysis.stats import MIN_BOOTSTRAP_PAIRS
 from analysis.summary import too_few_rule
 from analysis.table import mode_table, repeats_table, slo_table, tenant_table
+from cluster.sim.fitting import FITTED_HARDWARE
 from common import exits
 
 
@@ -111,3 +114,36 @@ def show_compare(console: Console, title: str, changes: list[Change], gate: Comp
     elif gate.verdict == "passed":
         console.print(f"no metric regressed beyond {limit:.0%} with significance "
                       f"({gate.judged} of {gate.figures} judged)")
+
+
+def show_calibration(console: Console, prior, hw_fit, acc_report) -> None:
+    """A calibration's fit: each hardware constant before and after, and acceptance per method and domain."""
+    # the fit's one sentence is never broken by a narrow terminal (a log, CI): a reader greps it
+    console.print(f"Hardware: fitted to {hw_fit.requests} baseline requests "
+                  f"(mean step time, RMS residual {hw_fit.residual_pct:.1f}%)", soft_wrap=True)
+    t = Table()
+    for col in ("constant", "prior", "fitted", "ratio"):
+        t.add_column(col, justify="left" if col == "constant" else "right")
+    for name in FITTED_HARDWARE:
+        before, after = getattr(prior, name), hw_fit.values[name]
+        held = name in hw_fit.held
+        t.add_row(name, f"{before:.4g}", "held" if held else f"{after:.4g}",
+                  "-" if held or not math.isfinite(after) else f"{after / before:.3f}")
+    console.print(t)
+    if not acc_report:
+        return
+    console.print("Acceptance per method and domain (tokens per decode step: measured, and the fitted profile's)",
+                  soft_wrap=True)
+    a = Table()
+    for col in ("mode", "domain", "requests", "per position", "spread", "match", "measured", "profile", "diff"):
+        a.add_column(col, justify="left" if col in ("mode", "domain", "per position") else "right")
+    for mode, domain, fit in acc_report:
+        if isinstance(fit, str):
+            a.add_row(mode, domain, "-", fit, "", "", "", "", "")
+            continue
+        acc = fit.acceptance
+        diff = (fit.modelled_tokens_per_step - fit.tokens_per_step) / fit.tokens_per_step
+        a.add_row(mode, domain, str(fit.requests), " ".join(f"{p:.2f}" for p in acc.positions), f"{acc.spread:.2f}",
+                  f"{acc.match:.2f}", f"{fit.tokens_per_step:.2f}", f"{fit.modelled_tokens_per_step:.2f}",
+                  f"{diff:+.1%}")
+    console.print(a)

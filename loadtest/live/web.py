@@ -7,6 +7,7 @@ shows goes through the command's views (`WebViews`), so nothing here imports the
 
 from __future__ import annotations
 
+import errno
 import queue
 import shutil
 import signal
@@ -20,6 +21,7 @@ from rich.console import Console
 from cluster import FleetError
 from common import exits
 from common.exits import print_error
+from common.login import bind_error
 from contract.manifest import Manifest
 from loadtest.engine.conclude import Concluded, conclude
 from loadtest.engine.events import CannotObserve, Observers
@@ -38,6 +40,16 @@ from scenarios import ScenarioError
 from scenarios.spec import builtin_names
 
 PROG = "loadtest ui"
+
+
+def listen_problem(host: str, port: int) -> str | None:
+    """Why the web UI could not listen on host:port (None if it can)."""
+    exc = bind_error(host, port)
+    if exc is None:
+        return None
+    if exc.errno == errno.EADDRINUSE:
+        return f"{host}:{port} is in use; pick another --web-port"
+    return f"cannot listen on {host}:{port} ({exc.strerror or exc}); check --web-host"
 
 
 @dataclass(frozen=True)
