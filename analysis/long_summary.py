@@ -50,7 +50,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.cells import ALL, WORKERS, Cells, cell_stats, cells_of, codes, rows_where
+from analysis.cells import ALL, WORKERS, Cells, cells_of, codes, finite_cell_stats, gather, rows_where
 from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
 from analysis.stats import (
@@ -76,6 +76,10 @@ SPEC_COLUMNS = ("spec_steps", "spec_draft_tokens", "spec_accepted_tokens", "spec
 # it never reads: reading every scalar column took twice as long (bench/analysis.py, 10M rows).
 SUMMARY_COLUMNS = ["mode", "tenant", "request_id", "status", "error_kind", "scheduled_ns", "sent_ns", "last_token_ns",
                    "offset_s", *LATENCIES, "lateness_ms", "n_chunks", "completion_tokens", *SPEC_COLUMNS]
+# Of those, what the per-request figures read (`_request_rows`: counts, percentiles, times, rates;
+# the SLO columns too where a table has them): not the ids (the paired speedups) nor the per-request
+# acceptance (SPEC_COLUMNS)
+REQUEST_COLUMNS = [c for c in SUMMARY_COLUMNS if c != "request_id" and c not in SPEC_COLUMNS]
 
 LONG_SCHEMA = pa.schema([
     pa.field("run_id", pa.string()), pa.field("mode", pa.string()), pa.field("tenant", pa.string()),
@@ -99,11 +103,11 @@ def _kind_groups(table: pa.Table) -> tuple[np.ndarray, list[str], pa.Table]:
     one record (status, error_kind) of each group, in group order, so whatever is a function of
     a record's status and kind is computed once a group."""
     status, kind = table["status"], table["error_kind"]
-    group = codes(status, list(STATUSES)).astype(np.int64)
+    group = codes(status, list(STATUSES))      # our own array: a few rows are given kinds below
     odd = pc.unique(status.take(np.flatnonzero(group < 0))).to_pylist()
     statuses = [*STATUSES, *sorted(s for s in odd if s is not None)]
     if len(statuses) > len(STATUSES):
-        group = codes(status, statuses).astype(np.int64)
+        group = codes(status, statuses)
     with_kind = np.flatnonzero(pc.is_valid(kind).to_numpy(zero_copy_only=False))
     kinds = pc.binary_join_element_wise(status.take(with_kind), kind.take(with_kind), "/")
     names = sorted(k for k in pc.unique(kinds).to_pylist() if k is not None)
@@ -122,10 +126,11 @@ def _by_group(per_group: np.ndarray, group_to: np.ndarray, n: int) -> np.ndarray
     return np.bincount(group_to[keep], weights=per_group[keep], minlength=n)
 
 
-def _count_rows(rows: Rows, table: pa.Table, cells: Cells) -> dict[Cell, np.ndarray]:
+def _count_rows(table: pa.Table, cells: Cells) -> tuple[Rows, dict[Cell, np.ndarray]]:
     """Requests by status, by outcome (what the gate counts: contract.records.outcomes) and by
-    `status/error_kind`, per cell, from one count of the rows by group (`_kind_groups`); the
+    `status/error_kind`, per cell, from one count of the rows by group (`_kind_groups`); and the
     counts by status, per cell."""
+    rows: Rows = {}
     group, names, groups = _kind_groups(table)
     per_group = cells.counts(group, groups.num_rows)
     status_of = codes(groups["status"], list(STATUSES))
@@ -142,7 +147,20 @@ def _count_rows(rows: Rows, table: pa.Table, cells: Cells) -> dict[Cell, np.ndar
         for name, count in zip(names, n[groups.num_rows - len(names):], strict=True):
             if count:
                 _add(rows, cell, "requests", name, count)
-    return by_status
+    return rows, by_status
+
+
+# How `gather` makes numpy of a stretch of a column: as it is, a null as 0 (epoch ns), or which rows hold a value
+def _numpy(col: pa.ChunkedArray) -> np.ndarray:
+    return col.to_numpy()
+
+
+def _zero_if_null(col: pa.ChunkedArray) -> np.ndarray:
+    return pc.fill_null(col, 0).to_numpy()
+
+
+def _valid(col: pa.ChunkedArray) -> np.ndarray:
+    return pc.is_valid(col).to_numpy(zero_copy_only=False)
 
 
 def _time_rows(table: pa.Table, cells: Cells, ok: np.ndarray) -> tuple[Rows, dict[str, tuple[int, int] | None],
@@ -152,16 +170,13 @@ def _time_rows(table: pa.Table, cells: Cells, ok: np.ndarray) -> tuple[Rows, dic
     send (None: nothing sent), and each cell's makespan in seconds. A mode's rows are gathered
     at a time, in cell order: its tenants' are slices of them."""
     rows: Rows = {}
-    last_ns = pc.fill_null(table["last_token_ns"], 0).to_numpy()
-    arrivals = table["scheduled_ns"].to_numpy()
-    sent = pc.is_valid(table["sent_ns"]).to_numpy(zero_copy_only=False)     # a never-sent row is no arrival
-    sent_ns = pc.fill_null(table["sent_ns"], 0).to_numpy()
-    offsets = table["offset_s"].to_numpy()
     sends, makespan = {}, {}
     for mode, tenant, s in cells.cells():
         if tenant == ALL:       # the mode's rows, gathered once: its tenants' are slices of them
             mine, start = cells.order[s], s.start
-            ok_m, sent_m, arrivals_m, last_m = ok[mine], sent[mine], arrivals[mine], last_ns[mine]
+            ok_m, sent_m = ok[mine], gather(table["sent_ns"], mine, _valid)   # a never-sent row is no arrival
+            arrivals_m = gather(table["scheduled_ns"], mine, _numpy)
+            last_m = gather(table["last_token_ns"], mine, _zero_if_null)
             done = np.where(ok_m, last_m, -1)
         cut = slice(s.start - start, s.stop - start)
         # seconds from the first send to the last completion: completions over it follow the
@@ -177,8 +192,9 @@ def _time_rows(table: pa.Table, cells: Cells, ok: np.ndarray) -> tuple[Rows, dic
         ends, starts = done[both], arrivals_m[both]
         for stat, count in in_flight(starts, done[done >= 0]).items():
             _add(rows, (mode, ALL), "in_flight", stat, count)
-        _add(rows, (mode, ALL), "in_flight", "peak", peak_in_flight(sent_ns[mine[ok_m]], last_m[ok_m]))
-        offsets_m = offsets[mine]
+        _add(rows, (mode, ALL), "in_flight", "peak",
+             peak_in_flight(gather(table["sent_ns"], mine[ok_m], _zero_if_null), last_m[ok_m]))
+        offsets_m = gather(table["offset_s"], mine, _numpy)
         span = float(offsets_m.max() - offsets_m.min()) if len(offsets_m) else 0.0
         _add(rows, (mode, ALL), "arrival_span_s", "length", span)
         _add(rows, (mode, ALL), "offered_req_per_s", "trace", len(offsets_m) / span if span > 0 else math.nan)
@@ -199,18 +215,26 @@ def _time_rows(table: pa.Table, cells: Cells, ok: np.ndarray) -> tuple[Rows, dic
 
 
 def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> None:
-    """Counts, latency percentiles, rates and goodput: each column's values gathered a mode at a
-    time, in cell order (the latencies' of the requests that succeeded only); the times' figures
-    (`_time_rows`) in a thread beside the percentiles' (numpy's gathers and partitions release
-    the GIL)."""
-    by_status = _count_rows(rows, table, cells)
+    """Counts, latency percentiles, rates and goodput. The counts, the times' figures
+    (`_time_rows`) and each column's percentiles (its values gathered a mode at a time, in cell
+    order: the latencies' of the requests that succeeded only) in threads: numpy's gathers and
+    partitions release the GIL."""
     ok_rows, all_rows = rows_where(cells, ok), (cells.order, cells.bounds)
-    columns = {m: (lambda m=m: floats(table[m]), ok_rows) for m in LATENCIES}   # made in the threads
-    columns["lateness_ms"] = (lambda: floats(table["lateness_ms"]), all_rows)
-    with ThreadPoolExecutor(1) as beside:
-        times = beside.submit(_time_rows, table, cells, ok)
-        for metric, by_cell in cell_stats(cells, columns, percentiles_of_own).items():
-            for cell, stats in by_cell.items():
+    columns = {**{m: ok_rows for m in LATENCIES}, "lateness_ms": all_rows}
+
+    def percentiles(metric: str) -> dict[Cell, dict[str, tuple]]:
+        return finite_cell_stats(cells, lambda rows: gather(table[metric], rows, floats), columns[metric],
+                                 percentiles_of_own)
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        times = pool.submit(_time_rows, table, cells, ok)        # the longest first
+        counted = pool.submit(_count_rows, table, cells)
+        by_metric = {metric: pool.submit(percentiles, metric) for metric in columns}
+        count_rows, by_status = counted.result()
+        for cell, items in count_rows.items():
+            rows.setdefault(cell, []).extend(items)
+        for metric, by_cell in by_metric.items():
+            for cell, stats in by_cell.result().items():
                 for stat, (value, low, high) in stats.items():
                     _add(rows, cell, metric, stat, value, low, high)
         time_rows, sends, makespan = times.result()
@@ -257,18 +281,15 @@ def _done_sums(table: pa.Table, cells: Cells, ok: np.ndarray, ok_rows: tuple[np.
     many of those met their SLOs (`steady_met`). A mode's successes at a time; counts are
     integers, summed exactly (a column of floats: numpy's sum of each cell's)."""
     order, bounds = ok_rows
-    completion = count_column(table["completion_tokens"])   # a reply without usage counts no tokens
-    n_chunks = count_column(table["n_chunks"])
-    last_ns = pc.fill_null(table["last_token_ns"], 0).to_numpy()
     t, n_cells = len(cells.tenants), len(bounds) - 1
     names = ["tokens", "chunks", "steady", "steady_tokens", *(["steady_met"] if meets is not None else [])]
     per = {name: np.zeros(n_cells) for name in names}
     for m, mode in enumerate(cells.modes):
         cut = slice(m * t, m * t + t)
         mine, ends = order[bounds[m * t]:bounds[m * t + t]], bounds[m * t:m * t + t + 1] - bounds[m * t]
-        tokens = completion[mine]
-        steady = in_window(last_ns[mine], ok[mine], windows.get(mode))
-        values = {"tokens": tokens, "chunks": n_chunks[mine], "steady": steady,
+        tokens = gather(table["completion_tokens"], mine, count_column)   # a reply without usage counts no tokens
+        steady = in_window(gather(table["last_token_ns"], mine, _zero_if_null), ok[mine], windows.get(mode))
+        values = {"tokens": tokens, "chunks": gather(table["n_chunks"], mine, count_column), "steady": steady,
                   "steady_tokens": np.where(steady, tokens, 0)}
         if meets is not None:
             values["steady_met"] = meets[mine] & steady

@@ -92,8 +92,9 @@ def our_engine(data: Path, part: str) -> dict:
     rows: ls.Rows = {}
     t0 = time.perf_counter()
     if part == "requests":
-        # what `loadtest run`'s summary reads of a run (analysis.run_analysis), less the ids, read apart below
-        table = read_requests(data, columns=[c for c in ls.SUMMARY_COLUMNS if c != "request_id"])
+        # the columns the per-request figures read (of those `loadtest run`'s summary reads, less the
+        # ids, read apart below, and the per-request acceptance counts, which neither engine sums here)
+        table = read_requests(data, columns=ls.REQUEST_COLUMNS)
         seconds["read"] = time.perf_counter() - t0
         t = time.perf_counter()
         cells = cells_of(table, list(MODES))
