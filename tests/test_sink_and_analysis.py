@@ -12,6 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from gevent import GreenletExit
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from analysis.gate import error_checks
@@ -166,6 +168,19 @@ def test_peak_in_flight_against_a_brute_force_count():
     sent = rng.integers(0, 10_000, size=300)
     end = sent + rng.integers(1, 2_000, size=300)
     brute = max(int(((sent <= t) & (end > t)).sum()) for t in np.unique(np.concatenate([sent, end])))
+    assert peak_in_flight(sent, end) == brute
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2_000), st.integers(0, 300)), min_size=1, max_size=200),
+       st.sampled_from([1, 1_000, 10**9]))
+def test_peak_in_flight_by_buckets_is_the_exact_count(intervals, scale):
+    """The bucketed count is the exact one whatever the spread: many sends in one bucket, an end
+    and a send at one instant (the end first), zero-length intervals, times far apart."""
+    sent = np.array([a for a, _ in intervals], dtype=np.int64) * scale
+    end = sent + np.array([d for _, d in intervals], dtype=np.int64) * scale
+    times = np.unique(np.concatenate([sent, end]))
+    brute = max(int(((sent <= t) & (end > t)).sum()) for t in times)
     assert peak_in_flight(sent, end) == brute
 
 
