@@ -12,7 +12,7 @@ from geventhttpclient.client import HTTPClientPool
 from geventhttpclient.url import URL
 
 from contract.records import RequestRecord
-from loadtest.request.client import Clock, execute
+from loadtest.request.client import EpochClock, execute
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 END = b"0\r\n\r\n"
@@ -61,7 +61,7 @@ def replay_one(base: str) -> RequestRecord:
                         offset_s=0.0, status="not_sent")
     pool = HTTPClientPool(concurrency=1, network_timeout=5, connection_timeout=5)
     url = URL(f"{base}/v1/completions")
-    clock = Clock.now()
+    clock = EpochClock.now()
     try:
         execute(pool, url, b"{}", {"Content-Type": "application/json"}, 5.0, rec, time.perf_counter(), clock)
     finally:
@@ -108,7 +108,7 @@ def test_a_request_stopped_while_it_waits_out_retry_after_is_interrupted():
     pool = HTTPClientPool(concurrency=1, network_timeout=5, connection_timeout=5)
     try:
         g = gevent.spawn(execute, pool, URL(f"{base}/v1/completions"), b"{}", {}, 60.0, rec, time.perf_counter(),
-                         Clock.now(), retry=RetryPolicy(honour=True))
+                         EpochClock.now(), retry=RetryPolicy(honour=True))
         gevent.sleep(0.5)
         assert not g.dead and rec.http_status == 429   # waiting its 30 s
         g.kill()
