@@ -9,6 +9,7 @@ production, a fake fleet in the tests, the offline simulator for a plan.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -233,10 +234,9 @@ class ModeCapacity:
     probes: list[dict] = field(default_factory=list)   # capacity.parquet's rows (probe_row), in the order probed
 
 
-def capacity_markdown(results: dict[str, ModeCapacity], gpus: int, precision: float, repeats: int,
-           probe_s: float, simulated: str | None = None) -> tuple[str, Decision]:
-    """report.md's text, headed by where its numbers come from when that is the simulator
-    (`simulated`) and by the search's decision, and the decision."""
+def capacity_rows(results: dict[str, ModeCapacity]) -> list[CapacityRow]:
+    """Each mode's line of the measured capacity table: its search, the goodput at the rate found
+    (the mean of its passing probes there) and what failed just above it."""
     rows = []
     for mode, r in results.items():
         f = r.found
@@ -250,6 +250,14 @@ def capacity_markdown(results: dict[str, ModeCapacity], gpus: int, precision: fl
                                 sum(p["goodput_over_arrivals_req_per_s"] for p in at) / len(at) if at else None,
                                 unjudged=sum(not p["judged"] for p in r.probes),
                                 fewest=min((p["fewest_tenant_requests"] for p in r.probes), default=None)))
+    return rows
+
+
+def capacity_markdown(results: dict[str, ModeCapacity], gpus: int, precision: float, repeats: int,
+           probe_s: float, simulated: str | None = None) -> tuple[str, Decision]:
+    """report.md's text, headed by where its numbers come from when that is the simulator
+    (`simulated`) and by the search's decision, and the decision."""
+    rows = capacity_rows(results)
     table, decision = capacity_table(rows, gpus, with_goodput=True, raise_with="--max-rate")
     return "\n".join([
         "# Capacity: the highest offered rate within every tenant's SLOs (measured)", "",
@@ -281,3 +289,83 @@ def plan_capacity_markdown(rows: list[CapacityRow], gpus: int, precision: float,
         f"`loadtest capacity` probes {probe_s:g} s of arrivals instead (rate x {probe_s:g} requests), so at "
         "another rate its p99s are of other sample sizes and of a longer or shorter burst, and its figure can "
         f"differ: for like with like, plan with `--requests` near the rate found x {probe_s:g}.", ""])
+
+
+@dataclass(frozen=True)
+class PeakFleet:
+    """What one mode needs to serve a peak load within every SLO, from the capacity its search
+    found on a fleet of `replicas` replicas (each on `gpus_per_replica` GPUs), taken to add up
+    replica by replica (a balancer spreading the load evenly)."""
+
+    mode: str
+    per_replica: float | None    # req/s one replica held (None: no rate met the SLOs)
+    replicas: int | None         # replicas the peak needs (None: unknown)
+    gpus: int | None
+    at_most: bool = False        # the capacity was the top of its search: the peak needs at most this many
+
+
+def peak_fleets(rows: list[CapacityRow], peak: float, replicas: int, gpus_per_replica: int) -> list[PeakFleet]:
+    """Per mode, the replicas and GPUs that serve `peak` req/s: the peak over the rate one replica
+    held (its search's rate over the `replicas` it ran on), rounded up."""
+    out = []
+    for r in rows:
+        f = r.found
+        if f is None or f.rate is None or f.rate <= 0:
+            out.append(PeakFleet(r.mode, None, None, None))
+            continue
+        per_replica = f.rate / replicas
+        if not math.isfinite(peak / per_replica):   # a replica that held next to nothing: no count to give
+            out.append(PeakFleet(r.mode, per_replica, None, None))
+            continue
+        needed = max(1, math.ceil(peak / per_replica - 1e-9))
+        out.append(PeakFleet(r.mode, per_replica, needed, needed * gpus_per_replica, at_most=f.failed_at is None))
+    return out
+
+
+def peak_choice(fleets: list[PeakFleet], peak: float) -> str:
+    """The mode to choose at the peak, first: the fewest GPUs that hold every SLO, then what each
+    other mode needs; a tie or an upper bound in the way is said, not decided."""
+    known = [f for f in fleets if f.gpus is not None]
+    if not known:
+        return (f"at a peak of {peak:,.2f} req/s: no mode met every tenant's SLOs at any rate probed, so no fleet "
+                "holds it")
+
+    def needs(f: PeakFleet) -> str:
+        return f"{f.mode} {'at most ' if f.at_most else ''}{f.gpus:,} GPUs ({f.replicas:,} replicas)"
+
+    fewest = min(f.gpus for f in known if f.gpus is not None)
+    best = [f for f in known if f.gpus == fewest]
+    others = "; ".join(needs(f) for f in known if f not in best)
+    rest = f"; {others}" if others else ""
+    if any(f.mode == BASELINE for f in best):   # no mode saves a GPU over the baseline at this peak
+        tied = [f.mode for f in best if f.mode != BASELINE]
+        return (f"at a peak of {peak:,.2f} req/s no mode needs fewer GPUs than the baseline: {BASELINE} "
+                f"{fewest:,} GPUs" + (f", as {', '.join(tied)}" if tied else "") + rest)
+    if len(best) > 1:
+        return (f"at a peak of {peak:,.2f} req/s: no choice between {', '.join(f.mode for f in best)}, "
+                f"{fewest:,} GPUs each{rest}")
+    f = best[0]
+    beaten = [o for o in known if o is not f and o.at_most]   # another mode's count is only an upper bound
+    caveat = (f" ({', '.join(o.mode for o in beaten)} reached the top of its search: it may need fewer; raise the "
+              "search's top)") if beaten else ""
+    return f"at a peak of {peak:,.2f} req/s choose {f.mode}: {needs(f)}{rest}{caveat}"
+
+
+def peak_markdown(fleets: list[PeakFleet], peak: float, replicas: int, gpus_per_replica: int) -> str:
+    """report.md's section: the fleet each mode needs at the peak, headed by the choice."""
+    lines = [f"## The fleet for a peak of {peak:,.2f} req/s", "", f"**{peak_choice(fleets, peak)}.**", "",
+             f"Per mode: the rate one replica held within every SLO (the capacity found on {replicas} replica(s) a "
+             f"mode, over {replicas}), the replicas the peak needs (the peak over it, rounded up) and their GPUs "
+             f"({gpus_per_replica} a replica). Replicas are taken to add up evenly behind a balancer; a capacity at "
+             "the top of its search makes the count an upper bound (`at most`). Energy per million output tokens: "
+             "not measured yet (GPU telemetry, issue 42).", "",
+             "| mode | req/s per replica | replicas | GPUs |", "|---|---:|---:|---:|"]
+    for f in fleets:
+        if f.per_replica is None or f.replicas is None or f.gpus is None:
+            held = "-" if f.per_replica is None else f"{f.per_replica:,.2f}"
+            lines.append(f"| {f.mode} | {held} | - | - |")
+            continue
+        bound = "<= " if f.at_most else ""
+        lines.append(f"| {f.mode} | {'>= ' if f.at_most else ''}{f.per_replica:,.2f} | {bound}{f.replicas:,} | "
+                     f"{bound}{f.gpus:,} |")
+    return "\n".join(lines) + "\n"

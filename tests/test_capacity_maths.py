@@ -8,7 +8,17 @@ import math
 import numpy as np
 import pytest
 
-from analysis.capacity import Capacity, CapacityRow, Probe, capacity_table, decide_capacity, search_capacity
+from analysis.capacity import (
+    Capacity,
+    CapacityRow,
+    Probe,
+    capacity_table,
+    decide_capacity,
+    peak_choice,
+    peak_fleets,
+    peak_markdown,
+    search_capacity,
+)
 from analysis.crossover import BEYOND, CROSSES, NEVER_PAYS, crossover
 from analysis.stats import Ratio
 
@@ -140,3 +150,39 @@ def test_one_table_renders_the_measured_search_and_the_models():
     assert model[0] == "| mode | max req/s | per GPU | binding SLOs | search |"
     assert model[1] == "|---|---:|---:|---|---|"
     assert model[2] == "| eagle | 4.00 | 1.000 | chat (ttft p99 210 > 200 ms) | bisected to 5% (3 probes) |"
+
+
+def _row(mode: str, rate: float | None, failed_at: float | None) -> CapacityRow:
+    return CapacityRow(mode, Capacity(rate, failed_at, reason="bracket within 10%"))
+
+
+def test_the_fleet_for_a_peak_is_the_peak_over_a_replicas_capacity_rounded_up():
+    """A capacity found on 2 replicas a mode (TP4 each): per replica half of it; 20 req/s of peak
+    over it, rounded up, in replicas, and 4 GPUs each; the fewest GPUs chosen; a capacity at the
+    top of its search an upper bound; a mode that met no rate needs an unknown fleet."""
+    rows = [_row("baseline", 4.0, 4.4), _row("eagle", 7.2, 7.9), _row("ngram", 6.0, None), _row("draft", None, 1.0)]
+    fleets = peak_fleets(rows, 20.0, replicas=2, gpus_per_replica=4)
+    assert [(f.mode, f.per_replica, f.replicas, f.gpus, f.at_most) for f in fleets] == [
+        ("baseline", 2.0, 10, 40, False),     # 20 / 2.0 = 10 replicas exactly
+        ("eagle", 3.6, 6, 24, False),         # 20 / 3.6 = 5.6 -> 6
+        ("ngram", 3.0, 7, 28, True),          # 20 / 3.0 = 6.7 -> 7, at most: ngram never failed
+        ("draft", None, None, None, False)]
+    choice = peak_choice(fleets, 20.0)
+    assert choice.startswith("at a peak of 20.00 req/s choose eagle: eagle 24 GPUs (6 replicas); baseline 40 GPUs "
+                             "(10 replicas); ngram at most 28 GPUs (7 replicas)"), choice
+    assert "ngram reached the top of its search: it may need fewer" in choice
+    table = peak_markdown(fleets, 20.0, 2, 4)
+    assert "| eagle | 3.60 | 6 | 24 |" in table and "| ngram | >= 3.00 | <= 7 | <= 28 |" in table
+    assert "| draft | - | - | - |" in table
+
+
+def test_a_tie_at_the_peak_is_not_decided_and_no_capacity_is_no_fleet():
+    tie = peak_fleets([_row("eagle", 4.0, 5.0), _row("ngram", 4.0, 5.0)], 3.0, replicas=1, gpus_per_replica=1)
+    assert peak_choice(tie, 3.0) == "at a peak of 3.00 req/s: no choice between eagle, ngram, 1 GPUs each"
+    # eagle holds more per replica, but at this peak the replicas round to the baseline's count
+    even = peak_fleets([_row("baseline", 4.16, 4.6), _row("eagle", 4.8, 5.3), _row("draft", 3.52, 3.9)], 20.0,
+                       replicas=1, gpus_per_replica=4)
+    assert peak_choice(even, 20.0) == ("at a peak of 20.00 req/s no mode needs fewer GPUs than the baseline: "
+                                       "baseline 20 GPUs, as eagle; draft 24 GPUs (6 replicas)")
+    none = peak_fleets([_row("baseline", None, 1.0)], 3.0, replicas=1, gpus_per_replica=1)
+    assert "no mode met every tenant's SLOs at any rate probed" in peak_choice(none, 3.0)

@@ -3,6 +3,9 @@ folders the analysis reads, with the curves, saturation and crossovers in its re
 
 from __future__ import annotations
 
+import math
+import re
+
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -76,8 +79,8 @@ def test_plan_refuses_bad_levels_and_unknown_hardware_in_one_line(tmp_path):
 def test_the_planned_capacity_names_the_binding_tenant_and_repeats_exactly(tmp_path):
     answers = []
     for run_id in ("c1", "c2"):
-        out = cli("plan", "--capacity", "--modes", "baseline,eagle", "--rate-scale", "1", "--requests", "60",
-                  "--out", str(tmp_path), "--run-id", run_id)
+        out = cli("plan", "--capacity", "--peak", "10", "--modes", "baseline,eagle", "--rate-scale", "1",
+                  "--requests", "60", "--out", str(tmp_path), "--run-id", run_id)
         assert out.returncode == 0, out.stdout + out.stderr
         report = (tmp_path / run_id / "report.md").read_text()
         assert "## Capacity: the highest offered rate within every tenant's SLOs" in report
@@ -91,6 +94,14 @@ def test_the_planned_capacity_names_the_binding_tenant_and_repeats_exactly(tmp_p
             best = max((p["rate"] for p in mine if p["passed"]), default=None)
             worst = min((p["rate"] for p in mine if not p["passed"]), default=None)
             assert best is not None and (worst is None or best < worst), mine
+            # --peak 10: the replicas are 10 req/s over the rate one replica held (local-sim: 1 replica
+            # of TP4 a mode), rounded up, each on 4 GPUs, as the capacity table above says it
+            held = re.search(rf"^\| {mode} \| (>= )?([\d,.]+) \|", report.split("## The fleet")[0], re.M)
+            replicas = math.ceil(10 / float(held.group(2).replace(",", "")))
+            bound = "<= " if held.group(1) else ""
+            assert re.search(rf"^\| {mode} \| [^|]+ \| {bound}{replicas:,} \| {bound}{4 * replicas:,} \|$",
+                             report, re.M), report
+        assert "## The fleet for a peak of 10.00 req/s" in report and "at a peak of 10.00 req/s" in report
         answers.append(report.split("## Capacity")[1])
     assert answers[0] == answers[1]     # the model is deterministic for its seed
 

@@ -5,6 +5,7 @@ capacity search's answer; and their bad input, refused in one line before anythi
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -13,6 +14,7 @@ import pytest
 
 from analysis.reader import read_requests
 from analysis.sweep import AGREE_WITHIN, agreement
+from contract.manifest import Manifest
 from tests.conftest import DATA, ROOT, cli
 from tests.test_report_html import render
 
@@ -179,7 +181,7 @@ def _capacity(tmp_path, run_id: str, state) -> tuple[list[dict], str]:
     # put eagle's TTFT p99 at 150-151 ms right on a probe (measured: one search in three flipped)
     # one Locust process and no pause between probes: each probe waits for its last request anyway
     out = cli("capacity", "--endpoints", str(state), "--modes", "eagle", "--scenario", TINY, "--probe-duration", "4",
-              "--slo", "ttft_p99_ms=165", "--precision", "25", "--workers", "1", "--cooldown", "0",
+              "--slo", "ttft_p99_ms=165", "--precision", "25", "--workers", "1", "--cooldown", "0", "--peak", "12",
               "--out", str(tmp_path), "--run-id", run_id)
     assert out.returncode == 0, out.stdout + out.stderr
     report = (tmp_path / run_id / "report.md").read_text()
@@ -204,6 +206,16 @@ def test_capacity_finds_the_highest_rate_within_the_slos_and_the_same_one_three_
     assert sum(1 for p in probes if p["rate"] == found and p["passed"]) >= 2
     assert sum(1 for p in probes if p["rate"] == above and not p["passed"]) >= 2
     assert "eagle is the only mode searched" in report
+    # --peak 12: the replicas are 12 req/s over what one replica held (the rate found over the
+    # fleet's replicas a mode), rounded up, and their GPUs the fleet's per replica
+    replicas = len(Manifest.read(tmp_path / "cap0").mode_runs["eagle"].replicas)
+    per_replica = found / replicas
+    needed = math.ceil(12 / per_replica)
+    peak_row = next(line for line in report.split("## The fleet")[1].splitlines() if line.startswith("| eagle |"))
+    cells = [c.strip() for c in peak_row.strip("|").split("|")]
+    assert float(cells[1].replace(",", "")) == pytest.approx(per_replica, abs=0.006) and int(cells[2]) == needed
+    gpus = int(cells[3])
+    assert gpus % needed == 0 and f"choose eagle: eagle {gpus:,} GPUs ({needed:,} replicas)" in report, report
     for n, p in enumerate(probes, 1):   # every probe a run folder of its own: 4 s of arrivals at its rate
         assert read_requests(p["folder"]).num_rows == p["requests"] == pytest.approx(4 * p["rate"], rel=0.3)
         assert Path(p["folder"]).name == f"probe-{n:02d}-{p['rate']:.3g}rps", p["folder"]   # in the order probed

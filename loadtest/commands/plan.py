@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from analysis.capacity import plan_capacity_markdown
+from analysis.capacity import peak_fleets, peak_markdown, plan_capacity_markdown
 from analysis.sweep import sweep_markdown
 from cluster import FleetError
 from cluster.sim.config import SimArgsError
@@ -39,6 +39,10 @@ def main(args: PlanOptions) -> int:
         rows = plan_capacity(plan.base, plan.servers, plan.modes, plan.fleet, run_dir)
         report += "\n" + plan_capacity_markdown(rows, plan.fleet.gpus_per_mode, CAPACITY_PRECISION,
                                                 plan.base.num_rows, CapacityOptions.probe_duration)
+        if args.peak is not None:
+            fleet = plan.fleet
+            report += "\n" + peak_markdown(peak_fleets(rows, args.peak, fleet.replicas, fleet.tensor_parallel_size),
+                                           args.peak, fleet.replicas, fleet.tensor_parallel_size)
     files.write_text(run_dir / "report.md", report)
     show_markdown(console, report)
     say_written(console, "plan", run_dir / "report.md", ("curves", run_dir / "sweep.parquet"),

@@ -12,7 +12,17 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
-from analysis.capacity import ModeCapacity, capacity_markdown, probe_row, search_capacity, with_phases, write_probes
+from analysis.capacity import (
+    ModeCapacity,
+    capacity_markdown,
+    capacity_rows,
+    peak_fleets,
+    peak_markdown,
+    probe_row,
+    search_capacity,
+    with_phases,
+    write_probes,
+)
 from analysis.gate import probe_verdict
 from analysis.slo import SLO_COLUMNS, has_targets, join_targets
 from common import files
@@ -112,6 +122,14 @@ def write_capacity(run: Run, results: dict[str, ModeCapacity], args: CapacityOpt
     gpus = run.choice.spec.gpus_per_mode if run.choice.spec is not None else 1
     text, decision = capacity_markdown(results, gpus, args.precision, args.repeats, args.probe_duration,
                                        run.manifest.simulated)
+    if args.peak is not None:   # the fleet each mode needs at the peak, from the capacity per replica
+        spec = run.choice.spec
+        replicas = spec.replicas if spec is not None else max(
+            (len(mr.replicas) for mr in run.manifest.mode_runs.values()), default=1) or 1
+        per_replica = (spec.tensor_parallel_size if spec is not None else max(1, gpus // replicas))
+        rows = capacity_rows(results)
+        text += "\n" + peak_markdown(peak_fleets(rows, args.peak, replicas, per_replica), args.peak, replicas,
+                                     per_replica)
     run.record(decision=decision.record())
     files.write_text(run.run_dir / "report.md", text)
     return text

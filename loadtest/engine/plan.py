@@ -246,6 +246,8 @@ def new_plan(args: PlanOptions) -> Prediction:
     if args.capacity:
         native_rate(base)
     levels = levels_of(args.levels, base)
+    if args.peak is not None and not args.capacity:
+        raise ScenarioError("--peak: the fleet a peak needs comes from the capacity found; give --capacity too")
     if args.capacity and not has_targets(base):
         raise ScenarioError(f"--capacity: the scenario {scenario.name} sets no SLO targets to hold (give its "
                             "tenants an `slo`)")

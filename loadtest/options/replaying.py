@@ -50,6 +50,10 @@ DEFAULT_FLEET = "local-sim"          # the simulator on a local Ray: what runs o
 CAPACITY_PRECISION = 0.10
 SOAK_WINDOW_S = 300.0                # a soak's SLO window: five minutes, as SLO dashboards commonly hold p99s
 DEFAULT_OUT = "results"              # where run folders go (and a held fleet's logs, `cluster up`)
+# A peak past any fleet's: a million requests/s (the replicas it needs are still a count a table shows).
+MAX_PEAK_REQ_S = 1_000_000.0
+PEAK_HELP = ("the peak load the fleet must serve, in req/s of the scenario's mix: per mode, the replicas and GPUs "
+             "that hold it within every SLO (from the capacity found per replica), and the mode to choose")
 DEFAULT_SCENARIO = "saas-mix"        # the built-in multi-tenant mix
 DEFAULT_RATE_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)   # a sweep's levels, as multiples of the scenario's rate
 MODE_ORDERS = ("auto", "parallel", "turns")   # --mode-order: resolved by bringup.at_once
@@ -368,6 +372,7 @@ class CapacityOptions(Replaying):
                                       parse=positive_float, metavar="R")
     max_rate: float | None = option(help="the highest rate probed, in req/s (default: 8 times the scenario's)",
                                     parse=positive_float, metavar="R")
+    peak: float | None = option(help=PEAK_HELP, parse=at_most(positive_float, MAX_PEAK_REQ_S), metavar="R")
     processes: ProcessOptions = group(ProcessOptions)
     metrics: MetricsOptions = group(MetricsOptions)
 
@@ -420,6 +425,8 @@ class PlanOptions:
         "(bracket, then bisect to 5%), which tenant binds, and the mode to choose")
     hardware: str | None = option(help="the simulator's hardware profile to plan on (default: the fleet's [sim] "
                                   "hardware)", metavar="PROFILE")
+    peak: float | None = option(help=PEAK_HELP + " (with --capacity)", parse=at_most(positive_float, MAX_PEAK_REQ_S),
+                                metavar="R")
     folder: FolderOptions = group(FolderOptions, helps={"run_id": "the plan's folder under --out (default: UTC time)"})
 
 
