@@ -253,11 +253,10 @@ def capacity_rows(results: dict[str, ModeCapacity]) -> list[CapacityRow]:
     return rows
 
 
-def capacity_markdown(results: dict[str, ModeCapacity], gpus: int, precision: float, repeats: int,
+def capacity_markdown(rows: list[CapacityRow], gpus: int, precision: float, repeats: int,
            probe_s: float, simulated: str | None = None) -> tuple[str, Decision]:
     """report.md's text, headed by where its numbers come from when that is the simulator
     (`simulated`) and by the search's decision, and the decision."""
-    rows = capacity_rows(results)
     table, decision = capacity_table(rows, gpus, with_goodput=True, raise_with="--max-rate")
     return "\n".join([
         "# Capacity: the highest offered rate within every tenant's SLOs (measured)", "",

@@ -25,6 +25,7 @@ from analysis.compare import Change
 from analysis.long_summary import SUMMARY_COLUMNS, SummaryView, long_summary
 from analysis.slo import MISSED, SLO_TOO_FEW_RULE, UNJUDGED, judged, targets_of
 from analysis.summary import attainment, request_counts
+from common import exits
 from contract.records import FAILED, OK, SLO_COLUMNS, STATUSES, outcome_of
 
 # what a probe's verdict reads of its records: the summary's columns (not the chunk lists) and the targets
@@ -109,6 +110,11 @@ class GateVerdict:
     @property
     def state(self) -> str:
         return "failed" if self.failed else "not judged" if self.unjudged else "passed"
+
+    @property
+    def code(self) -> int:
+        """GATE_FAILED when a check failed, INCOMPLETE when one could not be judged, OK otherwise."""
+        return exits.GATE_FAILED if self.failed else exits.INCOMPLETE if self.unjudged else exits.OK
 
 
 def judge_gate(checks: list[ErrorCheck], slos: list[dict], slo_gate: bool = False) -> GateVerdict:

@@ -122,6 +122,15 @@ class Manifest:
         except (TypeError, AttributeError) as exc:
             raise ValueError(f"{path}: not a run manifest ({exc})") from None
 
+    def record(self, run_dir: Path, **values: object) -> bool:
+        """`values` into their fields (by name; an unknown name is a bug), then written (`write`)."""
+        names = {f.name for f in fields(self)}
+        for name, value in values.items():
+            if name not in names:
+                raise AttributeError(f"the manifest has no field {name!r}")
+            setattr(self, name, value)
+        return self.write(run_dir)
+
     def write(self, run_dir: Path) -> bool:
         """Atomically replace manifest.json; safe to call from several threads (parallel modes).
         Whether it was written: if not (an OSError), the first failure since the last write that

@@ -12,11 +12,12 @@ from cluster import FleetError
 from common import exits
 from common.exits import print_error
 from loadtest.commands.console import new_console, say_written, show_markdown
-from loadtest.commands.replaying import observers, show_start
+from loadtest.commands.replaying import show_start
 from loadtest.engine.capacity import CapacityProbes, capacity_trace, write_capacity
 from loadtest.engine.events import CannotObserve
 from loadtest.engine.inputs import OutError
 from loadtest.engine.pipeline import open_run, replay
+from loadtest.live.watch import observers
 from loadtest.options.replaying import CapacityOptions
 from scenarios import ScenarioError
 

@@ -1,6 +1,6 @@
-"""What every replaying command shows around the engine's pipeline (loadtest.engine.pipeline):
-the views it hands the engine (the progress bars and the client's /metrics), the run's first
-lines, and a concluded run's tables and gate."""
+"""What every replaying command shows around the engine's pipeline (loadtest.engine.pipeline),
+beside the observers it hands the engine (loadtest.live.watch): the run's first lines, and a
+concluded run's tables and gate."""
 
 from __future__ import annotations
 
@@ -11,16 +11,7 @@ from rich.console import Console
 from loadtest.commands.console import say_summaries_not_written
 from loadtest.commands.views import show_gate, show_run
 from loadtest.engine.conclude import Concluded
-from loadtest.engine.events import Observer, Observers
 from loadtest.engine.pipeline import Run
-from loadtest.live.metrics_server import MetricsServer
-from loadtest.live.progress import ProgressView
-from loadtest.options.replaying import Replaying
-
-
-def observers(args: Replaying, console: Console, *more: Observer) -> Observers:
-    """The console's bars and notices, the client's /metrics (its --metrics-* options), and `more`."""
-    return Observers(ProgressView(console, args.folder.progress_every), MetricsServer.of(args.metrics, console), *more)
 
 
 def show_start(console: Console, run: Run, line: str) -> None:

@@ -15,12 +15,13 @@ from cluster import FleetError
 from common import exits
 from common.exits import print_error
 from loadtest.commands.console import new_console
-from loadtest.commands.replaying import observers, show_concluded, show_start
+from loadtest.commands.replaying import show_concluded, show_start
 from loadtest.engine.conclude import conclude
 from loadtest.engine.events import CannotObserve
 from loadtest.engine.inputs import OutError, prepare_trace
 from loadtest.engine.pipeline import open_run, replay
 from loadtest.engine.replays import OneReplay
+from loadtest.live.watch import observers
 from loadtest.options.replaying import RunOptions
 from scenarios import ScenarioError
 

@@ -14,12 +14,12 @@ from common import exits
 from common.exits import print_error
 from common.times import span_text
 from loadtest.commands.console import new_console, say_written
-from loadtest.commands.replaying import observers
 from loadtest.commands.views import show_gate, show_run
 from loadtest.engine.events import CannotObserve
 from loadtest.engine.inputs import OutError
 from loadtest.engine.soak import LEAD_PARTS, Soak, new_soak, resumed_soak
 from loadtest.engine.soak_run import SoakConcluded, conclude_soak, replay_soak, soak_run
+from loadtest.live.watch import observers
 from loadtest.options.replaying import SoakOptions
 from scenarios import ScenarioError
 

@@ -11,7 +11,7 @@ from cluster import FleetError
 from common import exits
 from common.exits import print_error
 from loadtest.commands.console import new_console, say_written, show_markdown
-from loadtest.commands.replaying import observers, show_start
+from loadtest.commands.replaying import show_start
 from loadtest.commands.views import show_gate
 from loadtest.engine.events import CannotObserve
 from loadtest.engine.inputs import OutError, prepare_trace
@@ -19,6 +19,7 @@ from loadtest.engine.level_dirs import new_level
 from loadtest.engine.levels import levels_of
 from loadtest.engine.pipeline import open_run, replay
 from loadtest.engine.sweep import SweepLevels, plan_beside, write_report
+from loadtest.live.watch import observers
 from loadtest.options.replaying import SweepOptions
 from scenarios import ScenarioError
 

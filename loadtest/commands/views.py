@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from analysis.compare import PER_REQUEST, Change
-from analysis.gate import CompareGate
+from analysis.gate import CompareGate, GateVerdict
 from analysis.repeats import Repeats
 from analysis.run_analysis import RunAnalysis
 from analysis.slo import MISSED
@@ -18,7 +18,6 @@ from analysis.stats import MIN_BOOTSTRAP_PAIRS
 from analysis.summary import too_few_rule
 from analysis.table import mode_table, repeats_table, slo_table, tenant_table
 from cluster.sim.fitting import FITTED_HARDWARE
-from common import exits
 
 
 def show_run(console: Console, found: RunAnalysis, slo_details: bool = False) -> None:
@@ -70,13 +69,12 @@ def show_repeats(console: Console, repeats: Repeats) -> None:
 
 def show_gate(console: Console, failed: list[str], unjudged: list[str] | None = None) -> int:
     """Why the gate failed, or what it could not judge, a line each; its exit code."""
+    verdict = GateVerdict(failed, unjudged or [])
     for reason in failed:
         console.print(f"[red bold]gate failed: {reason}[/red bold]", soft_wrap=True)
-    if failed:
-        return exits.GATE_FAILED
-    for reason in unjudged or []:
+    for reason in [] if failed else verdict.unjudged:
         console.print(f"[yellow bold]gate not judged: {reason}[/yellow bold]", soft_wrap=True)
-    return exits.INCOMPLETE if unjudged else exits.OK
+    return verdict.code
 
 
 def show_compare(console: Console, title: str, changes: list[Change], gate: CompareGate, limit: float,

@@ -120,16 +120,16 @@ def write_capacity(run: Run, results: dict[str, ModeCapacity], args: CapacityOpt
     manifest; report.md's text."""
     write_probes([p for r in results.values() for p in r.probes], run.run_dir / "capacity.parquet")
     gpus = run.choice.spec.gpus_per_mode if run.choice.spec is not None else 1
-    text, decision = capacity_markdown(results, gpus, args.precision, args.repeats, args.probe_duration,
+    rows = capacity_rows(results)
+    text, decision = capacity_markdown(rows, gpus, args.precision, args.repeats, args.probe_duration,
                                        run.manifest.simulated)
     if args.peak is not None:   # the fleet each mode needs at the peak, from the capacity per replica
         spec = run.choice.spec
         replicas = spec.replicas if spec is not None else max(
             (len(mr.replicas) for mr in run.manifest.mode_runs.values()), default=1) or 1
-        per_replica = (spec.tensor_parallel_size if spec is not None else max(1, gpus // replicas))
-        rows = capacity_rows(results)
-        text += "\n" + peak_markdown(peak_fleets(rows, args.peak, replicas, per_replica), args.peak, replicas,
-                                     per_replica)
+        gpus_per_replica = max(1, gpus // replicas)
+        text += "\n" + peak_markdown(peak_fleets(rows, args.peak, replicas, gpus_per_replica), args.peak, replicas,
+                                     gpus_per_replica)
     run.record(decision=decision.record())
     files.write_text(run.run_dir / "report.md", text)
     return text

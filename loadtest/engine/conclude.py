@@ -21,11 +21,6 @@ class Concluded:
     not_written: files.NotWritten | None = None
 
 
-def gate_code(gate: GateVerdict) -> int:
-    """GATE_FAILED when a check failed, INCOMPLETE when one could not be judged, OK otherwise."""
-    return exits.GATE_FAILED if gate.failed else exits.INCOMPLETE if gate.unjudged else exits.OK
-
-
 def conclude(run: Run, replayed: Replayed) -> Concluded:
     """`run` analysed and gated after its replays ended as `replayed` says; the manifest written."""
     code, found, gate, not_written = replayed.code, None, None, None
@@ -39,7 +34,7 @@ def conclude(run: Run, replayed: Replayed) -> Concluded:
     if code == exits.OK and found is not None:
         gate = judge_gate(found.checks, found.slo_entries, options.slo_gate)
         fields |= {"checks": [c.as_dict() for c in found.checks], "gate": gate.state}
-        code = gate_code(gate)
+        code = gate.code
     run.record(**fields)
     if run.manifest.unwritten and code in (exits.OK, exits.GATE_FAILED):   # said once, by the manifest's writer
         code = exits.INCOMPLETE

@@ -74,7 +74,5 @@ def summarise(lv: LevelDir, status: str, max_errors: float | None = None) -> lis
         return []
     present = [m for m in lv.manifest.modes if lv.manifest.mode_runs[m].end is not None]
     found = analyse_run(lv.dir, present, lv.manifest, max_errors)
-    for name, value in found.manifest_fields().items():   # its decision and every tenant's SLOs
-        setattr(lv.manifest, name, value)
-    lv.manifest.write(lv.dir)
+    lv.manifest.record(lv.dir, **found.manifest_fields())   # its decision and every tenant's SLOs
     return found.checks

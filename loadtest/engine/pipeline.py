@@ -44,11 +44,7 @@ class Run:
 
     def record(self, **fields: Any) -> None:
         """What the command concluded, into the manifest (each field by its name), written at once."""
-        for name, value in fields.items():
-            if not hasattr(self.manifest, name):
-                raise AttributeError(f"the manifest has no field {name!r}")
-            setattr(self.manifest, name, value)
-        self.manifest.write(self.run_dir)
+        self.manifest.record(self.run_dir, **fields)
 
 
 @dataclass(frozen=True)

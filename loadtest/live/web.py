@@ -24,15 +24,14 @@ from common.exits import print_error
 from common.login import bind_error
 from contract.manifest import Manifest
 from loadtest.engine.conclude import Concluded, conclude
-from loadtest.engine.events import CannotObserve, Observers
+from loadtest.engine.events import CannotObserve
 from loadtest.engine.guard import STOPPED, ended
 from loadtest.engine.inputs import OutError, prepare_trace
 from loadtest.engine.pipeline import Run, open_run, replay
 from loadtest.engine.replays import OneReplay
 from loadtest.engine.signals import Signals
 from loadtest.live.board import Board
-from loadtest.live.metrics_server import MetricsServer
-from loadtest.live.progress import ProgressView
+from loadtest.live.watch import observers
 from loadtest.options.replaying import UIOptions, with_values
 from loadtest.replay import protocol
 from loadtest.replay.front_process import ALREADY_REPLAYED, LOG, STDOUT, FrontProcess
@@ -119,8 +118,7 @@ class WebSession:
         a = with_values(self.args, scenario=ask.scenario, trace=trace_file, modes=",".join(ask.modes),
                         rate_scale=ask.rate_scale)
         self.board.starting(f"building the trace of {ask.scenario}")
-        watch = Observers(ProgressView(self.console, a.folder.progress_every),
-                          MetricsServer.of(a.metrics, self.console), self.board)
+        watch = observers(a, self.console, self.board)
         try:
             if ask.scenario not in (*builtin_names(), given.scenario, given.trace):
                 raise ScenarioError(f"scenario: {ask.scenario!r} is not a built-in scenario "
