@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from analysis.cost import cost_clause, measured
 from analysis.long_summary import SummaryView
 from analysis.stats import MIN_BOOTSTRAP_PAIRS, Ratio
 from contract.records import FAILED, OK
@@ -108,6 +109,8 @@ def decide_run(summary: pa.Table, offered: float | None = None, stopped: bool = 
                 and tr.high < 1.0]
         text = (f"deploy {mode}{at}: E2E {r.value:.2f}x faster than the baseline [{r.low:.2f}, {r.high:.2f}], "
                 f"{r.pairs:,} requests paired")
+        if measured(v):
+            text += f", {cost_clause(v, mode)}"
         if keep:
             text += "; keep the baseline for " + ", ".join(
                 f"{t} ({v.ratio(mode, 'speedup_e2e', t).text()})" for t in keep)

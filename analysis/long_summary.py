@@ -51,6 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.cells import ALL, WORKERS, Cells, cells_of, codes, finite_cell_stats, gather, rows_where
+from analysis.gpu import gpu_rows
 from analysis.server import SpecDecodeStats
 from analysis.slo import has_slos, request_meets
 from analysis.stats import (
@@ -214,7 +215,7 @@ def _time_rows(table: pa.Table, cells: Cells, ok: np.ndarray) -> tuple[Rows, dic
     return rows, sends, makespan
 
 
-def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> None:
+def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> dict[str, tuple[int, int] | None]:
     """Counts, latency percentiles, rates and goodput. The counts, the times' figures
     (`_time_rows`) and each column's percentiles (its values gathered a mode at a time, in cell
     order: the latencies' of the requests that succeeded only) in threads: numpy's gathers and
@@ -271,6 +272,7 @@ def _request_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray) -> 
             _add(rows, cell, "goodput_req_per_s", "rate", steady_met[cell] / length)
             _add(rows, cell, "goodput_req_per_s", "count", steady_met[cell] if window else math.nan)
             _add(rows, cell, "goodput_share", "share", met[cell] / scheduled[cell] if scheduled[cell] else math.nan)
+    return windows
 
 
 def _done_sums(table: pa.Table, cells: Cells, ok: np.ndarray, ok_rows: tuple[np.ndarray, np.ndarray],
@@ -485,6 +487,32 @@ def _speedup_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray, bas
                     _add(rows, (mode, tenant_name), name, "pairs", r.pairs)
 
 
+def _gpu_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray, gpu: pa.Table,
+              windows: dict[str, tuple[int, int] | None]) -> None:
+    """Each mode's GPU rows over the window its output tokens per second are of: its steady
+    window where it has one, else its makespan, from its first send to its last token."""
+    t = len(cells.tenants)
+    done_all, sent_all = table["last_token_ns"], table["sent_ns"]
+    for m, mode in enumerate(cells.modes):
+        mine = cells.order[cells.bounds[m * t]:cells.bounds[m * t + t]]
+        if not len(mine):
+            continue
+        done = gather(done_all, mine, lambda c: pc.fill_null(c, -1).to_numpy()).astype(np.int64)
+        sent = gather(sent_all, mine, lambda c: pc.fill_null(c, -1).to_numpy()).astype(np.int64)
+        tokens = gather(table["completion_tokens"], mine, lambda c: pc.fill_null(c, 0).to_numpy()).astype(np.float64)
+        ttft = gather(table["ttft_ms"], mine, lambda c: pc.fill_null(c, 0).to_numpy()).astype(np.float64)
+        first = sent + (ttft * 1e6).astype(np.int64)
+        good = ok[mine] & (done > 0)
+        window, kind = windows.get(mode), "steady"
+        if window is None:
+            if not good.any() or not (sent > 0).any():
+                continue
+            window, kind = (int(sent[sent > 0].min()), int(done[good].max())), "makespan"
+        for metric, statistic, value, low, high in gpu_rows(gpu, mode, window, kind, first[good], done[good],
+                                                                tokens[good]):
+            _add(rows, (mode, ALL), metric, statistic, value, low, high)
+
+
 MEMORY = ("weights_gb_per_gpu", "proposer_weights_gb_per_gpu", "kv_cache_gb_per_gpu", "kv_capacity_tokens")
 
 
@@ -492,7 +520,8 @@ def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str =
                  server: dict[str, SpecDecodeStats | None] | None = None,
                  memory: dict[str, dict | None] | None = None,
                  client_limited: dict[str, bool | None] | None = None,
-                 chunks_of: Callable[[str], pa.Table] | None = None) -> pa.Table:
+                 chunks_of: Callable[[str], pa.Table] | None = None,
+                 gpu: pa.Table | None = None) -> pa.Table:
     """The summary of one run's records (joined with their SLO targets when it has them). The
     per-chunk statistics need the list columns; a table read without them has none. `memory`:
     per mode, its first replica's memory as the manifest holds it (cluster.memory, statistic
@@ -503,7 +532,7 @@ def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str =
     cells = cells_of(table, modes)
     ok = pc.equal(table["status"], OK).to_numpy(zero_copy_only=False)
     rows: Rows = {}
-    _request_rows(rows, table, cells, ok)
+    windows = _request_rows(rows, table, cells, ok)
     if "spec_steps" in table.column_names:
         _request_acceptance_rows(rows, table, cells, ok)
     if all(c in table.column_names for c in LIST_COLUMNS):
@@ -515,6 +544,8 @@ def long_summary(table: pa.Table, run_id: str, modes: list[str], baseline: str =
                 _chunk_rows(rows, mine, cells_of(mine, [mode]), pc.equal(mine["status"], OK).to_numpy(
                     zero_copy_only=False))
     _speedup_rows(rows, table, cells, ok, baseline)
+    if gpu is not None:
+        _gpu_rows(rows, table, cells, ok, gpu, windows)
     for mode in modes:
         spec = (server or {}).get(mode)
         if spec is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analysis.cost import cost_rows, measured, xid_findings
 from analysis.long_summary import ALL, LATENCIES, SummaryView
 from analysis.repeats import WIDER, Repeats
 from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
@@ -153,6 +154,19 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
                 "weights (and a draft model's own KV) cost in tokens the cache can hold.", "",
                 _table(["mode", "weights GB", "of which proposer GB", "KV cache GB", "KV capacity (tokens)",
                         "KV capacity vs baseline"], rows), ""]
+    if measured(v):
+        header, rows = cost_rows(v)
+        out += ["## What each mode costs: energy, power and GPU memory", "",
+                "Per mode over the same window as its output tokens per second (its steady window, else its "
+                "makespan, said beside the figure): the energy its GPUs used (each GPU's energy counter, or its "
+                "power integrated where it has none) over the output tokens completed in it, with a 95% interval "
+                "from five slices of a steady window; power per GPU (mean from the energy, peak the highest "
+                "sample) and utilisation over the window; memory used and left over the whole replay (vLLM "
+                "takes `gpu_memory_utilization` of each GPU at start, so a proposer's weights show as KV "
+                "capacity above, not as more memory used); every sample is in `gpu_metrics/`. "
+                "`not measured`: the GPUs were not read (the manifest's `gpu_metrics` says why).", "",
+                _table(header, rows), "", *[f"- **{line}**" for line in xid_findings(v)],
+                *([""] if xid_findings(v) else [])]
     if notes:
         out += ["## Notes", "", *[f"- {n}" for n in notes], ""]
     return "\n".join(out)

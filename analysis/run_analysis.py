@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from analysis.decision import Decision, decide_run
 from analysis.gate import ErrorCheck, error_checks
+from analysis.gpu import load_gpu_metrics
 from analysis.html import report_html
 from analysis.long_summary import LIST_COLUMNS, LONG_SCHEMA, SUMMARY_COLUMNS, SummaryView, long_summary
 from analysis.markdown import report_markdown
@@ -104,7 +105,7 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                              filter=pc.field("mode") == mode)
 
     long = long_summary(table, manifest.run_id, present, server=server, memory=memory, client_limited=limited,
-                        chunks_of=chunks_of)
+                        chunks_of=chunks_of, gpu=load_gpu_metrics(run_dir))
     found.decision = decide_run(long, SummaryView(long).get(present[0], "offered_req_per_s", "trace"),
                                 stopped=found.stopped_note is not None)
     long = pa.concat_tables([long, pa.Table.from_pylist(found.decision.rows(manifest.run_id), schema=LONG_SCHEMA)])

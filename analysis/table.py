@@ -6,6 +6,7 @@ import math
 
 from rich.table import Table
 
+from analysis.cost import cost_rows
 from analysis.long_summary import SummaryView
 from analysis.repeats import NOT_JUDGED, WIDER, Repeats
 from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
@@ -147,3 +148,15 @@ def steady_state_note(view: SummaryView, modes: list[str], stopped: bool = False
             f"{STEADY_SPAN_OVER_E2E_P99:g} x the E2E p99 ({e2e_p99_ms / 1e3:,.1f} s in {worst}) the "
             "in-flight count needs to settle, so no throughput is given"
             + ("" if stopped else " (replay more requests: --requests)"))
+
+
+def cost_table(view: SummaryView) -> Table:
+    """What each mode costs (analysis.cost): the same rows report.md shows."""
+    header, rows = cost_rows(view)
+    t = Table(title="What each mode costs (report.md says how each figure is measured)",
+              header_style="bold")
+    for h in header:
+        t.add_column(h, justify="left" if h in ("mode", "from") else "right")
+    for row in rows:
+        t.add_row(*row)
+    return t

@@ -127,6 +127,55 @@ class SimOptions(Strict):
         return str(path.resolve())
 
 
+EXPORTER_FIELDS = ("{node}", "{replica}")
+DEFAULT_EXPORTER = "http://{node}:9400/metrics"     # dcgm-exporter's default port on each GPU node
+SIM_EXPORTER = "{replica}/dcgm/metrics"             # the simulator serves its GPUs itself
+
+
+def exporter_problem(url: str) -> str | None:
+    """Why `url` is no GPU exporter address (None: it is one)."""
+    rest = url
+    for name in EXPORTER_FIELDS:
+        rest = rest.replace(name, "")
+    if "{" in rest or "}" in rest:
+        return f"{url!r} may name only {' and '.join(EXPORTER_FIELDS)}"
+    if not url.startswith(("http://", "https://", "{replica}")):
+        return f"{url!r} is not an http(s) URL"
+    return None
+
+
+class GpuTelemetry(Strict):
+    """Where each replica's GPU figures come from (issue 42): NVIDIA's dcgm-exporter on its node,
+    else NVML read inside the replica's Ray actor. `exporter` is a URL in which {node} is the
+    replica's node address and {replica} its server's base URL ("none": no exporter); `exporters`
+    names a node's own (by Ray node id or address) in place of it. Default: dcgm-exporter's
+    http://{node}:9400/metrics for real GPUs, the simulator's own {replica}/dcgm/metrics for
+    engine "sim", none for vLLM on CPU."""
+
+    exporter: str | None = None
+    exporters: dict[str, str] = Field(default_factory=dict)
+    nvml: bool = True
+
+    @field_validator("exporter")
+    @classmethod
+    def _template(cls, url: str | None) -> str | None:
+        if url is None or url == "none":
+            return url
+        problem = exporter_problem(url)
+        if problem:
+            raise ValueError(problem)
+        return url
+
+    @field_validator("exporters")
+    @classmethod
+    def _urls(cls, urls: dict[str, str]) -> dict[str, str]:
+        for node, url in urls.items():
+            problem = exporter_problem(url)
+            if problem:
+                raise ValueError(f"node {node}: {problem}")
+        return urls
+
+
 class FleetSpec(Strict):
     name: str
     description: str = ""
@@ -159,6 +208,7 @@ class FleetSpec(Strict):
     # speculative modes: auto asks for `summary` wherever the server has the flag.
     per_request_spec_decode_metrics: Literal["auto", "none", "summary", "detailed"] = "auto"
     sim: SimOptions = SimOptions()
+    gpu_telemetry: GpuTelemetry = GpuTelemetry()
     modes: Annotated[dict[str, ModeSpec], Field(min_length=1)]
 
     @property
@@ -230,6 +280,21 @@ class FleetSpec(Strict):
         profile = hardware if hardware in HARDWARE else f"the calibrated profile {Path(hardware).name}"
         return (f"SIMULATED: these numbers come from loadtest's simulator (a performance model of {self.model} at "
                 f"TP{self.tensor_parallel_size} on {profile}), not from a GPU fleet")
+
+    def gpu_exporter(self, replica_url: str, node_ip: str, node_id: str) -> str | None:
+        """The URL of the GPU exporter that serves a replica's GPUs (None: none is read)."""
+        t = self.gpu_telemetry
+        url = t.exporters.get(node_id) or t.exporters.get(node_ip) or t.exporter
+        if url is None:
+            url = SIM_EXPORTER if self.engine == "sim" else DEFAULT_EXPORTER if self.device == "gpu" else "none"
+        if url == "none":
+            return None
+        return url.replace("{node}", node_ip).replace("{replica}", replica_url)
+
+    @property
+    def gpu_source(self) -> str:
+        """What a sample from the exporter is: the simulator's model, or the GPUs' own counters."""
+        return "simulator" if self.engine == "sim" else "dcgm-exporter"
 
     def served_model_name(self, mode: str) -> str:
         """Unique per mode, so a request sent to the wrong fleet fails loudly."""

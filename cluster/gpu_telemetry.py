@@ -1,6 +1,6 @@
 """GPU telemetry as NVIDIA's dcgm-exporter serves it, read into typed samples, and the energy a
 GPU used over a window: the first part of issue 42 (what each mode costs in energy and memory).
-Nothing here is wired into a run yet; the scraper and the analysis will read through it.
+cluster/gpu_scrape.py reads exporters through it.
 
 dcgm-exporter's default counters (etc/default-counters.csv, NVIDIA/dcgm-exporter, Apache-2.0;
 docs/research/gpu-power-and-telemetry.md, section 4): power in W (a gauge), the energy used since
@@ -99,16 +99,18 @@ class Energy:
 
 
 def energy_of(samples: Sequence[GpuSample]) -> Energy | None:
-    """One GPU's energy over its `samples` (in time order): the counter's rise, summed over its
-    rising stretches where it went back; else its power integrated (trapezoids) over the samples;
+    """One GPU's energy over its `samples` (in time order): the counter's rise, counted from zero
+    again after it went back (as PromQL's increase() and analysis/gpu.py count it); else its
+    power integrated (trapezoids) over the samples;
     None from fewer than two samples of either."""
     ordered = sorted(samples, key=lambda s: s.at_s)
     counted = [s for s in ordered if s.energy_mj is not None]
     if len(counted) >= 2:
         mj = [float(s.energy_mj or 0.0) for s in counted]
-        rises = [b - a for a, b in itertools.pairwise(mj)]
-        return Energy(sum(r for r in rises if r > 0) / 1e3, "counter", len(counted),
-                      (COUNTER_WENT_BACK,) if any(r < 0 for r in rises) else ())
+        # as PromQL's increase(): after a drop the counter started again from zero (the driver reloaded)
+        rises = [b - a if b >= a else b for a, b in itertools.pairwise(mj)]
+        return Energy(sum(rises) / 1e3, "counter", len(counted),
+                      (COUNTER_WENT_BACK,) if any(b < a for a, b in itertools.pairwise(mj)) else ())
     powered = [(s.at_s, float(s.power_w)) for s in ordered if s.power_w is not None]
     if len(powered) < 2:
         return None

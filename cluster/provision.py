@@ -31,7 +31,10 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from cluster import ClusterAccessError, FleetError, StartupCancelled, memory
 from cluster.argv import installed_vllm_version, serve_argv, server_api_key
 from cluster.fleet import FleetSpec
+from cluster.gpu_scrape import GpuSource, NvmlRead, gpu_sources
+from cluster.gpu_telemetry import GpuSample, TelemetryError
 from cluster.memory import ReplicaMemory
+from cluster.nvml_reader import read_nvml
 from cluster.placement import Plan, PlanError, make_plan, nodes_from_ray, replica_bundles
 from cluster.ray_access import access_problem, refused_for_token, stderr_into, token_source
 from cluster.supervise import Restart, Supervisor
@@ -100,6 +103,13 @@ class ReplicaActor:
                 return "".join(deque(f, maxlen=lines))
         except OSError:
             return ""
+
+    def gpu_samples(self, indices: list[int]) -> tuple[list[GpuSample], str | None]:
+        """The replica's GPUs read through NVML on its own node, or the one line why not."""
+        try:
+            return read_nvml(ray.util.get_node_ip_address(), indices, time.time()), None
+        except TelemetryError as exc:
+            return [], str(exc)
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:
         """SIGTERM the server's process group, SIGKILL it after `grace_s`; return its exit code."""
@@ -282,6 +292,25 @@ class Fleet:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+    def gpu_sources(self, replicas: list[Replica]) -> list[GpuSource]:
+        """Where `replicas`' GPUs are read: their node's exporter, else NVML in their actor."""
+        return gpu_sources(self.spec, replicas, self._nvml if self.spec.engine == "vllm" else None)
+
+    @staticmethod
+    def _nvml(rep: Replica) -> NvmlRead:
+        indices = [int(g) for g in rep.cuda or ()]
+
+        def read() -> list[GpuSample]:
+            try:
+                samples, problem = ray.get(rep.actor.gpu_samples.remote(indices), timeout=10)
+            except Exception as exc:   # the actor is gone or Ray timed out: this read is lost, not the run
+                raise TelemetryError(f"{rep.node_ip}: NVML could not be read in replica {rep.label}'s actor "
+                                     f"({type(exc).__name__})") from None
+            if problem:
+                raise TelemetryError(problem)
+            return samples
+        return read
 
     def endpoints(self, mode: str) -> list[Replica]:
         with self._lock:

@@ -5,6 +5,9 @@ labels, value), so any counter's delta over a mode can be computed later (analys
 A replica whose /metrics is missing or is not Prometheus text costs only the server-side view of
 its mode: the first problem per mode is kept in `problems`, `problem(mode)` says it (for the
 console and the manifest) unless every replica was scraped at least once, and the run goes on.
+
+The same thread reads each replica's GPUs (cluster/gpu_scrape.py) into
+`<run_dir>/gpu_metrics/mode=<mode>/`, with the same rule for its problems (`gpu_problem`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ import pyarrow as pa
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from cluster.gpu_scrape import GpuReader, GpuSource
 from common import files
+from contract.gpu_metrics import FOLDER as GPU_FOLDER
+from contract.gpu_metrics import GPU_SCHEMA
 
 log = logging.getLogger(__name__)
 SCRAPE_INTERVAL_S = 1.0
@@ -51,13 +57,15 @@ def parse_metrics(text: str) -> list[tuple[str, str, float]]:
 
 class Scraper:
     """Scrapes the replicas of the mode under test every SCRAPE_INTERVAL_S into
-    `<run_dir>/server_metrics/mode=<mode>/part-<n>.parquet`."""
+    `<run_dir>/server_metrics/mode=<mode>/part-<n>.parquet`, and their GPUs into
+    `<run_dir>/gpu_metrics/mode=<mode>/part-<n>.parquet`."""
 
     def __init__(self, run_dir: Path, interval_s: float = SCRAPE_INTERVAL_S) -> None:
         self.run_dir = run_dir
         self.interval_s = interval_s
         self._targets: dict[str, list[tuple[str, str]]] = {}  # mode -> [(label, url)]
-        self._rows: dict[str, list[dict]] = {}
+        self._rows: dict[tuple[str, str], list[dict]] = {}   # (folder, mode) -> rows not yet written
+        self._gpus: dict[str, list[GpuSource]] = {}           # mode -> where its replicas' GPUs are read
         self._seq = 0
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -69,6 +77,9 @@ class Scraper:
         self._scraped: set[tuple[str, str]] = set()       # (mode, replica) scraped at least once
         self._labels: dict[str, set[str]] = {}            # mode -> every replica it was scraped as
         self.latest: dict[str, dict[str, dict[str, float]]] = {}   # mode -> replica -> sample name -> sum
+        self._gpu_reader = GpuReader(self._http)
+        self.gpu_problems: dict[str, str] = {}             # mode -> the first problem reading its GPUs
+        self._gpu_read: set[tuple[str, str]] = set()       # (mode, replica) whose GPUs were read at least once
 
     def __enter__(self) -> Scraper:
         self._thread.start()
@@ -82,11 +93,12 @@ class Scraper:
         except OSError as exc:  # a full disk: never in place of what ended the run
             log.error("could not write server metrics: %s", exc)
 
-    def watch(self, mode: str, replicas: list[tuple[str, str]]) -> None:
-        """Scrape these (label, base URL) replicas as `mode` from now on; one scrape at once, so the
-        mode's deltas start before its first request."""
+    def watch(self, mode: str, replicas: list[tuple[str, str]], gpus: list[GpuSource] | None = None) -> None:
+        """Scrape these (label, base URL) replicas, and read their `gpus`, as `mode` from now on;
+        one scrape at once, so the mode's deltas start before its first request."""
         with self._lock:
             self._targets[mode] = replicas
+            self._gpus[mode] = list(gpus or [])
             self._labels.setdefault(mode, set()).update(label for label, _ in replicas)
         self.scrape_once(mode)
 
@@ -98,6 +110,20 @@ class Scraper:
             if mode not in self.problems or all((mode, r) in self._scraped for r in self._labels.get(mode, ())):
                 return None
             return self.problems[mode]
+
+    def gpu_sources(self, mode: str) -> list[GpuSource]:
+        with self._lock:
+            return list(self._gpus.get(mode, []))
+
+    def gpu_problem(self, mode: str) -> str | None:
+        """Why `mode` has no GPU figures (its first problem), unless each replica's GPUs were read
+        at least once; None when its GPUs were never asked for."""
+        with self._lock:
+            sources = self._gpus.get(mode, [])
+            if mode not in self.gpu_problems or (sources and all((mode, g.replica) in self._gpu_read
+                                                                 for g in sources)):
+                return None
+            return self.gpu_problems[mode]
 
     def latest_sums(self) -> dict[str, dict[str, dict[str, float]]]:
         """A copy of `latest`: mode -> replica -> sample name -> its samples' sum, last scrape."""
@@ -115,6 +141,21 @@ class Scraper:
             targets = [(m, r) for m, r in self._targets.items() if only is None or m == only]
         for mode, replicas in targets:
             self._scrape(mode, replicas)
+            with self._lock:
+                gpus = list(self._gpus.get(mode, []))
+            if gpus:
+                self._read_gpus(mode, gpus)
+
+    def _read_gpus(self, mode: str, sources: list[GpuSource]) -> None:
+        rows, problems = self._gpu_reader.read(mode, sources)
+        with self._lock:
+            self._rows.setdefault((GPU_FOLDER, mode), []).extend(rows)
+            self._gpu_read.update((mode, r["replica"]) for r in rows)
+            first = bool(problems) and mode not in self.gpu_problems
+            if problems:
+                self.gpu_problems.setdefault(mode, problems[0])
+        if first:
+            log.warning("a read of %s's GPU telemetry failed: %s", mode, problems[0])
 
     def _scrape(self, mode: str, replicas: list[tuple[str, str]]) -> None:
         for label, url in replicas:
@@ -138,7 +179,7 @@ class Scraper:
             for m, _, v in samples:   # a counter's samples summed over its labels (the live board's view)
                 sums[m] = sums.get(m, 0.0) + v
             with self._lock:
-                self._rows.setdefault(mode, []).extend(rows)
+                self._rows.setdefault(("server_metrics", mode), []).extend(rows)
                 self.latest.setdefault(mode, {})[label] = sums
                 self._scraped.add((mode, label))
 
@@ -169,19 +210,20 @@ class Scraper:
         with self._lock:
             batches, self._rows = self._rows, {}
         failed: OSError | None = None
-        for mode, rows in batches.items():
+        for (kind, mode), rows in batches.items():
             if not rows:
                 continue
-            folder = self.run_dir / "server_metrics" / f"mode={mode}"
+            folder = self.run_dir / kind / f"mode={mode}"
             while (folder / f"part-{self._seq:05d}.parquet").exists():   # a resumed soak's folder: never overwrite
                 self._seq += 1
             path = folder / f"part-{self._seq:05d}.parquet"
             try:
                 folder.mkdir(parents=True, exist_ok=True)
-                files.write_table(pa.Table.from_pylist(rows, schema=METRICS_SCHEMA), path, compression="zstd")
+                schema = GPU_SCHEMA if kind == GPU_FOLDER else METRICS_SCHEMA
+                files.write_table(pa.Table.from_pylist(rows, schema=schema), path, compression="zstd")
             except OSError as exc:
                 with self._lock:  # kept for the next flush
-                    self._rows[mode] = rows + self._rows.get(mode, [])
+                    self._rows[(kind, mode)] = rows + self._rows.get((kind, mode), [])
                 failed = exc
                 continue
             self._seq += 1

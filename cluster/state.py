@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from cluster import DEFAULT_STATE as _STATE_FILE
 from cluster import FleetError
 from cluster.fleet import FleetSpec
+from cluster.gpu_scrape import GpuSource, gpu_sources
 from common import files
 from common.names import name_problem
 
@@ -236,6 +237,11 @@ class ExistingFleet:
 
     def __exit__(self, *exc) -> None:
         pass
+
+    def gpu_sources(self, replicas: list[ReplicaState]) -> list[GpuSource]:
+        """Where a held fleet's replicas' GPUs are read: their exporter only (no actor of ours)."""
+        spec = self.state.spec()
+        return gpu_sources(spec, replicas) if spec is not None else []
 
     def endpoints(self, mode: str) -> list[ReplicaState]:
         return [r for r in self.replicas if r.mode == mode]

@@ -68,6 +68,7 @@ class ModeRun:
     records: int | None = None
     unrecorded: int = 0      # requests it scheduled that its records do not hold (the end's recount)
     server_metrics: str | None = None                      # "scraped", or why the replicas' /metrics was not
+    gpu_metrics: str | None = None                         # "read", "no GPUs", or why its GPUs were not read
     turn: int | None = None                                # the plan's turn (1 when every mode fits at once)
     provision_started_at: str | None = None                # its replicas asked for (each replica's timing too)
     loading_during_replay: list[str] = field(default_factory=list)  # modes whose replicas were starting meanwhile

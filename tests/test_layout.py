@@ -17,8 +17,9 @@ from tests.conftest import ROOT
 ROOMS = ("scenarios", "cluster", "loadtest", "analysis", "contract")
 # What each room may import of the others (DESIGN.md, "The way data flows"); `common` is beneath all.
 # The record contract (`contract`: the request schema and outcomes, the manifest, the part files) is
-# beneath both the client and the analysis, so analysis reads records without importing loadtest.
-ALLOWED = {"scenarios": set(), "cluster": set(), "contract": set(), "loadtest": {"scenarios", "contract"},
+# beneath both the client and the analysis, so analysis reads records without importing loadtest;
+# and beneath the cluster, whose scraper writes the GPU samples (contract.gpu_metrics) analysis reads.
+ALLOWED = {"scenarios": set(), "cluster": {"contract"}, "contract": set(), "loadtest": {"scenarios", "contract"},
            "analysis": {"contract"}}
 # Inside loadtest: the engine (engine/) composes the four rooms and knows nothing of the command
 # line nor of the views; the live views (live/: the bars, /metrics, the board, the web UI's session)

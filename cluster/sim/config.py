@@ -91,5 +91,5 @@ def build_server(cfg: SimConfig) -> SimServer:
     key = os.environ.get("VLLM_API_KEY") or cfg.api_key   # vLLM's order (api_server.py)
     server_cfg = ServerConfig(cfg.model, cfg.served_model_names or (cfg.model,),
                               cfg.max_model_len or DEFAULT_MAX_MODEL_LEN, key, faults, cfg.seed,
-                              cfg.per_request_spec_decode_metrics, cfg.max_concurrent_requests)
+                              cfg.per_request_spec_decode_metrics, cfg.max_concurrent_requests, cfg.port)
     return SimServer(server_cfg, engine)

@@ -18,6 +18,8 @@ import numpy as np
 
 from cluster.sim import perf_model
 from cluster.sim.acceptance import draw_accepted, profile, request_alphas
+from cluster.sim.gpu import GpuMeter
+from cluster.sim.power import PowerModel
 from cluster.sim.profiles import BLOCK_SIZE, MAX_NUM_BATCHED_TOKENS
 
 CATCH_UP_LIMIT_S = 0.05
@@ -83,6 +85,7 @@ class StepPlan:
     prefill: tuple[tuple[Sequence, int], ...]   # (sequence, tokens of its prompt computed this step)
     duration_s: float                            # the performance model's time for the step
     drafted: np.ndarray | None = None            # per decoding sequence: did the proposer propose
+    joules: float = 0.0                          # what one of the replica's GPUs uses for it (power.py)
 
 
 class Engine:
@@ -101,6 +104,8 @@ class Engine:
         # The clock stamps admissions and emissions: real time when serving, virtual time when the
         # same scheduler runs offline (cluster/sim/offline.py).
         self.clock = clock
+        self.power = PowerModel.of(dep.hardware)
+        self.gpu = GpuMeter(self.power, clock(), time_scale)   # each of the replica's GPUs alike
 
     # ---- public API -------------------------------------------------------------------------
     def start(self) -> None:
@@ -222,9 +227,10 @@ class Engine:
                        else self.rng.random(len(decoding)) < match)
         self.stats.steps += 1
         n_drafted = int(drafted.sum()) if drafted is not None else 0
-        return StepPlan(tuple(decoding), tuple(prefill),
-                        perf_model.step_s(self.dep, len(decoding), decode_kv, prefill_tokens, prefill_kv,
-                                          drafted=n_drafted, n_prefill=len(prefill)), drafted)
+        step = (self.dep, len(decoding), decode_kv, prefill_tokens, prefill_kv, n_drafted, len(prefill))
+        seconds = perf_model.step_s(*step)
+        return StepPlan(tuple(decoding), tuple(prefill), seconds, drafted,
+                        self.power.step_joules(seconds, perf_model.step_work(*step)))
 
     def _emit(self, seq: Sequence, n: int, now: float) -> None:
         n = min(n, seq.target_tokens - seq.generated)
@@ -248,6 +254,7 @@ class Engine:
         """The step's end: prefill chunks computed (a finished prefill samples its first token),
         each decoding sequence's accepted tokens drawn and emitted as one chunk."""
         now = self.clock()
+        self.gpu.stepped(now, plan.duration_s, plan.joules)
         for seq, chunk in plan.prefill:
             if seq.aborted:
                 continue

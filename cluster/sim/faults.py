@@ -21,9 +21,14 @@ FAULT_HELP = (
     "burst=EVERY:LEN:CODE (every EVERY seconds after start, answer every request CODE (429, 500 or 503) "
     "for LEN seconds, as a rate limiter or an overloaded proxy does), retry-after=S (429 and 503 answers "
     "carry Retry-After: S), no-done=P (with probability P the stream ends cleanly after its last chunk "
-    "without `data: [DONE]`, as a proxy that cuts streams short does)"
+    "without `data: [DONE]`, as a proxy that cuts streams short does), gpu=KIND (/dcgm/metrics, the GPU "
+    "exporter: 404 answers 404, garbage answers text that is not Prometheus exposition, reset restarts the "
+    "energy counter from 0 two seconds after start, no-energy leaves the energy counter out as a GPU "
+    "before Volta does, xid reports XID 79, a GPU fallen off the bus)"
 )
 METRICS_FAULTS = ("html", "404")
+GPU_FAULTS = ("404", "garbage", "reset", "no-energy", "xid")
+GPU_RESET_AFTER_S = 2.0   # gpu=reset: the energy counter starts again from 0 this long after start
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class Faults:
     burst: tuple[float, float, int] | None = None     # every, length (s), code
     retry_after: float | None = None
     no_done: float | None = None
+    gpu: str | None = None
 
     def in_burst(self, elapsed_s: float) -> bool:
         """Whether `elapsed_s` after start falls in a burst: [k*EVERY, k*EVERY + LEN) for k >= 1."""
@@ -95,6 +101,10 @@ def parse_faults(text: str | None) -> Faults:
                 if value not in METRICS_FAULTS:
                     raise ValueError(f"KIND must be one of {', '.join(METRICS_FAULTS)}")
                 out["metrics"] = value
+            elif name == "gpu":
+                if value not in GPU_FAULTS:
+                    raise ValueError(f"KIND must be one of {', '.join(GPU_FAULTS)}")
+                out["gpu"] = value
             elif name == "stall":
                 p, _, s = value.partition(":")
                 out["stall"] = (_prob(name, p), float(s))

@@ -98,6 +98,29 @@ def forward_s(hw: Hardware, model: ModelProfile, tp: int, tokens: int, kv_tokens
     return t + _kv_s(hw, kv_tokens * model.kv_bytes_per_token / tp) + _flops_s(hw, model.params / tp, tokens)
 
 
+@dataclass(frozen=True)
+class Work:
+    """What one GPU of a replica does in a step, the power model's inputs (cluster/sim/power.py):
+    the bytes it reads from HBM (weights, KV cache, logits) and the FLOPs of its linear layers,
+    counted as the step-time functions above and below charge them (all-reduce traffic and the
+    fixed costs are time, not work)."""
+
+    hbm_bytes: float = 0.0
+    flops: float = 0.0
+
+    def __add__(self, other: Work) -> Work:
+        return Work(self.hbm_bytes + other.hbm_bytes, self.flops + other.flops)
+
+    def __mul__(self, times: float) -> Work:
+        return Work(self.hbm_bytes * times, self.flops * times)
+
+
+def forward_work(model: ModelProfile, tp: int, tokens: int, kv_tokens: int) -> Work:
+    """forward_s's pass as work on one of the `tp` GPUs: every weight and the KV read once, the
+    linear layers' 2 x parameters FLOPs per token."""
+    return Work((model.weight_bytes + kv_tokens * model.kv_bytes_per_token) / tp, 2.0 * model.params / tp * tokens)
+
+
 def proposer_weight_bytes(dep: Deployment) -> float:
     """Bytes of proposer weights across the whole replica (all TP ranks together)."""
     h = dep.model.hidden
@@ -138,6 +161,22 @@ def proposer_s(dep: Deployment, n_seqs: int, kv_tokens: int) -> float:
     return k * (one + hw.draft_pass_overhead_s)
 
 
+def proposer_work(dep: Deployment, n_seqs: int, kv_tokens: int) -> Work:
+    """proposer_s's passes as work on one GPU (none for an n-gram lookup, which runs on the CPU)."""
+    if dep.spec is None or n_seqs == 0 or dep.method in ("ngram", "suffix"):
+        return Work()
+    k, tp, model = dep.k, dep.tp, dep.model
+    if dep.method == "draft_model" and dep.draft is not None:
+        return forward_work(dep.draft, dep.draft_tp, n_seqs, kv_tokens) * k
+    if dep.method in ("medusa", "mlp_speculator"):
+        nbytes = proposer_weight_bytes(dep) + k * model.lm_head_bytes
+        return Work(nbytes / tp, 2.0 * nbytes / model.bytes_per_param / tp * n_seqs)
+    nbytes = proposer_weight_bytes(dep) + model.lm_head_bytes
+    one = Work((nbytes + kv_tokens * model.kv_bytes_per_token / model.layers) / tp,
+               2.0 * nbytes / model.bytes_per_param / tp * n_seqs)
+    return one * k
+
+
 @dataclass(frozen=True)
 class StepParts:
     """Where one engine step's time goes."""
@@ -170,6 +209,20 @@ def step_parts(dep: Deployment, n_decode: int, decode_kv_tokens: int, prefill_to
     else:
         propose = proposer_s(dep, n_decode, decode_kv_tokens)
     return StepParts(propose, verify, sample, hw.step_overhead_s)
+
+
+def step_work(dep: Deployment, n_decode: int, decode_kv_tokens: int, prefill_tokens: int = 0,
+              prefill_kv_tokens: int = 0, drafted: int | None = None, n_prefill: int = 0) -> Work:
+    """step_parts' step as work on one GPU: the target pass, the sampler's logits, the proposer."""
+    drafted = n_decode if drafted is None else drafted
+    tokens = n_decode + drafted * dep.k + prefill_tokens
+    if tokens == 0:
+        return Work()
+    model = dep.model
+    verify = forward_work(model, dep.tp, tokens, decode_kv_tokens + prefill_kv_tokens)
+    scored = n_decode + drafted * dep.k + n_prefill
+    sample = Work(scored * model.vocab * 4 * SAMPLER_PASSES)
+    return verify + sample + proposer_work(dep, n_decode, decode_kv_tokens)
 
 
 def step_s(dep: Deployment, n_decode: int, decode_kv_tokens: int, prefill_tokens: int = 0,

@@ -16,7 +16,7 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,8 @@ from aiohttp import web
 from cluster.sim import perf_model, profiles
 from cluster.sim.domains import classify_domain
 from cluster.sim.engine import Engine, Sequence
-from cluster.sim.faults import HTTP_ERROR_TYPES, FaultPlan, Faults, RequestFaults
+from cluster.sim.faults import GPU_RESET_AFTER_S, HTTP_ERROR_TYPES, FaultPlan, Faults, RequestFaults
+from cluster.sim.gpu import SimGpus, dcgm_text
 from cluster.sim.metrics import ServerMetrics
 
 # Text the simulator streams: common English words, one token each (a leading space, as BPE
@@ -95,6 +96,7 @@ class ServerConfig:
     seed: int = 0
     per_request_spec_decode_metrics: str = "none"    # vLLM's flag: none, summary or detailed
     max_concurrent_requests: int = 4096              # more in flight at once: 503 (a stray client's cap)
+    port: int = 8000                                  # where it listens (its simulated GPUs' UUIDs name it)
 
 
 class RequestError(Exception):
@@ -183,6 +185,9 @@ class SimServer:
         self.started = time.monotonic()
         self.faults = FaultPlan(cfg.faults, cfg.seed)
         self.in_flight = 0
+        dep = engine.dep
+        self.gpus = SimGpus(engine.gpu, dep.tp, dep.hardware.hbm_bytes, dep.gpu_memory_utilization,
+                            dep.hardware.name, cfg.port, engine.clock)
 
     # ---- app --------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -191,6 +196,7 @@ class SimServer:
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/metrics", self.prometheus)
         app.router.add_get("/sim/info", self.info)
+        app.router.add_get("/dcgm/metrics", self.dcgm)
         app.router.add_post("/v1/completions", self.completions)
         app.router.add_post("/v1/chat/completions", self.chat_completions)
         app.on_startup.append(self._on_startup)
@@ -251,6 +257,23 @@ class SimServer:
             return web.Response(status=404, text="404: Not Found")
         return web.Response(body=self.metrics.render(), content_type="text/plain", charset="utf-8")
 
+    async def dcgm(self, request: web.Request) -> web.Response:
+        """The replica's GPUs as dcgm-exporter serves them (cluster/sim/gpu.py), or a GPU fault."""
+        fault = self.cfg.faults.gpu
+        if fault == "404":
+            return web.Response(status=404, text="404 page not found")
+        if fault == "garbage":
+            return web.Response(text="GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-?) {power: lots}\n")
+        samples = self.gpus.samples()
+        if fault == "reset" and time.monotonic() - self.started >= GPU_RESET_AFTER_S:
+            at_reset = round(self.engine.gpu.at(self.started + GPU_RESET_AFTER_S)[0] * 1000)
+            samples = [replace(s, energy_mj=s.energy_mj - at_reset) for s in samples]
+        elif fault == "no-energy":
+            samples = [replace(s, energy_mj=None) for s in samples]
+        elif fault == "xid":
+            samples = [replace(s, xid=79.0) for s in samples]
+        return web.Response(text=dcgm_text(samples), content_type="text/plain", charset="utf-8")
+
     async def info(self, request: web.Request) -> web.Response:
         dep = self.engine.dep
         body = {
@@ -269,6 +292,7 @@ class SimServer:
                 "kv_capacity_tokens": self.engine.kv_capacity,
                 "gpu_memory_utilization": dep.gpu_memory_utilization,
             },
+            "gpu_uuids": self.gpus.uuids,
             "performance_model": {
                 **{name: getattr(dep.hardware, name) for name in profiles.FITTABLE},
                 "max_num_batched_tokens": profiles.MAX_NUM_BATCHED_TOKENS,

@@ -268,7 +268,7 @@ class OneReplay:
         mr = session.manifest.mode_runs[mode]
         replicas = stage.bringup.replicas[mode]
         scraper = stage.scraper
-        scraper.watch(mode, [(r.label, r.url) for r in replicas])
+        watch(scraper, stage, mode, replicas)
         session.observer.mode_state(mode, "starting")
         try:
             end = session.replay(mode, mr, deadline_s=self.deadline_s)
@@ -281,6 +281,22 @@ class OneReplay:
         if scraper.problem(mode):
             session.observer.say(f"[yellow]{mode}: no server-side metrics ({scraper.problem(mode)}); the replay "
                                  "is unaffected, the acceptance column stays empty[/yellow]")
+        mr.gpu_metrics = gpu_state(scraper, mode)
+        if scraper.gpu_problem(mode):
+            session.observer.say(f"[yellow]{mode}: GPU telemetry not measured ({scraper.gpu_problem(mode)}); "
+                                 "the replay is unaffected, its energy and memory figures say not measured[/yellow]")
+
+
+def watch(scraper: Scraper, stage: Stage, mode: str, replicas: list) -> None:
+    """Scrape `mode`'s replicas' /metrics, and read their GPUs, from now on."""
+    scraper.watch(mode, [(r.label, r.url) for r in replicas], stage.bringup.fleet.gpu_sources(replicas))
+
+
+def gpu_state(scraper: Scraper, mode: str) -> str:
+    """What the manifest says of `mode`'s GPU telemetry: read, its first problem, or no GPUs."""
+    if not scraper.gpu_sources(mode):
+        return "no GPUs (vLLM on CPU) or no exporter"
+    return scraper.gpu_problem(mode) or "read"
 
 
 def replay_level(session: Replays, mode: str, lv: LevelDir, pause: bool, deadline_s: float | None) -> ModeRun:
@@ -300,13 +316,14 @@ def replay_level(session: Replays, mode: str, lv: LevelDir, pause: bool, deadlin
     choice = session.workers_for(lv.trace)   # a level's own rate (or concurrency) sizes its workers
     lv.manifest.workers, workers = choice.as_dict(), choice.workers
     with Scraper(lv.dir) as scraper:
-        scraper.watch(mode, [(r.label, r.url) for r in replicas])
+        watch(scraper, stage, mode, replicas)
         try:
             end = session.replay(mode, lmr, lv.dir, lv.manifest.run_id, workers, deadline_s, drain=True)
         finally:
             scraper.unwatch(mode)
     lmr.end, lmr.records, lmr.client = end.reason, end.recorded, end.client
     lmr.server_metrics = scraper.problem(mode) or "scraped"
+    lmr.gpu_metrics = gpu_state(scraper, mode)
     lmr.ended_at = utc_now()
     lv.manifest.write(lv.dir)
     if session.signals.stop:

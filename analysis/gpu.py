@@ -1,0 +1,170 @@
+"""What a mode cost in energy, power and memory, from its GPUs' samples (contract.gpu_metrics),
+over the same window as its throughput: the steady window where the replay had one, else its
+makespan (first send to last token), said in the statistic.
+
+Per GPU, the energy over the window is its counter's increase across the window's samples (as
+PromQL's increase(): a counter that went back restarted from zero), or where a GPU has no counter,
+its power integrated over them (trapezoids); over the span its samples cover, that is a mean
+power, and the mode's energy is the sum over its GPUs times the window's length. Energy per output
+token is that over the output tokens completed in the window, so J/token = summed mean power /
+output tokens per second, the same tokens as `out_tok_per_s`. Its 95% interval comes from batch
+means over BATCHES equal slices of the window (each slice's energy over the tokens written in it,
+a request's tokens spread evenly from its first token to its last; Student's t on the slices'
+spread, about the whole window's figure), given only where every slice has at least two samples
+per GPU and MIN_BATCH_TOKENS tokens, and only over a steady window (a makespan's slices include
+the warm-up and the drain, which differ by more than noise). Memory (peak used, least free) and
+XID errors are over every sample of the mode.
+
+Rows (tenant `all`; WINDOW is `steady` or `makespan`): `gpu_energy_j` WINDOW,
+`energy_per_output_token_j` WINDOW (with its interval), `gpu_power_w` `mean` (per GPU, from the
+energy) and `peak` (the highest sample), `gpu_util_pct` `mean`, `gpu_memory_used_mib` `peak`,
+`gpu_memory_free_mib` `min`, `gpu_xid_errors` `gpus` (GPUs that reported one), `gpus` `count`, and
+`gpu_samples` `SOURCE/METHOD` (how many samples, from which reader: dcgm-exporter, nvml or
+simulator; by the energy counter or by power).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from analysis.stats import counter_increase
+from contract.gpu_metrics import FOLDER
+
+BATCHES = 5            # slices of the window for the J/token interval
+T_975_DF4 = 2.7764     # Student's t, 97.5th percentile, BATCHES - 1 = 4 degrees of freedom (any t table)
+MIN_BATCH_TOKENS = 50  # output tokens a slice needs for its own J/token
+Row = tuple[str, str, float, float | None, float | None]
+
+
+def load_gpu_metrics(run_dir: Path) -> pa.Table | None:
+    path = run_dir / FOLDER
+    if not path.exists():
+        return None
+    table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
+    return table if table.num_rows else None
+
+
+@dataclass(frozen=True)
+class GpuWatts:
+    """One GPU's mean power over a span, and how it was measured."""
+
+    watts: float
+    method: str        # counter or power
+
+
+def _watts(t_ns: np.ndarray, energy_mj: np.ndarray, power_w: np.ndarray) -> GpuWatts | None:
+    """Mean power of one GPU over its samples (time order), None from fewer than two."""
+    counted = ~np.isnan(energy_mj)
+    if counted.sum() >= 2:
+        t, e = t_ns[counted], energy_mj[counted]
+        span = (t[-1] - t[0]) / 1e9
+        return GpuWatts(counter_increase(e) / 1e3 / span, "counter") if span > 0 else None
+    powered = ~np.isnan(power_w)
+    if powered.sum() >= 2:
+        t, p = t_ns[powered] / 1e9, power_w[powered]
+        span = t[-1] - t[0]
+        return GpuWatts(float(np.sum((p[1:] + p[:-1]) / 2 * np.diff(t))) / span, "power") if span > 0 else None
+    return None
+
+
+def _column(t: pa.Table, name: str) -> np.ndarray:
+    return t[name].to_numpy(zero_copy_only=False).astype(np.float64)
+
+
+def _mode_watts(gpu: pa.Table, start: int, end: int) -> tuple[float, list[str], int] | None:
+    """(summed mean power of every GPU over [start, end], each GPU's method, samples) or None when
+    some GPU has fewer than two samples there."""
+    inside = gpu.filter(pc.and_(pc.greater_equal(gpu["time_ns"], start), pc.less_equal(gpu["time_ns"], end)))
+    total, methods, samples = 0.0, [], 0
+    for key in sorted(set(zip(gpu["replica"].to_pylist(), gpu["uuid"].to_pylist(), strict=True))):
+        one = inside.filter(pc.and_(pc.equal(inside["replica"], key[0]), pc.equal(inside["uuid"], key[1])))
+        one = one.sort_by("time_ns")
+        w = _watts(one["time_ns"].to_numpy(), _column(one, "energy_mj"), _column(one, "power_w"))
+        if w is None:
+            return None
+        total += w.watts
+        methods.append(w.method)
+        samples += one.num_rows
+    return total, methods, samples
+
+
+def gpu_rows(gpu: pa.Table, mode: str, window: tuple[int, int], kind: str,
+             first_ns: np.ndarray, done_ns: np.ndarray, tokens: np.ndarray) -> list[Row]:
+    """The mode's GPU rows over `window` (epoch ns; `kind` steady or makespan), given its
+    successful requests' first- and last-token times and output tokens. No energy row when some GPU has
+    fewer than two samples in the window (too short: the figures say not measured)."""
+    mine = gpu.filter(pc.equal(gpu["mode"], mode))
+    if not mine.num_rows:
+        return []
+    rows: list[Row] = []
+    nan = math.nan
+    keys = set(zip(mine["replica"].to_pylist(), mine["uuid"].to_pylist(), strict=True))
+    rows.append(("gpus", "count", float(len(keys)), None, None))
+    used, free = _column(mine, "fb_used_mib"), _column(mine, "fb_free_mib")
+    if not np.isnan(used).all():
+        rows.append(("gpu_memory_used_mib", "peak", float(np.nanmax(used)), None, None))
+    if not np.isnan(free).all():
+        rows.append(("gpu_memory_free_mib", "min", float(np.nanmin(free)), None, None))
+    xid = _column(mine, "xid")
+    if not np.isnan(xid).all():
+        bad = {k for k, x in zip(zip(mine["replica"].to_pylist(), mine["uuid"].to_pylist(), strict=True), xid,
+                                 strict=True) if x > 0}
+        rows.append(("gpu_xid_errors", "gpus", float(len(bad)), None, None))
+    start, end = window
+    whole = _mode_watts(mine, start, end)
+    if whole is None:
+        return rows
+    watts, methods, samples = whole
+    sources = "+".join(sorted(set(mine["source"].to_pylist())))
+    method = "counter" if all(m == "counter" for m in methods) else "power" if all(m == "power" for m in methods) \
+        else "counter+power"
+    rows.append(("gpu_samples", f"{sources}/{method}", float(samples), None, None))
+    seconds = (end - start) / 1e9
+    rows.append(("gpu_energy_j", kind, watts * seconds, None, None))
+    rows.append(("gpu_power_w", "mean", watts / len(keys), None, None))
+    inside = mine.filter(pc.and_(pc.greater_equal(mine["time_ns"], start), pc.less_equal(mine["time_ns"], end)))
+    power, util = _column(inside, "power_w"), _column(inside, "util_pct")
+    if not np.isnan(power).all():
+        rows.append(("gpu_power_w", "peak", float(np.nanmax(power)), None, None))
+    if not np.isnan(util).all():
+        rows.append(("gpu_util_pct", "mean", float(np.nanmean(util)), None, None))
+    done = (done_ns >= start) & (done_ns <= end)
+    out_tokens = float(tokens[done].sum())
+    if out_tokens > 0:   # a makespan holds the warm-up and the drain: its slices differ by more than noise
+        point = watts * seconds / out_tokens
+        low, high = (_batch_interval(mine, start, end, first_ns, done_ns, tokens, point) if kind == "steady"
+                     else (None, None))
+        rows.append(("energy_per_output_token_j", kind, point,
+                     nan if low is None else low, nan if high is None else high))
+    return rows
+
+
+def written_in(a: int, b: int, first_ns: np.ndarray, done_ns: np.ndarray, tokens: np.ndarray) -> float:
+    """Output tokens written in [a, b): each request's spread evenly from its first to its last."""
+    span = np.maximum(done_ns - first_ns, 1).astype(np.float64)
+    overlap = np.clip(np.minimum(done_ns, b) - np.maximum(first_ns, a), 0, None)
+    return float(np.sum(tokens * overlap / span))
+
+
+def _batch_interval(gpu: pa.Table, start: int, end: int, first_ns: np.ndarray, done_ns: np.ndarray,
+                    tokens: np.ndarray, point: float) -> tuple[float | None, float | None]:
+    """The 95% interval of J per output token from BATCHES slices of the window (None, None where
+    a slice has too few samples or tokens)."""
+    edges = np.linspace(start, end, BATCHES + 1).astype(np.int64)
+    per_slice = []
+    for a, b in itertools.pairwise(edges):
+        got = _mode_watts(gpu, int(a), int(b))
+        n = written_in(int(a), int(b), first_ns, done_ns, tokens)
+        if got is None or n < MIN_BATCH_TOKENS:
+            return None, None
+        per_slice.append(got[0] * (b - a) / 1e9 / n)
+    half = T_975_DF4 * float(np.std(per_slice, ddof=1)) / math.sqrt(BATCHES)
+    return point - half, point + half
