@@ -127,7 +127,7 @@ class SimOptions(Strict):
         return str(path.resolve())
 
 
-EXPORTER_FIELDS = ("{node}", "{replica}")
+EXPORTER_FIELDS = ("{node}", "{node_id}", "{replica}")
 DEFAULT_EXPORTER = "http://{node}:9400/metrics"     # dcgm-exporter's default port on each GPU node
 SIM_EXPORTER = "{replica}/dcgm/metrics"             # the simulator serves its GPUs itself
 
@@ -138,7 +138,7 @@ def exporter_problem(url: str) -> str | None:
     for name in EXPORTER_FIELDS:
         rest = rest.replace(name, "")
     if "{" in rest or "}" in rest:
-        return f"{url!r} may name only {' and '.join(EXPORTER_FIELDS)}"
+        return f"{url!r} may name only {', '.join(EXPORTER_FIELDS)}"
     if not url.startswith(("http://", "https://", "{replica}")):
         return f"{url!r} is not an http(s) URL"
     return None
@@ -147,7 +147,8 @@ def exporter_problem(url: str) -> str | None:
 class GpuTelemetry(Strict):
     """Where each replica's GPU figures come from (issue 42): NVIDIA's dcgm-exporter on its node,
     else NVML read inside the replica's Ray actor. `exporter` is a URL in which {node} is the
-    replica's node address and {replica} its server's base URL ("none": no exporter); `exporters`
+    replica's node address, {node_id} its Ray node id and {replica} its server's base URL ("none":
+    no exporter); `exporters`
     names a node's own (by Ray node id or address) in place of it. Default: dcgm-exporter's
     http://{node}:9400/metrics for real GPUs, the simulator's own {replica}/dcgm/metrics for
     engine "sim", none for vLLM on CPU."""
@@ -289,7 +290,7 @@ class FleetSpec(Strict):
             url = SIM_EXPORTER if self.engine == "sim" else DEFAULT_EXPORTER if self.device == "gpu" else "none"
         if url == "none":
             return None
-        return url.replace("{node}", node_ip).replace("{replica}", replica_url)
+        return url.replace("{node_id}", node_id).replace("{node}", node_ip).replace("{replica}", replica_url)
 
     @property
     def gpu_source(self) -> str:

@@ -19,7 +19,8 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 
 def render(report: Path, screenshot: str) -> dict:
     """Open `report` in headless Chromium: what it logged as errors, what it asked the network
-    for, how many plots it has and drew, their titles and the page's h2 headings."""
+    for, how many plots it has and drew, their titles, each plot's axis titles and traces by name
+    and the page's h2 headings."""
     from playwright.sync_api import sync_playwright
 
     assert CHROMIUM.exists(), f"{CHROMIUM} is missing: `make browser` (part of `make test`) installs it"
@@ -44,6 +45,11 @@ def render(report: Path, screenshot: str) -> dict:
                                            ")).length"),
                 "no_plot": page.evaluate("[...document.querySelectorAll('.no-plot')].map(p => p.textContent)"),
                 "titles": page.evaluate("[...document.querySelectorAll('.gtitle')].map(t => t.textContent)"),
+                "axes": page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map(d => [...d."
+                                      "querySelectorAll('.xtitle, .ytitle')].map(t => t.textContent))"),
+                # each plot's traces by name, as plotly drew them (the legend's entries and hover's)
+                "traces": page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map("
+                                        "d => d._fullData.map(t => t.name))"),
                 "headings": page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)"),
             }
             ARTIFACTS.mkdir(exist_ok=True)

@@ -4,8 +4,10 @@ capacity search's answer; and their bad input, refused in one line before anythi
 
 from __future__ import annotations
 
+import html
 import json
 import math
+import re
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -82,6 +84,16 @@ def test_a_sweep_of_two_modes_is_paired_plotted_and_agrees_with_the_model(tmp_pa
     for title in ("Output tokens/s per GPU", "TPOT p99 against throughput", "E2E speedup over the baseline",
                   "Draft acceptance"):
         assert any(t.startswith(title) for t in seen["titles"]), (title, seen["titles"])
+    # the interactivity frontier first (issue 42): each mode's levels and its Pareto staircase drawn, output
+    # tokens said on both axes, and under it in words where eagle moves it (tests/test_frontier.py: the maths)
+    assert seen["titles"][0].startswith("Interactivity frontier"), seen["titles"]
+    drawn = seen["traces"][0]
+    for mode in ("baseline", "eagle"):   # its levels: those within their SLOs, those that missed one, or both
+        assert f"{mode}: Pareto frontier" in drawn and any(t.startswith(f"{mode}: levels") for t in drawn), drawn
+    assert len(seen["axes"][0]) == 2 and all("output tokens" in a for a in seen["axes"][0]), seen["axes"]
+    words = html.unescape((run / "report.html").read_text().split('<div class="frontier-words">')[1].split("</div>")[0])
+    assert re.search(r"<p>(At [\d.,]+\+ output tokens/s per user, eagle gives|eagle's frontier|eagle does not)",
+                     words), words
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "completed" and [lv["name"] for lv in manifest["levels"]] == levels
     # the sweep's one decision: in the manifest, heading report.md, in the console's report

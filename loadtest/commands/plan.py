@@ -1,6 +1,6 @@
 """`loadtest plan`: each mode at several loads predicted by the simulator's model in virtual time
-(loadtest.engine.plan), written as run folders, with the curves and, with --capacity, each
-mode's highest rate within the SLOs."""
+(loadtest.engine.plan), written as run folders, with the curves (report.md, and report.html with
+the interactivity frontier) and, with --capacity, each mode's highest rate within the SLOs."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 
 from analysis.capacity import peak_fleets, peak_markdown, plan_capacity_markdown
 from analysis.sweep import sweep_markdown
+from analysis.sweep_html import sweep_html, tenant_targets
 from cluster import FleetError
 from cluster.sim.config import SimArgsError
 from common import exits, files
@@ -44,7 +45,10 @@ def main(args: PlanOptions) -> int:
             report += "\n" + peak_markdown(peak_fleets(rows, args.peak, fleet.replicas, fleet.tensor_parallel_size),
                                            args.peak, fleet.replicas, fleet.tensor_parallel_size)
     files.write_text(run_dir / "report.md", report)
+    files.write_text(run_dir / "report.html", sweep_html(plan.title(), report, sweep, plan.fleet.gpus_per_mode,
+                                                         targets=tenant_targets(plan.base), measured=False))
     show_markdown(console, report)
     say_written(console, "plan", run_dir / "report.md", ("curves", run_dir / "sweep.parquet"),
-                ("levels as run folders under", run_dir / "levels"), took_s=time.monotonic() - started)
+                ("plots", run_dir / "report.html"), ("levels as run folders under", run_dir / "levels"),
+                took_s=time.monotonic() - started)
     return exits.OK

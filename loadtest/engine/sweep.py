@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from analysis.gate import ErrorCheck
 from analysis.long_summary import long_summary
 from analysis.sweep import LEVEL_SCHEMA, decide_sweep, plan_vs_measured, saturation, sweep_markdown, with_level
-from analysis.sweep_html import sweep_html
+from analysis.sweep_html import sweep_html, tenant_targets
 from cluster.fleet import FleetSpec
 from common import files
 from contract.manifest import Manifest
@@ -107,7 +107,8 @@ def write_report(run_dir: Path, title: str, levels: list[LevelDir], manifest: Ma
     if predicted is not None:
         report += "\n" + plan_vs_measured(predicted, sweep)
     files.write_text(run_dir / "report.md", report)
-    files.write_text(run_dir / "report.html", sweep_html(title, report, sweep, gpus, predicted))
+    files.write_text(run_dir / "report.html", sweep_html(title, report, sweep, gpus, predicted,
+                                                         tenant_targets(levels[0].trace)))
     return SweepReport(checks, report)
 
 
