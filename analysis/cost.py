@@ -112,8 +112,8 @@ def cost_rows(v: SummaryView) -> tuple[list[str], list[list[str]]]:
 
 
 def measured(v: SummaryView) -> bool:
-    """Whether any mode has GPU figures (a run on vLLM's CPU build has none to show)."""
-    return any(metric == "gpus" for (_, _, metric, _) in v.cells)
+    """Whether any mode's GPUs were read or were to be read (a run on vLLM's CPU build has none)."""
+    return any(metric in ("gpus", "gpu_telemetry") for (_, _, metric, _) in v.cells)
 
 
 def xid_findings(v: SummaryView) -> list[str]:

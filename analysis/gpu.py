@@ -1,6 +1,7 @@
 """What a mode cost in energy, power and memory, from its GPUs' samples (contract.gpu_metrics),
-over the same window as its throughput: the steady window where the replay had one, else its
-makespan (first send to last token), said in the statistic.
+over the same window as its throughput: the steady window where the replay had one that holds two
+samples of each GPU, else its makespan (the first sent request's scheduled time to the last
+token), said in the statistic.
 
 Per GPU, the energy over the window is its counter's increase across the window's samples (as
 PromQL's increase(): a counter that went back restarted from zero), or where a GPU has no counter,
@@ -42,6 +43,13 @@ BATCHES = 5            # slices of the window for the J/token interval
 T_975_DF4 = 2.7764     # Student's t, 97.5th percentile, BATCHES - 1 = 4 degrees of freedom (any t table)
 MIN_BATCH_TOKENS = 50  # output tokens a slice needs for its own J/token
 Row = tuple[str, str, float, float | None, float | None]
+NOT_READ = "not_read"   # metric gpu_telemetry: a mode whose GPUs were to be read and were not (the manifest says why)
+
+
+def gpu_unread(state: str | None) -> bool:
+    """Whether a mode's manifest entry `gpu_metrics` says its GPUs were to be read and were not
+    ("read": they were; "no GPUs ...": there were none to read; None: a run from before)."""
+    return state is not None and state != "read" and not state.startswith("no GPUs")
 
 
 def load_gpu_metrics(run_dir: Path) -> pa.Table | None:

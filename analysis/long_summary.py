@@ -490,7 +490,8 @@ def _speedup_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray, bas
 def _gpu_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray, gpu: pa.Table,
               windows: dict[str, tuple[int, int] | None]) -> None:
     """Each mode's GPU rows over the window its output tokens per second are of: its steady
-    window where it has one, else its makespan, from its first send to its last token."""
+    window where it has one long enough for two samples of each GPU, else its makespan (from the
+    first sent request's scheduled time to the last token, as `_time_rows` has it)."""
     t = len(cells.tenants)
     done_all, sent_all = table["last_token_ns"], table["sent_ns"]
     for m, mode in enumerate(cells.modes):
@@ -499,17 +500,21 @@ def _gpu_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray, gpu: pa
             continue
         done = gather(done_all, mine, lambda c: pc.fill_null(c, -1).to_numpy()).astype(np.int64)
         sent = gather(sent_all, mine, lambda c: pc.fill_null(c, -1).to_numpy()).astype(np.int64)
+        scheduled = gather(table["scheduled_ns"], mine, lambda c: c.to_numpy()).astype(np.int64)
         tokens = gather(table["completion_tokens"], mine, lambda c: pc.fill_null(c, 0).to_numpy()).astype(np.float64)
         ttft = gather(table["ttft_ms"], mine, lambda c: pc.fill_null(c, 0).to_numpy()).astype(np.float64)
         first = sent + (ttft * 1e6).astype(np.int64)
         good = ok[mine] & (done > 0)
-        window, kind = windows.get(mode), "steady"
-        if window is None:
-            if not good.any() or not (sent > 0).any():
-                continue
-            window, kind = (int(sent[sent > 0].min()), int(done[good].max())), "makespan"
-        for metric, statistic, value, low, high in gpu_rows(gpu, mode, window, kind, first[good], done[good],
-                                                                tokens[good]):
+        if not good.any() or not (sent > 0).any():
+            continue
+        makespan = (int(scheduled[sent > 0].min()), int(done[good].max()))   # as `_time_rows` has it
+        found: list = []
+        for window, kind in ((windows.get(mode), "steady"), (makespan, "makespan")):
+            if window is not None:   # a steady window too short for two samples of each GPU: the makespan
+                found = gpu_rows(gpu, mode, window, kind, first[good], done[good], tokens[good])
+                if any(metric == "gpu_energy_j" for metric, *_ in found):
+                    break
+        for metric, statistic, value, low, high in found:
             _add(rows, (mode, ALL), metric, statistic, value, low, high)
 
 

@@ -6,6 +6,7 @@ views), and a sweep's levels or a capacity's probes only need the files."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pyarrow.compute as pc
 
 from analysis.decision import Decision, decide_run
 from analysis.gate import ErrorCheck, error_checks
-from analysis.gpu import load_gpu_metrics
+from analysis.gpu import NOT_READ, gpu_unread, load_gpu_metrics
 from analysis.html import report_html
 from analysis.long_summary import LIST_COLUMNS, LONG_SCHEMA, SUMMARY_COLUMNS, SummaryView, long_summary
 from analysis.markdown import report_markdown
@@ -106,6 +107,11 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
 
     long = long_summary(table, manifest.run_id, present, server=server, memory=memory, client_limited=limited,
                         chunks_of=chunks_of, gpu=load_gpu_metrics(run_dir))
+    unread = [{"run_id": manifest.run_id, "mode": m, "tenant": "all", "metric": "gpu_telemetry",
+               "statistic": NOT_READ, "value": math.nan, "ci_low": None, "ci_high": None}
+              for m in present if m in manifest.mode_runs and gpu_unread(manifest.mode_runs[m].gpu_metrics)]
+    if unread:   # GPUs that were to be read and were not: their figures say so, not nothing
+        long = pa.concat_tables([long, pa.Table.from_pylist(unread, schema=LONG_SCHEMA)])
     found.decision = decide_run(long, SummaryView(long).get(present[0], "offered_req_per_s", "trace"),
                                 stopped=found.stopped_note is not None)
     long = pa.concat_tables([long, pa.Table.from_pylist(found.decision.rows(manifest.run_id), schema=LONG_SCHEMA)])
@@ -120,7 +126,9 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                      "client's own delay; add workers (--workers) or client machines"
                      for mode, mr in manifest.mode_runs.items() if mr.client and mr.client.get("client_limited")]
     notes = [*(n for n in (found.stopped_note, found.steady_note, found.too_few_note) if n), *found.limited,
-             *(f"{mode}: skipped (--skip-unavailable): {why}" for mode, why in manifest.skipped.items())]
+             *(f"{mode}: skipped (--skip-unavailable): {why}" for mode, why in manifest.skipped.items()),
+             *(f"{mode}: GPU telemetry not measured: {mr.gpu_metrics}" for mode, mr in manifest.mode_runs.items()
+               if mode in present and gpu_unread(mr.gpu_metrics))]
     about = ((f"**{manifest.simulated}.**\n\n" if manifest.simulated else "") +
              f"**Decision: {found.decision.text}**\n\n"
              f"Run **{manifest.status}**: {manifest.requests:,} requests of scenario `{manifest.scenario.get('name')}` "

@@ -36,16 +36,21 @@ class FakeNode:
     watts: float
     started: float = field(default_factory=time.monotonic)
     reads: int = 0
+    reset_at: float | None = None   # fault reset: when the counter started again from 0
+    last: float = 0.0               # the last read
 
     def samples(self, fault: str | None, host_label_value: str) -> list[GpuSample]:
         now = time.monotonic()
         self.reads += 1
+        if fault == "reset" and self.reads > RESET_AFTER and self.reset_at is None:
+            self.reset_at = self.last or now   # just after the read before: nothing lost between
+        self.last = now
         out = []
         for i in range(self.gpus + 1):
             watts = FOREIGN_W if i == self.gpus else self.watts
             energy_mj = watts * (now - self.started) * 1000 + 5e9   # since an earlier boot
-            if fault == "reset" and self.reads > RESET_AFTER:
-                energy_mj = watts * (now - self.started) * 1000 * 0.25
+            if self.reset_at is not None:   # the driver reloaded between two reads: from 0 since then
+                energy_mj = watts * (now - self.reset_at) * 1000
             out.append(GpuSample(node=self.name, at_s=now, uuid=gpu_uuid(self.name, 9400, i), index=i,
                                  host=host_label_value, model="NVIDIA H100 80GB HBM3", power_w=watts,
                                  energy_mj=None if fault == "no-energy" else round(energy_mj),
