@@ -18,7 +18,16 @@ from typing import Literal
 
 from cluster.sim.acceptance import PROFILES, Acceptance, expected_tokens_per_pass, expected_tokens_per_step
 from cluster.sim.offline import SimRequest, simulate
-from cluster.sim.perf_model import Deployment, forward_s, proposer_s, proposer_weight_bytes, step_parts, step_s
+from cluster.sim.perf_model import (
+    Deployment,
+    forward_s,
+    proposer_s,
+    proposer_weight_bytes,
+    step_parts,
+    step_s,
+    step_work,
+)
+from cluster.sim.power import ML_ENERGY_70B_TP4, PowerModel, decode_watts
 from cluster.sim.profiles import HARDWARE, model_profile
 from cluster.speculation import parse_speculative_config
 
@@ -156,6 +165,37 @@ def _curve_rows(fitted: bool) -> list[Row]:
             for c in CURVES for b, pub in zip(V1_BATCHES, c.published, strict=True) if (b in c.fitted) == fitted]
 
 
+# ML.ENERGY Leaderboard v3.0 (ml-energy/leaderboard @ 0cd52da), 4 x H100 SXM at TP4, vLLM 0.11.1, LM Arena
+# chat: per-GPU watts (avg_power_watts / 4) and J per output token (all four GPUs) by max_num_seqs.
+ML_ENERGY = "ML.ENERGY v3.0"
+# Llama-3.1-70B-Instruct, the same store: no constant was fitted to it.
+ML_ENERGY_31_70B_TP4 = ((8, 441.0), (16, 451.0), (32, 449.0), (64, 500.0), (96, 525.0), (128, 546.0),
+                        (192, 573.0), (256, 589.0), (384, 586.0), (512, 623.0), (768, 634.0), (1024, 637.0))
+# Llama-3.3-70B-Instruct's J per output token (not fitted: the fit used its watts only).
+ML_ENERGY_70B_J_PER_TOKEN = ((8, 3.85), (16, 2.10), (32, 1.25))
+POWER_CONTEXT = 500   # tokens of context per sequence, as power.ML_ENERGY_CONTEXT assumes
+
+
+def decode_joules_per_token(batch: int, model: str = LLAMA70) -> float:
+    """Joules per output token of a TP4 decode step at `batch` (all four GPUs; one token a sequence)."""
+    dep = deployment(None, model=model)
+    t = step_s(dep, batch, batch * POWER_CONTEXT)
+    return 4 * PowerModel.of(dep.hardware).step_joules(t, step_work(dep, batch, batch * POWER_CONTEXT)) / batch
+
+
+def prefill_watts() -> float:
+    """One GPU's power through a full prefill step (8,192 tokens of four prompts) of 70B at TP4."""
+    dep = deployment(None)
+    t = step_s(dep, 0, 0, prefill_tokens=8192, prefill_kv_tokens=8192, n_prefill=4)
+    return PowerModel.of(dep.hardware).step_watts(t, step_work(dep, 0, 0, 8192, 8192, n_prefill=4))
+
+
+def _power_rows(points: tuple[tuple[int, float], ...], model: str, rel: float, label: str) -> list[Row]:
+    return [Row(f"{label} TP4 decode, batch {b}: W per GPU", f"{w:.0f} W", *_tol(w, rel),
+                lambda b=b, m=model: decode_watts(deployment(None, model=m), b, POWER_CONTEXT), unit=" W",
+                source=ML_ENERGY) for b, w in points]
+
+
 SDB = "SpecDecode-Bench simulator"
 SDB_BLOG = "SpecDecode-Bench blog"
 FITTED: list[Row] = [
@@ -180,6 +220,8 @@ FITTED: list[Row] = [
     Row("EAGLE K=5 on 70B chat: speedup", "2.7x-3.5x", 2.7, 3.5,
         lambda: single_stream_speedup("eagle", "chat"), source="EAGLE paper"),
     *_curve_rows(fitted=True),
+    # power.ENERGY_PER_BYTE_J and ENERGY_PER_FLOP_J are fitted to these eleven points at once
+    *_power_rows(ML_ENERGY_70B_TP4, LLAMA70, 0.06, "Llama-3.3-70B"),
 ]
 PREDICTED: list[Row] = [
     Row("8B baseline TPOT, one stream", "7.07 ms", *_tol(7.07, 0.15),
@@ -205,5 +247,10 @@ PREDICTED: list[Row] = [
         lambda: step_share("eagle", 128, "verify"), unit="%", source=SDB_BLOG + " Fig. 4"),
     Row("70B EAGLE K=3 batch 128: sampling share of a step", "< 1.7%", 0.0, 1.7,
         lambda: step_share("eagle", 128, "sample"), unit="%", source=SDB_BLOG),
+    *_power_rows(ML_ENERGY_31_70B_TP4, "meta-llama/Llama-3.1-70B-Instruct", 0.12, "Llama-3.1-70B"),
+    *[Row(f"Llama-3.3-70B TP4 decode, batch {b}: J per output token", f"{j} J", *_tol(j, 0.15),
+          lambda b=b: decode_joules_per_token(b), unit=" J", source=ML_ENERGY) for b, j in ML_ENERGY_70B_J_PER_TOKEN],
+    Row("70B TP4 prefill step: W per GPU (at the limit)", "700 W", 665.0, 700.0, prefill_watts, unit=" W",
+        source="Splitwise (prompt phase at TDP)"),
 ]
 ROWS = FITTED + PREDICTED
