@@ -1,8 +1,9 @@
 """The fleet and the load spread over a Ray cluster of three nodes on this machine: a head without
 GPUs (the driver and the Locust workers) and two nodes of 4 fake H100s each (the replicas, whose
 `vllm` is tests/data/fake_vllm serving the simulator). Nothing is told where to go: the pre-flight
-puts one TP4 mode on each GPU node, and the Locust workers take the node without GPUs. Then one
-GPU node is lost mid-replay, its raylet and every process of it killed at once."""
+puts one TP4 mode on each GPU node, and the Locust workers take the node without GPUs, and each
+replica's GPUs are read from its own node's dcgm-exporter (tests/fake_dcgm.py). Then one GPU node
+is lost mid-replay, its raylet and every process of it killed at once."""
 
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
+from cluster.sim.gpu import gpu_uuid
 from tests.conftest import ROOT, finished, pid_alive
+from tests.fake_dcgm import FOREIGN_W, fake_dcgm
 from tests.ray_nodes import RayTestCluster, cpu_node, gpu_node, node_of, ray_cluster
 from tests.test_turns import MODES, epoch, fleet_file
 
@@ -31,9 +35,12 @@ def three_nodes() -> Iterator[RayTestCluster]:
 
 
 def start_run(cluster: RayTestCluster, out: Path, run_id: str, requests: int, *extra: str,
-              modes: str = "baseline,eagle", tp: int = 4) -> subprocess.Popen:
+              modes: str = "baseline,eagle", tp: int = 4, exporter: str | None = None) -> subprocess.Popen:
+    """`exporter`: the fleet's dcgm-exporter URL ({node_id} in it), read in place of NVML."""
     # TP1 replicas hold an 8B model (70B takes more than one H100's memory: the simulator refuses it)
     fleet = fleet_file(out.parent, tp=tp, **({"model": "meta-llama/Llama-3.1-8B-Instruct"} if tp == 1 else {}))
+    if exporter is not None:
+        fleet.write_text(fleet.read_text() + f'\n[gpu_telemetry]\nexporter = "{exporter}"\nnvml = false\n')
     argv = [sys.executable, "-m", "loadtest", "run", "--fleet", str(fleet), "--modes", modes,
             "--address", cluster.address, "--ray-workers", "--scenario", "chat", "--requests", str(requests),
             "--cooldown", "0", "--out", str(out), "--run-id", run_id, "--no-metrics", *extra]
@@ -46,8 +53,13 @@ def manifest_of(run_dir: Path) -> dict:
 
 
 def test_replicas_go_one_mode_per_gpu_node_and_locust_workers_to_the_node_without_gpus(three_nodes, tmp_path):
-    run = start_run(three_nodes, tmp_path / "results", "placed", 24, "--workers", "2")
-    out, err = finished(run, 400)
+    """...and one dcgm-exporter per GPU node (one fake answering for each node id, each node's GPUs
+    at a power of their own, beside a GPU of another job at FOREIGN_W): each replica's figures come
+    from its own node's exporter and its own GPUs only."""
+    with fake_dcgm() as dcgm:
+        run = start_run(three_nodes, tmp_path / "results", "placed", 24, "--workers", "2",
+                        exporter=f"{dcgm.url}/node/{{node_id}}/metrics")
+        out, err = finished(run, 400)
     assert run.returncode == 0, out + err
     manifest = manifest_of(tmp_path / "results" / "placed")
     cluster = {n["node_id"]: n for n in manifest["plan"]["cluster"]}
@@ -68,6 +80,32 @@ def test_replicas_go_one_mode_per_gpu_node_and_locust_workers_to_the_node_withou
     assert Counter(zip(rows["mode"].to_pylist(), rows["status"].to_pylist(), strict=True)) == {
         ("baseline", "ok"): 24, ("eagle", "ok"): 24}
     assert set(rows["worker"].to_pylist()) == {"w0", "w1"}
+    # GPU telemetry: each mode read from its own node's exporter, never the head's, 4 GPUs each
+    node_of_mode = {m: runs[m]["replicas"][0]["node_id"] for m in ("baseline", "eagle")}
+    assert set(dcgm.nodes) == set(node_of_mode.values()), (dcgm.nodes, node_of_mode)   # one exporter per GPU node
+    watts = {m: dcgm.nodes[n].watts for m, n in node_of_mode.items()}
+    assert watts["baseline"] != watts["eagle"] and FOREIGN_W not in watts.values(), watts
+    gpu = ds.dataset(tmp_path / "results" / "placed" / "gpu_metrics", partitioning="hive").to_table(
+        columns=["mode", "replica", "source", "uuid", "gpu", "power_w"]).to_pylist()
+    summary = {(r["mode"], r["metric"], r["statistic"]): r["value"]
+               for r in pq.read_table(tmp_path / "results" / "placed" / "summary.parquet").to_pylist()
+               if r["tenant"] == "all"}
+    for mode in ("baseline", "eagle"):
+        assert runs[mode]["gpu_metrics"] == "read", runs[mode]["gpu_metrics"]
+        (replica,) = runs[mode]["replicas"]
+        mine = [r for r in gpu if r["mode"] == mode]
+        assert len(mine) >= 8 and {r["replica"] for r in mine} == {replica["label"]}, mine[:5]
+        assert {r["source"] for r in mine} == {"dcgm-exporter"}, {r["source"] for r in mine}
+        assert {(r["gpu"], r["uuid"]) for r in mine} == {(i, gpu_uuid(node_of_mode[mode], 9400, i)) for i in range(4)}
+        assert {r["power_w"] for r in mine} == {watts[mode]}   # the foreign GPU (index 4) never kept
+        assert summary[(mode, "gpus", "count")] == 4
+        assert summary[(mode, "gpu_power_w", "peak")] == watts[mode]
+        assert summary[(mode, "gpu_power_w", "mean")] == pytest.approx(watts[mode], rel=0.01), summary
+        assert any(m == mode and metric == "gpu_samples" and stat.startswith("dcgm-exporter/")
+                   for m, metric, stat in summary), summary
+        windowed = {metric: v for (m, metric, _window), v in summary.items() if m == mode and metric in (
+            "gpu_energy_j", "energy_per_output_token_j")}   # over the steady window, else the makespan
+        assert len(windowed) == 2 and all(v > 0 for v in windowed.values()), summary
 
 
 def test_workers_the_cpu_nodes_cannot_hold_are_refused_before_any_mode_replays(three_nodes, tmp_path):

@@ -18,7 +18,7 @@ import numpy as np
 
 from cluster.sim import perf_model
 from cluster.sim.acceptance import draw_accepted, profile, request_alphas
-from cluster.sim.gpu import GpuMeter
+from cluster.sim.gpu import HISTORY, GpuMeter
 from cluster.sim.power import PowerModel
 from cluster.sim.profiles import BLOCK_SIZE, MAX_NUM_BATCHED_TOKENS
 
@@ -90,7 +90,8 @@ class StepPlan:
 
 class Engine:
     def __init__(self, dep: perf_model.Deployment, max_num_seqs: int = 256, time_scale: float = 1.0,
-                 seed: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
+                 seed: int = 0, clock: Callable[[], float] = time.monotonic,
+                 gpu_history: int | None = HISTORY) -> None:
         self.dep = dep
         self.max_num_seqs = max_num_seqs
         self.time_scale = time_scale
@@ -105,7 +106,7 @@ class Engine:
         # same scheduler runs offline (cluster/sim/offline.py).
         self.clock = clock
         self.power = PowerModel.of(dep.hardware)
-        self.gpu = GpuMeter(self.power, clock(), time_scale)   # each of the replica's GPUs alike
+        self.gpu = GpuMeter(self.power, clock(), time_scale, history=gpu_history)   # each of its GPUs alike
 
     # ---- public API -------------------------------------------------------------------------
     def start(self) -> None:

@@ -54,10 +54,12 @@ class GpuMeter:
     time_scale: float = 1.0
     energy_j: float = 0.0
     busy_s: float = 0.0
-    _ends: deque[tuple[float, float, float]] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    history: int | None = HISTORY   # marks kept (None: all, for a replay in virtual time read after)
+    _ends: deque[tuple[float, float, float]] = field(default_factory=deque)
 
     def __post_init__(self) -> None:
-        self._ends.append((self.started, 0.0, 0.0))   # (clock, energy, busy) at each step's end
+        self._ends = deque(maxlen=self.history)
+        self._ends.append((self.started, 0.0, 0.0))   # (clock, energy, busy) at each step's start and end
 
     def _idle_j(self, since: float, until: float) -> float:
         return self.power.context_w * max(0.0, until - since) / self.time_scale
@@ -139,6 +141,20 @@ class SimGpus:
     port: int
     clock: Callable[[], float]
     host: str = field(default_factory=socket.gethostname)
+
+    def every(self, seconds: float, until: float) -> list[list[GpuSample]]:
+        """The GPUs' samples each `seconds` of the clock from its start to `until`, read after the
+        fact (a replay in virtual time: the clock is set to each instant in turn)."""
+        out, now = [], self.meter.started
+        clock = self.clock
+        try:
+            while now <= until + seconds:
+                self.clock = lambda at=now: at
+                out.append(self.samples())
+                now += seconds
+        finally:
+            self.clock = clock
+        return out
 
     @property
     def uuids(self) -> list[str]:

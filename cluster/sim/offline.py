@@ -10,6 +10,7 @@ import numpy as np
 
 from cluster.sim import perf_model
 from cluster.sim.engine import Engine, Sequence
+from cluster.sim.gpu import GpuMeter
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,8 @@ class SimResult:
 class _VirtualEngine(Engine):
     def __init__(self, *args, **kwargs) -> None:
         self.now = 0.0
-        super().__init__(*args, clock=lambda: self.now, **kwargs)
+        # the whole replay's energy kept, read once it has ended (simulate_metered)
+        super().__init__(*args, clock=lambda: self.now, gpu_history=None, **kwargs)
         self.first: dict[int, float] = {}
         self.last: dict[int, float] = {}
         self.chunks: dict[int, int] = {}
@@ -58,7 +60,15 @@ class _VirtualEngine(Engine):
 
 def simulate(dep: perf_model.Deployment, requests: list[SimRequest], max_num_seqs: int = 256,
              seed: int = 0, concurrency: int | None = None, stop_s: float | None = None) -> list[SimResult | None]:
-    """Serve `requests` and return each one's timings: open loop, each arriving at its
+    """simulate_metered's timings alone."""
+    return simulate_metered(dep, requests, max_num_seqs, seed, concurrency, stop_s)[0]
+
+
+def simulate_metered(dep: perf_model.Deployment, requests: list[SimRequest], max_num_seqs: int = 256,
+                     seed: int = 0, concurrency: int | None = None,
+                     stop_s: float | None = None) -> tuple[list[SimResult | None], GpuMeter, float]:
+    """Serve `requests` and return each one's timings, the GPUs' meter and when the last step
+    ended (virtual seconds): open loop, each arriving at its
     `arrival_s`, or with `concurrency` closed loop, in order, each arriving the moment one of
     `concurrency` slots frees (its `arrival_s` ignored; `SimResult.arrival_s` says when). With
     `stop_s`, nothing arrives from then on (the rest are None: never sent), as a replay that
@@ -106,7 +116,7 @@ def simulate(dep: perf_model.Deployment, requests: list[SimRequest], max_num_seq
                 if seq is not None and seq.spec_steps else None)
         out.append(SimResult(eng.first[i] - t0, eng.last[i] - t0, eng.chunks[i], r.output_tokens,
                              tuple(t - t0 for t in eng.times[i]), tuple(eng.tokens[i]), spec, t0))
-    return out
+    return out, eng.gpu, eng.now
 
 
 def poisson_requests(rate: float, n: int, prompt_tokens: int, output_tokens: int, domain: str,

@@ -29,9 +29,12 @@ from cluster.argv import sim_config
 from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
 from cluster.sim import sim_profile
 from cluster.sim.config import build_server
-from cluster.sim.offline import SimRequest, simulate
+from cluster.sim.gpu import GpuMeter, SimGpus
+from cluster.sim.offline import SimRequest, simulate_metered
 from cluster.sim.server import RequestError, SimServer, chat_prompt, completion_prompt, sequence_for
 from common import files
+from contract.gpu_metrics import FOLDER as GPU_FOLDER
+from contract.gpu_metrics import GPU_SCHEMA
 from contract.manifest import Manifest
 from contract.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.engine.inputs import new_run_dir
@@ -53,6 +56,7 @@ from scenarios.trace import (
 )
 
 EPOCH_NS = 1_700_000_000 * 10**9     # a plan's virtual clock starts here (no wall time is measured)
+GPU_SAMPLE_S = 1.0                   # a predicted GPU sampled as often as the scraper reads a real one
 
 
 def simulator_of(fleet: FleetSpec, mode: str, hardware: str | None) -> SimServer:
@@ -61,12 +65,14 @@ def simulator_of(fleet: FleetSpec, mode: str, hardware: str | None) -> SimServer
 
 
 def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str, replicas: int = 1,
-                      stop_s: float | None = None) -> pa.Table:
+                      stop_s: float | None = None, gpu: list[dict] | None = None, replica: int = 0) -> pa.Table:
     """The records the simulator predicts for `trace`, in the record contract (virtual times),
     the rows spread over `replicas` replicas round-robin, as the replay spreads them. A
     closed-loop trace keeps its concurrency, split over the replicas as the replay's slots are
     filled; a simulator run `--time-scale X` times faster is predicted X times faster too. With
-    `stop_s` nothing is sent from then on (the rest are not_sent), as a level's --level-duration."""
+    `stop_s` nothing is sent from then on (the rest are not_sent), as a level's --level-duration.
+    With `gpu`, each replica's GPUs are sampled once a second of the prediction into it, as rows
+    of contract.gpu_metrics (the power model's: cluster/sim/power.py), replica number `replica`."""
     closed = closed_concurrency(trace)
     # fewer in flight than replicas (closed loop): each request on a replica of its own, one at a time
     groups = min(replicas, closed) if closed else replicas
@@ -77,7 +83,7 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
             if closed:
                 part = part.replace_schema_metadata({META_CLOSED: str(closed // groups
                                                                       + (r < closed % groups)).encode()})
-            p = predicted_records(part, server, mode, run_id, stop_s=stop_s)
+            p = predicted_records(part, server, mode, run_id, stop_s=stop_s, gpu=gpu, replica=r)
             parts.append(p.set_column(p.schema.get_field_index("replica"), "replica",
                                       pa.array([f"{mode}-{r}"] * p.num_rows)))
         return pa.concat_tables(parts).cast(REQUEST_SCHEMA)
@@ -96,9 +102,12 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
             refused[i] = str(exc)
             requests.append(None)
     served = [r for r in requests if r is not None]
-    results = iter(simulate(server.engine.dep, served, max_num_seqs=server.engine.max_num_seqs,
-                            seed=server.cfg.seed, concurrency=closed,
-                            stop_s=None if stop_s is None else stop_s / scale))
+    timings, meter, ended = simulate_metered(server.engine.dep, served, max_num_seqs=server.engine.max_num_seqs,
+                                             seed=server.cfg.seed, concurrency=closed,
+                                             stop_s=None if stop_s is None else stop_s / scale)
+    if gpu is not None:
+        gpu += predicted_gpu(server, meter, ended, scale, f"{mode}-{replica}", mode)
+    results = iter(timings)
     out = []
     for i, (row, req) in enumerate(zip(rows, requests, strict=True)):
         res = next(results) if req is not None else None
@@ -131,6 +140,19 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
             rec.spec_acceptance_histogram = list(res.spec[3])
         out.append(rec.as_row())
     return pa.Table.from_pylist(out, schema=REQUEST_SCHEMA)
+
+
+def predicted_gpu(server: SimServer, meter: GpuMeter, ended: float, scale: float, label: str,
+                  mode: str) -> list[dict]:
+    """A predicted replica's GPUs once a second of its replay (virtual time, scaled as its records
+    are), as contract.gpu_metrics rows."""
+    dep = server.engine.dep
+    gpus = SimGpus(meter, dep.tp, dep.hardware.hbm_bytes, dep.gpu_memory_utilization, dep.hardware.name,
+                   int(label.rsplit("-", 1)[-1]), lambda: meter.started, host="plan")
+    return [{"time_ns": EPOCH_NS + int(s.at_s * scale * 1e9), "mode": mode, "replica": label, "node": "plan",
+             "source": "simulator", "uuid": s.uuid, "gpu": s.index,
+             **{k: getattr(s, k) for k in GPU_SCHEMA.names[GPU_SCHEMA.get_field_index("power_w"):]}}
+            for samples in gpus.every(GPU_SAMPLE_S, ended) for s in samples]
 
 
 def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_rate: float,
@@ -185,16 +207,24 @@ def plan_levels(base: pa.Table, levels: list[Level], servers: dict[str, SimServe
     for level in levels:
         lv = new_level(top, base, level, run_dir / "levels" / level.name, prefix + level.name)
         tables = []
+        gpu: list[dict] = []
         for mode in modes:
-            records = predicted_records(lv.trace, servers[mode], mode, lv.manifest.run_id, fleet.replicas, stop_s)
+            mine: list[dict] = []
+            records = predicted_records(lv.trace, servers[mode], mode, lv.manifest.run_id, fleet.replicas, stop_s,
+                                        gpu=mine)
             (lv.dir / "requests" / f"mode={mode}").mkdir()
             files.write_table(records, lv.dir / "requests" / f"mode={mode}" / "part-plan-00000.parquet")
+            (lv.dir / GPU_FOLDER / f"mode={mode}").mkdir(parents=True)
+            files.write_table(pa.Table.from_pylist(mine, schema=GPU_SCHEMA),
+                              lv.dir / GPU_FOLDER / f"mode={mode}" / "part-plan-00000.parquet")
             tables.append(records)
+            gpu += mine
             lv.manifest.mode_runs[mode].end, lv.manifest.mode_runs[mode].records = "completed", records.num_rows
         lv.manifest.status = "completed"
         lv.manifest.write(lv.dir)
         records = pa.concat_tables(tables)
-        long = long_summary(with_slos(records, lv.dir) or records, lv.manifest.run_id, modes)
+        long = long_summary(with_slos(records, lv.dir) or records, lv.manifest.run_id, modes,
+                            gpu=pa.Table.from_pylist(gpu, schema=GPU_SCHEMA))
         files.write_table(long, lv.dir / "summary.parquet")
         sweeps.append(with_level(long, level.name, lv.offered, level.concurrency))
         on_level(level.name, lv.offered)
