@@ -59,6 +59,19 @@ def _ratio(cells: dict, level: str, mode: str, tenant: str) -> Ratio | None:
                                                                             "pairs")) or 0))
 
 
+def energy_text(cells: dict, level: str, mode: str) -> str:
+    """A level's energy per output token (J, all the mode's GPUs, analysis.gpu) with its 95% interval,
+    the makespan's said; `-` where its GPUs were not read."""
+    for window in ("steady", "makespan"):
+        r = cells.get((level, mode, ALL, "energy_per_output_token_j", window))
+        if r is not None and r["value"] is not None and not math.isnan(r["value"]):
+            low, high = r["ci_low"], r["ci_high"]
+            interval = (f" [{low:#.3g}, {high:#.3g}]" if low is not None and high is not None
+                        and not math.isnan(low) and not math.isnan(high) else "")
+            return f"{r['value']:#.3g}{interval}" + (" (makespan)" if window == "makespan" else "")
+    return "-"
+
+
 def saturated(cells: dict, level: str, mode: str, offered: float) -> bool | None:
     """Open loop: the fleet fell behind (`behind`): its completions over the steady window, or,
     where the arrivals were too short for one (or a growing queue left none), the requests it held
@@ -275,7 +288,10 @@ def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None) -> st
            "fell behind its schedule there (its own verdict: send lateness or CPU over the limit), so the level "
            "measured the client and names no ceiling; in brackets, where a level had no "
            "steady window, completions per second from the first send to the last completion; "
-           f"{FEW_MARK} {rate_rule()}.", ""]
+           f"{FEW_MARK} {rate_rule()}. J per output token: the energy of the mode's GPUs over the same window "
+           "over the output tokens completed in it, with its 95% interval (five slices of a steady window); "
+           "`(makespan)`: a level without a steady window long enough, over its makespan, with none; `-`: its "
+           "GPUs were not read.", ""]
     for mode in modes:
         rows = []
         for level, load, closed in levels:
@@ -294,9 +310,10 @@ def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None) -> st
                          else f"{t:,.0f}",
                          ms_text(_value(cells, (level, mode, ALL, "tpot_ms", "p50"))),
                          ms_text(_value(cells, (level, mode, ALL, "tpot_ms", "p99"))),
-                         ms_text(_value(cells, (level, mode, ALL, "ttft_ms", "p99"))), speed])
+                         ms_text(_value(cells, (level, mode, ALL, "ttft_ms", "p99"))), speed,
+                         energy_text(cells, level, mode)])
         header = ["level", load_unit(sweep), "done req/s", "out tok/s", "TPOT p50", "TPOT p99", "TTFT p99",
-                  "speedup E2E (95% CI)"]
+                  "speedup E2E (95% CI)", "J per output token (95% CI)"]
         out += [f"## {mode}", "", "| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
         out += ["| " + " | ".join(row) + " |" for row in rows]
         out.append("")
