@@ -267,9 +267,21 @@ def decide_sweep(sweep: pa.Table) -> Decision:
     return Decision(DEPLOY, text, mode, r)
 
 
-def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None) -> str:
+def cost_per_million(cells: dict, level: str, mode: str, gpus: int, gpu_hour_cost: float) -> str:
+    """What a million output tokens cost at a level: `gpus` GPU-hours' price over the output tokens
+    an hour of the level's throughput writes (steady window, else its makespan's, said)."""
+    rate, over = steady_or_makespan(cells, (level, mode, ALL, "out_tok_per_s"))
+    if not rate:
+        return "-"
+    cost = gpu_hour_cost * gpus / (rate * 3600) * 1e6
+    return f"{cost:,.2f}" + (" (makespan)" if over != "rate" else "")
+
+
+def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None, gpus: int = 1,
+                   gpu_hour_cost: float | None = None) -> str:
     """report.md of a sweep or a plan, headed by where its numbers come from when that is the
-    simulator or the model (`source`), then its decision."""
+    simulator or the model (`source`), then its decision; with `gpu_hour_cost`, each level's cost
+    per million output tokens on the mode's `gpus` GPUs."""
     cells = _cells(sweep)
     levels = levels_of(sweep)
     flags = saturation(sweep)
@@ -311,9 +323,11 @@ def sweep_markdown(sweep: pa.Table, title: str, source: str | None = None) -> st
                          ms_text(_value(cells, (level, mode, ALL, "tpot_ms", "p50"))),
                          ms_text(_value(cells, (level, mode, ALL, "tpot_ms", "p99"))),
                          ms_text(_value(cells, (level, mode, ALL, "ttft_ms", "p99"))), speed,
-                         energy_text(cells, level, mode)])
+                         energy_text(cells, level, mode),
+                         *([cost_per_million(cells, level, mode, gpus, gpu_hour_cost)] if gpu_hour_cost else [])])
         header = ["level", load_unit(sweep), "done req/s", "out tok/s", "TPOT p50", "TPOT p99", "TTFT p99",
-                  "speedup E2E (95% CI)", "J per output token (95% CI)"]
+                  "speedup E2E (95% CI)", "J per output token (95% CI)",
+                  *([f"cost per M output tokens at {gpu_hour_cost:g} per GPU-hour"] if gpu_hour_cost else [])]
         out += [f"## {mode}", "", "| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
         out += ["| " + " | ".join(row) + " |" for row in rows]
         out.append("")

@@ -96,6 +96,7 @@ class Manifest:
     decision: dict | None = None                      # what the run says to deploy (analysis.decision)
     levels: list[dict] = field(default_factory=list)  # a sweep's levels: name, load, saturated and skipped modes
     level_duration_s: float | None = None             # a sweep's --level-duration
+    gpu_hour_cost: float | None = None                # a sweep's --gpu-hour-cost (a GPU-hour's price)
     metrics: str | None = None                        # where the command served the client's /metrics
     soak: dict | None = None                          # a soak's parameters, its stretches (resumes) and verdict
     unrecorded: dict[str, int] = field(default_factory=dict)   # mode -> scheduled requests with no record

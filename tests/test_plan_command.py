@@ -22,7 +22,7 @@ def _cell(sweep, level, mode, metric, statistic, tenant="all"):
 
 def test_a_plan_predicts_curves_saturation_and_crossovers_in_seconds(tmp_path):
     out = cli("plan", "--modes", "baseline,draft,eagle", "--rate-scale", "0.25,1,4", "--requests", "150",
-              "--out", str(tmp_path), "--run-id", "p")
+              "--gpu-hour-cost", "2.5", "--out", str(tmp_path), "--run-id", "p")
     assert out.returncode == 0, out.stdout + out.stderr
     run = tmp_path / "p"
     sweep = pq.read_table(run / "sweep.parquet")
@@ -38,6 +38,18 @@ def test_a_plan_predicts_curves_saturation_and_crossovers_in_seconds(tmp_path):
     report = (run / "report.md").read_text()
     assert "*saturated*" in report and "## Where speculation stops paying" in report
     assert "| code-agent |" in report and "never pays in the range" in report     # the draft model on code
+    # what each mode costs: the power model's energy per output token at every level, and a price per
+    # million output tokens from the throughput per GPU (4 GPUs a mode, 2.5 a GPU-hour)
+    rows = [line for line in report.splitlines() if line.startswith("| scale-")]
+    assert "J per output token (95% CI)" in report and "cost per M output tokens at 2.5 per GPU-hour" in report
+    for mode in ("baseline", "eagle"):
+        joules = _cell(sweep, "scale-0.25", mode, "energy_per_output_token_j", "steady")
+        tokens = _cell(sweep, "scale-0.25", mode, "out_tok_per_s", "rate")
+        assert 0.3 < joules < 20, (mode, joules)   # between ML.ENERGY's 0.42 J (batch 768) and 3.85 J (batch 8)
+        section = report.split(f"## {mode}")[1]
+        first = next(line for line in section.splitlines() if line.startswith("| scale-0.25"))
+        assert first.rstrip(" |").endswith(f"{2.5 * 4 / (tokens * 3600) * 1e6:,.2f}") and f"{joules:#.3g}" in first
+    assert len(rows) == 9 and (run / "levels" / "scale-1" / "gpu_metrics" / "mode=eagle").is_dir()
     # each level is a run folder like any other
     again = cli("report", str(run / "levels" / "scale-1"))
     assert again.returncode == 0, again.stdout + again.stderr

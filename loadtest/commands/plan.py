@@ -35,7 +35,7 @@ def main(args: PlanOptions) -> int:
     console.print(f"[bold magenta]{plan.predicted()}[/bold magenta]", soft_wrap=True)
     sweep = plan_levels(plan.base, plan.levels, plan.servers, plan.fleet, run_dir, plan.top, "",
                         lambda name, offered: console.print(f"  {name}: offered {offered:,.2f} req/s"))
-    report = sweep_markdown(sweep, plan.title(), plan.predicted())
+    report = sweep_markdown(sweep, plan.title(), plan.predicted(), plan.fleet.gpus_per_mode, args.gpu_hour_cost)
     if args.capacity:
         rows = plan_capacity(plan.base, plan.servers, plan.modes, plan.fleet, run_dir)
         report += "\n" + plan_capacity_markdown(rows, plan.fleet.gpus_per_mode, CAPACITY_PRECISION,

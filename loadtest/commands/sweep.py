@@ -37,7 +37,8 @@ def main(args: SweepOptions) -> int:
         return exits.BAD_INPUT
     manifest, run_dir, choice = run.manifest, run.run_dir, run.choice
     dirs = [new_level(manifest, trace.table, lv, run_dir / "levels" / lv.name) for lv in levels]
-    run.record(level_duration_s=args.level_duration, levels=[lv.entry() for lv in dirs])
+    run.record(level_duration_s=args.level_duration, levels=[lv.entry() for lv in dirs],
+               gpu_hour_cost=args.gpu_hour_cost)
     show_start(console, run, f"[bold]sweep {manifest.run_id}[/bold]: {trace.table.num_rows:,} requests of "
                f"{trace.info['name']} per level, levels {', '.join(lv.name for lv in levels)}, modes "
                f"{', '.join(choice.modes)}, fleet {choice.info['name']}")

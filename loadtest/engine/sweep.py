@@ -103,7 +103,7 @@ def write_report(run_dir: Path, title: str, levels: list[LevelDir], manifest: Ma
     files.write_table(sweep, run_dir / "sweep.parquet")
     manifest.decision = decide_sweep(sweep).record()
     manifest.write(run_dir)
-    report = sweep_markdown(sweep, title, manifest.simulated)
+    report = sweep_markdown(sweep, title, manifest.simulated, gpus, manifest.gpu_hour_cost)
     if predicted is not None:
         report += "\n" + plan_vs_measured(predicted, sweep)
     files.write_text(run_dir / "report.md", report)

@@ -50,6 +50,10 @@ DEFAULT_FLEET = "local-sim"          # the simulator on a local Ray: what runs o
 CAPACITY_PRECISION = 0.10
 SOAK_WINDOW_S = 300.0                # a soak's SLO window: five minutes, as SLO dashboards commonly hold p99s
 DEFAULT_OUT = "results"              # where run folders go (and a held fleet's logs, `cluster up`)
+# A GPU-hour's price past any cloud's (H100s rent for a few dollars an hour): a typo, not a price.
+MAX_GPU_HOUR_COST = 10_000.0
+GPU_HOUR_COST_HELP = ("what one GPU-hour costs you (any currency): report.md then gives each level's cost per million "
+                      "output tokens, from its output tokens/s per GPU")
 # A peak past any fleet's: a million requests/s (the replicas it needs are still a count a table shows).
 MAX_PEAK_REQ_S = 1_000_000.0
 PEAK_HELP = ("the peak load the fleet must serve, in req/s of the scenario's mix: per mode, the replicas and GPUs "
@@ -340,6 +344,8 @@ class SweepOptions(Replaying):
     cooldown: float = option(COOLDOWN_S, "pause between one mode's levels, and between modes, in seconds (default "
                              "{default})", parse=seconds(non_negative_float), metavar="S")
     keep_going: bool = option(False, "replay every level of every mode, also above a level where the mode saturated")
+    gpu_hour_cost: float | None = option(help=GPU_HOUR_COST_HELP, parse=at_most(positive_float, MAX_GPU_HOUR_COST),
+                                         metavar="PRICE")
     processes: ProcessOptions = group(ProcessOptions)
     metrics: MetricsOptions = group(MetricsOptions)
 
@@ -427,6 +433,8 @@ class PlanOptions:
                                   "hardware)", metavar="PROFILE")
     peak: float | None = option(help=PEAK_HELP + " (with --capacity)", parse=at_most(positive_float, MAX_PEAK_REQ_S),
                                 metavar="R")
+    gpu_hour_cost: float | None = option(help=GPU_HOUR_COST_HELP, parse=at_most(positive_float, MAX_GPU_HOUR_COST),
+                                         metavar="PRICE")
     folder: FolderOptions = group(FolderOptions, helps={"run_id": "the plan's folder under --out (default: UTC time)"})
 
 
