@@ -37,6 +37,8 @@ MAX_CPUS_PER_REPLICA = 1024.0
 MAX_STARTUP_S = 86_400.0         # a day to come up
 MAX_RESTARTS = 1000
 
+MAX_SPECULATIVE_TOKENS = 32     # K per step: published methods use 1-10 (EAGLE-3 up to 8); far past that is a typo
+
 # The launch-script flags of vLLM before --speculative-config (removed in v0.8), as many teams'
 # scripts still have them, and the --speculative-config key each became.
 LEGACY_FLAGS = {
@@ -328,6 +330,31 @@ def redacted(spec: FleetSpec) -> dict:
             out.append(a)
     data["extra_args"] = out
     return data
+
+
+def with_speculative_tokens(spec: FleetSpec, modes: list[str], ks: list[int]) -> tuple[FleetSpec, list[str]]:
+    """The fleet with each speculating mode of `modes` as one mode per K of `ks` (`eagle` ->
+    `eagle-k2`, `eagle-k3`, ...: each K its own entry, replicas and curve), the baseline kept; the
+    modes to run in their order. FleetError, one line per mode, where vLLM would refuse a K."""
+    entries: dict[str, dict] = {}
+    out: list[str] = []
+    for name in modes:
+        mode = spec.modes[name]
+        if mode.method == "none":
+            entries[name] = mode.model_dump(exclude_none=True)
+            out.append(name)
+            continue
+        for k in ks:
+            entry = mode.model_dump(exclude_none=True, exclude={"note"})
+            entries[f"{name}-k{k}"] = {**entry, "num_speculative_tokens": k}
+            out.append(f"{name}-k{k}")
+    if len(out) == len(modes):
+        raise FleetError(f"--num-speculative-tokens: none of the modes {', '.join(modes)} speculates")
+    data = {**spec.model_dump(exclude_none=True), "modes": entries}
+    try:
+        return FleetSpec.model_validate(data), out
+    except ValidationError as exc:
+        raise FleetError("\n".join(problems(exc, data, f"{spec.name} with --num-speculative-tokens"))) from None
 
 
 def resolve_modes(fleet_name: str, available: list[str], text: str | None) -> list[str]:

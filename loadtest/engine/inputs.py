@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from analysis.slo import has_targets
 from cluster import FleetError
-from cluster.fleet import FleetSpec, available_modes, load_fleet, redacted, resolve_modes
+from cluster.fleet import FleetSpec, available_modes, load_fleet, redacted, resolve_modes, with_speculative_tokens
 from cluster.provision import Replica, ray_address
 from cluster.state import ClusterState, ReplicaState, check_health, load_endpoints
 from common.names import slug
@@ -93,6 +93,9 @@ def choose_fleet(args: FleetOptions, api_key_env: str) -> FleetChoice:
     if args.endpoints:
         if args.fleet:
             raise FleetError("give --fleet (provision a fleet) or --endpoints (use a running one), not both")
+        if args.num_speculative_tokens:
+            raise FleetError("--num-speculative-tokens makes a mode per K to provision; a running fleet (--endpoints) "
+                             "serves the K it was started with")
         existing, from_file = load_endpoints(args.endpoints, api_key_env)
         modes = resolve_modes(existing.fleet, existing.modes, modes_text)
         check_health([r for r in existing.replicas if r.mode in modes], api_key_env)
@@ -100,6 +103,8 @@ def choose_fleet(args: FleetOptions, api_key_env: str) -> FleetChoice:
                            existing)
     spec, raw = load_fleet(args.fleet or DEFAULT_FLEET)
     modes = resolve_modes(spec.name, list(spec.modes), modes_text)
+    if args.num_speculative_tokens:
+        spec, modes = with_speculative_tokens(spec, modes, args.num_speculative_tokens)
     modes, skipped = available_modes(spec, modes, local=ray_address(args.address) is None,
                                      skip=args.skip_unavailable)
     for mode, why in skipped.items():

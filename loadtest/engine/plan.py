@@ -26,7 +26,7 @@ from analysis.slo import has_targets, join_targets, with_slos
 from analysis.sweep import LEVEL_SCHEMA, with_level
 from cluster import FleetError
 from cluster.argv import sim_config
-from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes
+from cluster.fleet import FleetSpec, load_fleet, redacted, resolve_modes, with_speculative_tokens
 from cluster.sim import sim_profile
 from cluster.sim.config import build_server
 from cluster.sim.gpu import GpuMeter, SimGpus
@@ -263,6 +263,8 @@ def new_plan(args: PlanOptions) -> Prediction:
     FleetError, SimArgsError or OutError, one line, otherwise."""
     fleet, raw_fleet = load_fleet(args.fleet.fleet or DEFAULT_FLEET)
     modes = resolve_modes(fleet.name, list(fleet.modes), args.fleet.modes)
+    if args.fleet.num_speculative_tokens:
+        fleet, modes = with_speculative_tokens(fleet, modes, args.fleet.num_speculative_tokens)
     if args.hardware is not None:
         try:
             sim_profile.resolve(args.hardware)

@@ -32,6 +32,7 @@ from loadtest.options.values import (
     precision_percent,
     seconds,
     slo_targets,
+    speculative_tokens,
     worker_count,
 )
 from loadtest.options.values import (
@@ -106,6 +107,10 @@ class FleetOptions:
     modes: str | None = option(
         help="comma-separated modes of the fleet to test (default: all the fleet's modes; local-sim has "
         "baseline,draft,medusa,eagle,ngram)", metavar="A,B,...")
+    num_speculative_tokens: list[int] | None = option(
+        help="replay each speculating mode once per number of draft tokens a step, e.g. 2,3,5: each K its own "
+        "mode (eagle-k2, eagle-k3, ...) with its own replicas, curve and place in the decision (a fleet it "
+        "provisions; default: each mode's own num_speculative_tokens)", parse=speculative_tokens, metavar="K,K,...")
     skip_unavailable: bool = option(
         False, "run the other modes when a mode cannot start (a placeholder checkpoint such as h100-70b's "
         "your-org/... Medusa heads, or a model path that does not exist); without it such a mode is refused "

@@ -7,6 +7,7 @@ from __future__ import annotations
 from itertools import pairwise
 from pathlib import Path
 
+from cluster.fleet import MAX_SPECULATIVE_TOKENS
 from common.validation import MAX_SEED, file_state, shown_name
 from loadtest.replay.options import LOCUST_PROCESS_BYTES, MAX_INFLIGHT
 from scenarios.limits import MAX_SPAN_S, MEMORY_SHARE, machine_memory
@@ -174,19 +175,27 @@ def worker_count(text: str) -> int | None:
     return value
 
 
-def _increasing(text: str, parse, words: str) -> list:
+def _increasing(text: str, parse, words: str, what: str = "levels") -> list:
     """A comma-separated list of `parse`d values, each above the one before."""
     values = [parse(part.strip()) for part in text.split(",") if part.strip()]
     if not values:
         raise BadValue(f"expected {words} separated by commas, got {text!r}")
     if any(b <= a for a, b in pairwise(values)):
-        raise BadValue(f"the levels must increase, got {text!r}")
+        raise BadValue(f"the {what} must increase, got {text!r}")
     return values
 
 
 def positive_floats(text: str) -> list[float]:
     """A comma-separated list of positive numbers, increasing: 0.5,1,2,4."""
     return _increasing(text, positive_float, "numbers")
+
+
+def speculative_tokens(text: str) -> list[int]:
+    """`--num-speculative-tokens 2,3,5`: increasing whole numbers of draft tokens per step."""
+    ks = _increasing(text, positive_int, "whole numbers of speculative tokens, e.g. 2,3,5", "numbers")
+    if ks[-1] > MAX_SPECULATIVE_TOKENS:
+        raise BadValue(f"expected at most {MAX_SPECULATIVE_TOKENS} speculative tokens a step, got {ks[-1]}")
+    return ks
 
 
 def concurrency_levels(text: str) -> list[int]:
