@@ -22,6 +22,7 @@ from analysis.stats import supported_count
 from common import files
 
 # capacity.parquet, one row per probe, measured (`loadtest capacity`) or predicted (`plan --capacity`)
+J_PER_KWH = 3.6e6
 PROBE_SCHEMA = pa.schema([
     pa.field("mode", pa.string()), pa.field("rate", pa.float64()), pa.field("attempt", pa.int32()),
     pa.field("phase", pa.string()), pa.field("passed", pa.bool_()), pa.field("binding", pa.string()),
@@ -31,6 +32,8 @@ PROBE_SCHEMA = pa.schema([
     # whether its p99s bound the answer (analysis.slo: every tenant met or one missed, on intervals),
     # and its smallest tenant's requests
     pa.field("judged", pa.bool_()), pa.field("fewest_tenant_requests", pa.int64()),
+    # the energy of the mode's GPUs per output token over the probe (analysis.gpu; null: not read)
+    pa.field("energy_per_output_token_j", pa.float64()),
 ])
 
 
@@ -180,6 +183,7 @@ class CapacityRow:
     why: str = "not searched"
     unjudged: int = 0                     # its probes decided on p99s their data cannot bound (analysis.slo)
     fewest: int | None = None             # the fewest requests of a tenant in any of its probes
+    joules_per_token: float | None = None   # energy per output token at the rate found (its passing probes')
 
 
 def capacity_table(rows: list[CapacityRow], gpus: int, with_goodput: bool,
@@ -208,13 +212,15 @@ def capacity_table(rows: list[CapacityRow], gpus: int, with_goodput: bool,
     return lines, decide_capacity(rows, raise_with, more_with)
 
 
-def probe_row(mode: str, rate: float, attempt: int, verdict: ProbeVerdict, folder: Path | None = None) -> dict:
-    """One probe as capacity.parquet keeps it (its phase is filled in once the search ends)."""
+def probe_row(mode: str, rate: float, attempt: int, verdict: ProbeVerdict, folder: Path | None = None,
+              energy: float | None = None) -> dict:
+    """One probe as capacity.parquet keeps it (its phase is filled in once the search ends), with
+    the energy per output token its GPUs used where they were read."""
     return {"mode": mode, "rate": rate, "attempt": attempt, "phase": "", "passed": verdict.passed,
             "binding": "; ".join(verdict.binding), "requests": verdict.requests,
             "goodput_over_arrivals_req_per_s": verdict.goodput_over_arrivals(rate),
             "error_share": verdict.error_share, "folder": None if folder is None else str(folder),
-            "judged": verdict.judged, "fewest_tenant_requests": verdict.fewest}
+            "judged": verdict.judged, "fewest_tenant_requests": verdict.fewest, "energy_per_output_token_j": energy}
 
 
 def with_phases(rows: list[dict], found: Capacity) -> None:
@@ -249,8 +255,18 @@ def capacity_rows(results: dict[str, ModeCapacity]) -> list[CapacityRow]:
         rows.append(CapacityRow(mode, f, above_it[0]["binding"] if above_it else "-",
                                 sum(p["goodput_over_arrivals_req_per_s"] for p in at) / len(at) if at else None,
                                 unjudged=sum(not p["judged"] for p in r.probes),
-                                fewest=min((p["fewest_tenant_requests"] for p in r.probes), default=None)))
+                                fewest=min((p["fewest_tenant_requests"] for p in r.probes), default=None),
+                                joules_per_token=energy_at(r.probes, f)))
     return rows
+
+
+def energy_at(probes: list[dict], found: Capacity) -> float | None:
+    """The energy per output token of the passing probes at the rate found (their mean), None where
+    their GPUs were not read."""
+    at = [p.get("energy_per_output_token_j") for p in probes
+          if found.rate is not None and p["rate"] == found.rate and p["passed"]]
+    known = [e for e in at if e is not None and math.isfinite(e)]
+    return sum(known) / len(known) if known else None
 
 
 def capacity_markdown(rows: list[CapacityRow], gpus: int, precision: float, repeats: int,
@@ -301,6 +317,11 @@ class PeakFleet:
     replicas: int | None         # replicas the peak needs (None: unknown)
     gpus: int | None
     at_most: bool = False        # the capacity was the top of its search: the peak needs at most this many
+    joules_per_token: float | None = None   # at the capacity found (CapacityRow.joules_per_token)
+
+    @property
+    def kwh_per_million_tokens(self) -> float | None:
+        return None if self.joules_per_token is None else self.joules_per_token * 1e6 / J_PER_KWH
 
 
 def peak_fleets(rows: list[CapacityRow], peak: float, replicas: int, gpus_per_replica: int) -> list[PeakFleet]:
@@ -317,7 +338,8 @@ def peak_fleets(rows: list[CapacityRow], peak: float, replicas: int, gpus_per_re
             out.append(PeakFleet(r.mode, per_replica, None, None))
             continue
         needed = max(1, math.ceil(peak / per_replica - 1e-9))
-        out.append(PeakFleet(r.mode, per_replica, needed, needed * gpus_per_replica, at_most=f.failed_at is None))
+        out.append(PeakFleet(r.mode, per_replica, needed, needed * gpus_per_replica, at_most=f.failed_at is None,
+                             joules_per_token=r.joules_per_token))
     return out
 
 
@@ -356,15 +378,20 @@ def peak_markdown(fleets: list[PeakFleet], peak: float, replicas: int, gpus_per_
              f"Per mode: the rate one replica held within every SLO (the capacity found on {replicas} replica(s) a "
              f"mode, over {replicas}), the replicas the peak needs (the peak over it, rounded up) and their GPUs "
              f"({gpus_per_replica} a replica). Replicas are taken to add up evenly behind a balancer; a capacity at "
-             "the top of its search makes the count an upper bound (`at most`). Energy per million output tokens: "
-             "not measured yet (GPU telemetry, issue 42).", "",
-             "| mode | req/s per replica | replicas | GPUs |", "|---|---:|---:|---:|"]
+             "the top of its search makes the count an upper bound (`at most`). Energy: the mode's GPUs per "
+             "million output tokens at the rate found (its passing probes' energy per output token); at the peak "
+             "each replica runs at or under that rate, its GPUs idle a little more, so the figure there is at "
+             "least this; `not measured` where the GPUs were not read.", "",
+             "| mode | req/s per replica | replicas | GPUs | kWh per million output tokens |",
+             "|---|---:|---:|---:|---:|"]
     for f in fleets:
+        kwh = f.kwh_per_million_tokens
+        energy = "not measured" if kwh is None else f"{kwh:,.3g}"
         if f.per_replica is None or f.replicas is None or f.gpus is None:
             held = "-" if f.per_replica is None else f"{f.per_replica:,.2f}"
-            lines.append(f"| {f.mode} | {held} | - | - |")
+            lines.append(f"| {f.mode} | {held} | - | - | {energy} |")
             continue
         bound = "<= " if f.at_most else ""
         lines.append(f"| {f.mode} | {'>= ' if f.at_most else ''}{f.per_replica:,.2f} | {bound}{f.replicas:,} | "
-                     f"{bound}{f.gpus:,} |")
+                     f"{bound}{f.gpus:,} | {energy} |")
     return "\n".join(lines) + "\n"

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
 
 from analysis.long_summary import SummaryView
 
@@ -34,6 +37,15 @@ class PerToken:
         if self.low is not None and self.high is not None:
             return f"{shown} [{self.low:#.3g}, {self.high:#.3g}]"
         return f"{shown} ({self.window})" if self.window != "steady" else shown
+
+
+def energy_of_folder(run_dir: Path, mode: str) -> float | None:
+    """The energy per output token a run (or level, or probe) folder's summary holds for `mode`."""
+    path = run_dir / "summary.parquet"
+    if not path.is_file():
+        return None
+    found = per_token(SummaryView(pq.read_table(path)), mode)
+    return None if found is None else found.joules
 
 
 def per_token(v: SummaryView, mode: str) -> PerToken | None:

@@ -172,7 +172,7 @@ def test_the_fleet_for_a_peak_is_the_peak_over_a_replicas_capacity_rounded_up():
                              "(10 replicas); ngram at most 28 GPUs (7 replicas)"), choice
     assert "ngram reached the top of its search: it may need fewer" in choice
     table = peak_markdown(fleets, 20.0, 2, 4)
-    assert "| eagle | 3.60 | 6 | 24 |" in table and "| ngram | >= 3.00 | <= 7 | <= 28 |" in table
+    assert "| eagle | 3.60 | 6 | 24 | not measured |" in table and "| ngram | >= 3.00 | <= 7 | <= 28 |" in table
     assert "| draft | - | - | - |" in table
 
 

@@ -111,8 +111,12 @@ def test_the_planned_capacity_names_the_binding_tenant_and_repeats_exactly(tmp_p
             held = re.search(rf"^\| {mode} \| (>= )?([\d,.]+) \|", report.split("## The fleet")[0], re.M)
             replicas = math.ceil(10 / float(held.group(2).replace(",", "")))
             bound = "<= " if held.group(1) else ""
-            assert re.search(rf"^\| {mode} \| [^|]+ \| {bound}{replicas:,} \| {bound}{4 * replicas:,} \|$",
-                             report, re.M), report
+            row = re.search(rf"^\| {mode} \| [^|]+ \| {bound}{replicas:,} \| {bound}{4 * replicas:,} \| ([\d.]+) \|$",
+                            report, re.M)
+            assert row, report
+            # the energy there: the passing probes' at the rate found, in kWh per million output tokens
+            joules = [p["energy_per_output_token_j"] for p in mine if p["rate"] == best and p["passed"]]
+            assert row.group(1) == f"{sum(joules) / len(joules) * 1e6 / 3.6e6:,.3g}", (row.group(1), joules)
         assert "## The fleet for a peak of 10.00 req/s" in report and "at a peak of 10.00 req/s" in report
         answers.append(report.split("## Capacity")[1])
     assert answers[0] == answers[1]     # the model is deterministic for its seed

@@ -23,6 +23,7 @@ from analysis.capacity import (
     with_phases,
     write_probes,
 )
+from analysis.cost import energy_of_folder
 from analysis.gate import probe_verdict
 from analysis.slo import SLO_COLUMNS, has_targets, join_targets
 from common import files
@@ -75,8 +76,8 @@ class CapacityProbes:
             replay_level(session, mode, lv, bool(result.probes), None)
             verdict = probe_verdict(join_targets(lv.records(mode), lv.trace), mode, max_errors)
             passed, binding = verdict.passed, verdict.binding
-            result.probes.append(probe_row(mode, rate, attempt, verdict, folder))
             summarise(lv, "completed")
+            result.probes.append(probe_row(mode, rate, attempt, verdict, folder, energy_of_folder(folder, mode)))
             session.observer.say(f"{mode}: {rate:,.2f} req/s {'met' if passed else 'missed'} the SLOs"
                                  + (f" ({'; '.join(binding)})" if binding else ""))
             return passed

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis.capacity import CapacityRow, probe_row, search_capacity, with_phases, write_probes
+from analysis.capacity import CapacityRow, energy_at, probe_row, search_capacity, with_phases, write_probes
+from analysis.cost import per_token
 from analysis.gate import probe_verdict
-from analysis.long_summary import long_summary
+from analysis.long_summary import SummaryView, long_summary
 from analysis.slo import has_targets, join_targets, with_slos
 from analysis.sweep import LEVEL_SCHEMA, with_level
 from cluster import FleetError
@@ -167,16 +168,25 @@ def capacity_of(base: pa.Table, server: SimServer, mode: str, start: float, max_
 
     def probe(rate: float) -> bool:
         trace = scale_rate(base, rate / native)
-        records = join_targets(predicted_records(trace, server, mode, "capacity", replicas), trace)
+        gpu: list[dict] = []
+        records = join_targets(predicted_records(trace, server, mode, "capacity", replicas, gpu=gpu), trace)
         verdict = probe_verdict(records, mode, MAX_ERROR_SHARE)
-        rows.append(probe_row(mode, rate, 0, verdict))
+        rows.append(probe_row(mode, rate, 0, verdict, energy=predicted_energy(records, mode, gpu)))
         return verdict.passed
 
     found = search_capacity(probe, start, max_rate, precision=precision, repeats=1)
     with_phases(rows, found)
     binding = next((r["binding"] for r in rows if r["rate"] == found.failed_at), "")
     return CapacityRow(mode, found, binding or "-", unjudged=sum(not r["judged"] for r in rows),
-                       fewest=min((r["fewest_tenant_requests"] for r in rows), default=None)), rows
+                       fewest=min((r["fewest_tenant_requests"] for r in rows), default=None),
+                       joules_per_token=energy_at(rows, found)), rows
+
+
+def predicted_energy(records: pa.Table, mode: str, gpu: list[dict]) -> float | None:
+    """A predicted probe's energy per output token, as a measured probe's summary has it."""
+    found = per_token(SummaryView(long_summary(records, "capacity", [mode], gpu=pa.Table.from_pylist(
+        gpu, schema=GPU_SCHEMA))), mode)
+    return None if found is None else found.joules
 
 
 def plan_capacity(base: pa.Table, servers: dict[str, SimServer], modes: list[str], fleet: FleetSpec,
