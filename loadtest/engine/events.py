@@ -51,8 +51,9 @@ class Observer:
     def mode_state(self, mode: str, text: str) -> None:
         """What `mode` is doing: starting replicas, starting, or how its replay ended."""
 
-    def mode_started(self, mode: str, replicas: list[tuple[str, str]]) -> None:
-        """`mode` replays against its replicas, (label, base URL)."""
+    def mode_started(self, mode: str, replicas: list[tuple[str, str]], gpus: list[tuple[str, str]]) -> None:
+        """`mode` replays against its replicas, (label, base URL), whose GPUs are read from these
+        exporters, (replica label, URL; none where its GPUs are read through NVML or not at all)."""
 
     def level(self, mode: str, name: str, total: int) -> None:
         """`mode` starts a level (or a probe) of `total` requests."""
@@ -109,9 +110,9 @@ class Observers(Observer):
         for o in self.observers:
             o.mode_state(mode, text)
 
-    def mode_started(self, mode: str, replicas: list[tuple[str, str]]) -> None:
+    def mode_started(self, mode: str, replicas: list[tuple[str, str]], gpus: list[tuple[str, str]]) -> None:
         for o in self.observers:
-            o.mode_started(mode, replicas)
+            o.mode_started(mode, replicas, gpus)
 
     def level(self, mode: str, name: str, total: int) -> None:
         for o in self.observers:

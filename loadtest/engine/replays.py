@@ -166,7 +166,8 @@ class Replays:
         mr.started_at = utc_now()
         self.manifest.write(self.run_dir)
         replicas = stage.bringup.replicas[mode]
-        self.observer.mode_started(mode, [(r.label, r.url) for r in replicas])
+        gpus = [(g.replica, g.url) for g in stage.bringup.fleet.gpu_sources(replicas) if g.url is not None]
+        self.observer.mode_started(mode, [(r.label, r.url) for r in replicas], gpus)
         try:
             self.driver.drive(self, stage, mode)
         finally:

@@ -75,6 +75,7 @@ class MetricsServer(Observer):
         self.live = LiveTallies()   # every replay's tally: what /metrics serves, the bars and the board show
         self.metrics = ClientMetrics(self.live)
         self.replicas: dict[str, list[tuple[str, str]]] = {}
+        self.gpus: dict[str, list[tuple[str, str]]] = {}      # mode -> its replicas' GPU exporters
         self._server: WSGIServer | None = None
         self._lock = threading.Lock()
 
@@ -97,8 +98,8 @@ class MetricsServer(Observer):
     def close(self) -> None:
         self.__exit__(None, None, None)
 
-    def mode_started(self, mode: str, replicas: list[tuple[str, str]]) -> None:
-        self.watch(mode, replicas)
+    def mode_started(self, mode: str, replicas: list[tuple[str, str]], gpus: list[tuple[str, str]]) -> None:
+        self.watch(mode, replicas, gpus)
 
     def mode_ended(self, mode: str) -> None:
         self.unwatch(mode)
@@ -147,22 +148,27 @@ class MetricsServer(Observer):
         self._write_targets()
         return self
 
-    def watch(self, mode: str, replicas: list[tuple[str, str]]) -> None:
-        """`mode`'s replicas, (label, base URL), join the targets file."""
+    def watch(self, mode: str, replicas: list[tuple[str, str]], gpus: list[tuple[str, str]] | None = None) -> None:
+        """`mode`'s replicas, (label, base URL), and their GPU exporters, (label, URL), join the
+        targets file."""
         with self._lock:
             self.replicas[mode] = list(replicas)
+            self.gpus[mode] = list(gpus or [])
             if self._server is not None:
                 self._write_targets()
 
     def unwatch(self, mode: str) -> None:
         """`mode`'s replicas are done (or down): out of the targets file."""
         with self._lock:
+            self.gpus.pop(mode, None)
             if self.replicas.pop(mode, None) is not None and self._server is not None:
                 self._write_targets()
 
     def _write_targets(self) -> None:
         """Prometheus's file_sd format: this command (the client's metrics; its series carry their
-        own run and mode labels) and each replica (vLLM's metrics, labelled here by mode and run)."""
+        own run and mode labels), each replica (vLLM's metrics, labelled here by mode and run) and
+        each replica's GPU exporter (`loadtest_role` gpu, the same labels: dcgm-exporter's series of
+        every GPU it serves, the simulator's of the replica's own)."""
         path = self.targets_path
         if path is None:
             return
@@ -175,6 +181,13 @@ class MetricsServer(Observer):
                                "labels": {"loadtest_role": "server", "mode": mode, "replica": label,
                                           "run": self.run_dir.name, "__scheme__": u.scheme or "http",
                                           "__metrics_path__": f"{u.path.rstrip('/')}/metrics"}})
+        for mode, exporters in self.gpus.items():
+            for label, url in exporters:
+                u = urlsplit(url)
+                groups.append({"targets": [hostport(u.hostname or "127.0.0.1", u.port or 80)],
+                               "labels": {"loadtest_role": "gpu", "mode": mode, "replica": label,
+                                          "run": self.run_dir.name, "__scheme__": u.scheme or "http",
+                                          "__metrics_path__": u.path or "/metrics"}})
         try:
             path.parent.mkdir(exist_ok=True)
             files.write_text(path, json.dumps(groups, indent=1) + "\n")   # Prometheus never reads half a file

@@ -130,7 +130,7 @@ class ProgressView(Observer):
     def mode_state(self, mode: str, text: str) -> None:
         self._update(mode, counts=text)
 
-    def mode_started(self, mode: str, replicas: list[tuple[str, str]]) -> None:
+    def mode_started(self, mode: str, replicas: list[tuple[str, str]], gpus: list[tuple[str, str]]) -> None:
         if self.progress is not None and mode in self.tasks:
             self.progress.start_task(self.tasks[mode])
 
