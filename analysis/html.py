@@ -1,7 +1,8 @@
 """report.html: one self-contained file that opens offline. The tables of report.md (rendered by
 the `markdown` package) and plotly figures, with plotly.js inlined once: latency CDFs per mode,
-speedup per tenant with its 95% interval, goodput per mode, acceptance per draft position, and
-completions, running and waiting requests and KV use over time."""
+speedup per tenant with its 95% interval, goodput per mode, acceptance per draft position,
+completions, running and waiting requests and KV use over time, and what the GPUs cost: energy per
+output token per mode (with its interval) and power per GPU over time."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pyarrow.compute as pc
 from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
-from analysis.long_summary import ALL
+from analysis.cost import per_token
+from analysis.long_summary import ALL, SummaryView
 from analysis.stats import floats
 from contract.records import OK
 
@@ -160,6 +162,43 @@ def over_time(records: pa.Table, metrics: pa.Table | None, modes: list[str]) -> 
     return figs
 
 
+def power_over_time(gpu: pa.Table | None, modes: list[str]) -> go.Figure | None:
+    """Mean power per GPU of each mode at each scrape, against the seconds since its first (None:
+    no GPU was read)."""
+    if gpu is None:
+        return None
+    fig = go.Figure()
+    for mode in modes:
+        mine = gpu.filter(pc.equal(gpu["mode"], mode))
+        if not mine.num_rows:
+            continue
+        by_scrape = mine.group_by("time_ns").aggregate([("power_w", "mean")]).sort_by("time_ns")
+        t = by_scrape["time_ns"].to_numpy()
+        fig.add_trace(go.Scatter(x=(t - t[0]) / 1e9, y=by_scrape["power_w_mean"].to_numpy(zero_copy_only=False),
+                                 mode="lines", name=mode, line={"color": colours(modes)[mode]}))
+    return _layout(fig, "GPU power per GPU (each mode's GPUs averaged at each scrape)",
+                   "seconds since the mode's first scrape", "W per GPU")
+
+
+def energy_per_token(summary: pa.Table, modes: list[str]) -> go.Figure | None:
+    """Each mode's energy per output token, with its 95% interval where it has one (None: no mode
+    has the figure)."""
+    v = SummaryView(summary)
+    found = {m: f for m in modes if (f := per_token(v, m)) is not None}
+    if not found:
+        return None
+    shown = list(found)
+    gap = lambda a, b: np.nan if a is None or b is None else abs(a - b)  # noqa: E731
+    fig = go.Figure(go.Bar(
+        x=shown, y=[found[m].joules for m in shown], marker_color=[colours(modes)[m] for m in shown],
+        error_y={"type": "data", "array": [gap(found[m].high, found[m].joules) for m in shown],
+                 "arrayminus": [gap(found[m].joules, found[m].low) for m in shown], "visible": True},
+        customdata=[found[m].window for m in shown],
+        hovertemplate="%{x}: %{y:.3g} J per output token, over its %{customdata} window<extra></extra>"))
+    return _layout(fig, "Energy per output token (all of a mode's GPUs; 95% interval where its steady window allowed "
+                   "one)", "mode", "J per output token")
+
+
 def has_data(fig: go.Figure) -> bool:
     """Whether any trace of `fig` has a value to draw (a bar of NaN draws nothing)."""
     return any(np.isfinite(np.asarray([np.nan if v is None else v for v in t.y], dtype=np.float64)).any()
@@ -174,13 +213,15 @@ def _plot(fig: go.Figure, why_empty: str) -> str:
 
 
 def report_html(title: str, report_md: str, records: pa.Table, summary: pa.Table, metrics: pa.Table | None,
-                modes: list[str]) -> str:
+                modes: list[str], gpu: pa.Table | None = None) -> str:
     figs = [(goodput_by_mode(summary, modes), "since no mode had a steady window to measure a rate over (its "
              "arrivals were too short: replay more requests, --requests)"),
             (speedup_by_tenant(summary, modes), "since no request succeeded in both the baseline and another mode")]
     figs += [(f, "since no request succeeded") for f in latency_cdfs(records, modes)]
     figs += [(acceptance_by_position(summary, modes), "since the server sent no acceptance counts")]
     figs += [(f, "since no request succeeded") for f in over_time(records, metrics, modes)]
+    figs += [(energy_per_token(summary, modes), "since no mode's GPUs were read over a window with output tokens"),
+             (power_over_time(gpu, modes), "since no GPU reported its power")]
     plots = "\n".join(_plot(f, why) for f, why in figs if f is not None)
     cut = report_md.find("\n## ", report_md.find("## Modes") + 1)   # the modes table, then the plots
     head, rest = (report_md, "") if cut < 0 else (report_md[:cut], report_md[cut:])

@@ -96,6 +96,7 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
     table = with_slos(table, run_dir) or table
     present = [m for m in modes if m in set(table["mode"].to_pylist())]
     metrics = load_server_metrics(run_dir)
+    gpu = load_gpu_metrics(run_dir)
     server = {m: spec_decode_stats(metrics, m) for m in present} if metrics is not None else {}
     memory = {m: next((r.get("memory") for r in manifest.mode_runs[m].replicas if r.get("memory")), None)
               for m in present if m in manifest.mode_runs}
@@ -106,7 +107,7 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                              filter=pc.field("mode") == mode)
 
     long = long_summary(table, manifest.run_id, present, server=server, memory=memory, client_limited=limited,
-                        chunks_of=chunks_of, gpu=load_gpu_metrics(run_dir))
+                        chunks_of=chunks_of, gpu=gpu)
     unread = [{"run_id": manifest.run_id, "mode": m, "tenant": "all", "metric": "gpu_telemetry",
                "statistic": NOT_READ, "value": math.nan, "ci_low": None, "ci_high": None}
               for m in present if m in manifest.mode_runs and gpu_unread(manifest.mode_runs[m].gpu_metrics)]
@@ -135,7 +136,8 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
              f"against fleet `{manifest.fleet.get('name')}`, modes {', '.join(present)}.")
     report_md = report_markdown(manifest.run_id, about, long, found.slos, notes)
     files.write_text(run_dir / "report.md", report_md)
-    files.write_text(run_dir / "report.html", report_html(manifest.run_id, report_md, table, long, metrics, present))
+    files.write_text(run_dir / "report.html", report_html(manifest.run_id, report_md, table, long, metrics, present,
+                                                                gpu))
     if max_error_share is not None:
         found.checks = error_checks(found.summary, present, max_error_share)
     return found

@@ -74,6 +74,8 @@ def test_report_html_renders_every_plot_offline_with_no_console_error(session_ru
     assert seen["no_plot"] == [], seen["no_plot"]   # every plot had data (tests/test_sink_and_analysis.py: one without)
     for title in ("goodput", "E2E speedup over the baseline by tenant", "TTFT: cumulative", "offered (dotted) and "
                   "completed requests per second", "output tokens per second", "server: running requests",
-                  "server: share of steps that accepted the draft"):
+                  "server: share of steps that accepted the draft", "Energy per output token",
+                  "GPU power per GPU"):
         assert any(t.startswith(title) for t in titles), (title, titles)
-    assert {"Modes", "Plots", "SLOs by tenant", "Latency percentiles (ms)"} <= set(tables), tables
+    assert {"Modes", "Plots", "SLOs by tenant", "Latency percentiles (ms)",
+            "What each mode costs: energy, power and GPU memory"} <= set(tables), tables
