@@ -11,8 +11,9 @@ import pyarrow.compute as pc
 from rich.console import Console
 from rich.table import Table
 
+from scenarios.corpus import CORPORA
 from scenarios.importers import ImportOptions, import_trace
-from scenarios.spec import BUILTIN, builtin_names, load_scenario
+from scenarios.spec import BUILTIN, Tenant, builtin_names, load_scenario
 from scenarios.trace import (
     META_HASH,
     META_NAME,
@@ -41,8 +42,23 @@ def scenario_show(console: Console, name: str) -> int:
     s, raw = load_scenario(name)
     path = BUILTIN / f"{name}.toml" if name in builtin_names() else Path(name)
     console.print(f"# {s.name}  sha256 {scenario_hash(raw)[:16]}  ({path})", highlight=False)
+    for name, t in s.tenants.items():   # where each tenant's prompts come from, and under what licence
+        console.print(f"# {name}: {prompt_source(t)}", highlight=False, markup=False)
     console.print(raw.decode(), highlight=False, markup=False)
     return 0
+
+
+def prompt_source(t: Tenant) -> str:
+    """Where a tenant's prompts come from, with the licence a shipped corpus carries."""
+    if t.prompts is not None:
+        c = CORPORA[t.prompts]
+        return (f"prompts from {c.name} ({c.what}; {c.licence}; from {c.source}; scenarios/corpora/{c.name}/"
+                "README.md)")
+    if t.prompts_file or t.document:
+        return f"prompts from your file {t.prompts_file or t.document}"
+    languages = f" ({', '.join(t.language_list)})" if t.language_list else ""
+    return (f"prompts written from the project's own {t.domain} text{languages} (scenarios/content/, "
+            "the project's licence)")
 
 
 def scenario_validate(console: Console, path: str) -> int:

@@ -302,5 +302,7 @@ def import_trace(path: Path, fmt: str, opts: ImportOptions = ImportOptions()) ->
         "slo_ttft_p99_ms": [None] * len(idx),
         "slo_tpot_p99_ms": [None] * len(idx),
         "slo_e2e_p99_ms": [None] * len(idx),
+        "prompt_source": [f"import:{fmt}:{path.name}"] * len(idx),
+        "category": [None] * len(idx),
     }, schema=TRACE_SCHEMA)
     return Imported(table, read, dict(rows.dropped), dict(rows.notes))

@@ -21,6 +21,7 @@ from pydantic import (
 from common.strict import Strict
 from common.validation import MAX_SEED, file_problem, file_state, not_utf8, problems, shown_name
 from scenarios import ScenarioError
+from scenarios.corpus import CORPORA
 from scenarios.prompts import custom_prompts
 from scenarios.textfile import read_lengths, read_utf8
 
@@ -208,6 +209,7 @@ class Tenant(Strict):
     language: list[Literal["rust", "cpp", "python"]] | None = None
     document: str | None = None             # summarize: the document to summarise (a text file)
     prompts_file: str | None = None         # custom: prompts, one per line (text) or JSONL {"prompt": ...}
+    prompts: str | None = None              # a corpus the project ships (scenarios/corpus.py): its items as prompts
     api: Literal["completions", "chat"] = "chat"
     prompt_tokens: Distribution | None = None   # required, except for custom (the file's prompts)
     output_tokens: Distribution
@@ -228,8 +230,26 @@ class Tenant(Strict):
             raise ValueError(f"{path}: the document is empty")
         return path
 
+    @field_validator("prompts")
+    @classmethod
+    def _corpus(cls, v: str | None) -> str | None:
+        if v is not None and v not in CORPORA:
+            raise ValueError(f"no corpus {v!r} (the project ships: {', '.join(CORPORA)})")
+        return v
+
     @model_validator(mode="after")
     def _shape(self):
+        if self.prompts is not None:
+            corpus = CORPORA[self.prompts]
+            if self.domain != corpus.domain:
+                raise ValueError(f"prompts {self.prompts!r} are {corpus.domain} prompts: set domain = "
+                                 f"{corpus.domain!r} (domain is {self.domain!r})")
+            if self.language is not None and self.language != [corpus.language]:
+                raise ValueError(f"prompts {self.prompts!r} are {corpus.language}: leave language out or set "
+                                 f"language = [{corpus.language!r}]")
+            if self.prompts_file or self.document:
+                raise ValueError("prompts (a corpus) and prompts_file or document: give one source of prompts")
+            return self._arrival_shape()
         if (self.share is None) == (self.arrival is None):
             raise ValueError("a tenant needs exactly one of share (of the scenario's arrivals) or arrival (its own)")
         if self.domain == "code" and not self.language:
@@ -245,6 +265,16 @@ class Tenant(Strict):
         if self.document and self.domain != "summarize":
             raise ValueError(f"document is only for domain 'summarize' (domain is {self.domain!r})")
         return self
+
+    def _arrival_shape(self):
+        if (self.share is None) == (self.arrival is None):
+            raise ValueError("a tenant needs exactly one of share (of the scenario's arrivals) or arrival (its own)")
+        return self
+
+    @property
+    def language_list(self) -> list[str] | None:
+        """The languages its code prompts are in: its corpus', or its own list."""
+        return [CORPORA[self.prompts].language] if self.prompts and CORPORA[self.prompts].language else self.language
 
 
 def shares_problem(shares: list) -> str | None:

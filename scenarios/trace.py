@@ -16,6 +16,7 @@ from common.exits import one_line
 from common.validation import file_problem, file_state, shown_name
 from scenarios import ScenarioError
 from scenarios.arrivals import send_times
+from scenarios.corpus import items
 from scenarios.lengths import sample_lengths
 from scenarios.limits import MAX_SPAN_S, check_span, check_trace_cost
 from scenarios.prompts import CHARS_PER_TOKEN, estimate_tokens, make_prompt
@@ -37,7 +38,14 @@ TRACE_SCHEMA = pa.schema([
     pa.field("slo_ttft_p99_ms", pa.float64()),
     pa.field("slo_tpot_p99_ms", pa.float64()),
     pa.field("slo_e2e_p99_ms", pa.float64()),
+    # where the prompt came from: a corpus the project ships (scenarios/corpus.py), "builtin" (the
+    # project's own text), "file:NAME" (a tenant's document or prompts file) or an importer's format;
+    # and what it is (the corpus item's category; else the domain, or a code prompt's language).
+    # Traces written before these columns read them as null (load_trace_file).
+    pa.field("prompt_source", pa.string()),
+    pa.field("category", pa.string()),
 ])
+OPTIONAL_COLUMNS = ("prompt_source", "category")
 SHOWN_PROBLEMS = 3   # a trace's problems said in one pass: the first row of each kind, this many kinds
 META_HASH = b"loadtest.scenario_sha256"
 META_NAME = b"loadtest.scenario"
@@ -117,8 +125,8 @@ def _plan(scenario: Scenario, requests: int | None, seed: int | None, rate_scale
         if t.prompt_tokens is not None:
             prompt_target[idx] = sample_lengths(t.prompt_tokens, len(idx), rng)
         max_tokens[idx] = sample_lengths(t.output_tokens, len(idx), rng)
-        if t.language:
-            language[idx] = rng.choice(t.language, size=len(idx))
+        if t.language_list:
+            language[idx] = rng.choice(t.language_list, size=len(idx))
     uids = rng.integers(0, 2**40, size=n)
     picks = rng.integers(0, 2**31, size=n)
     return _Plan(sc, offsets, which, prompt_target, max_tokens, language, uids, picks)
@@ -133,6 +141,8 @@ def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
     k = hi - lo
     prompts: list[str | None] = [None] * k
     messages: list[str | None] = [None] * k
+    categories: list[str | None] = [None] * k
+    sources: list[str] = ["builtin"] * len(tenants)
     system_tokens = np.zeros(k, dtype=np.int64)
     user_chars = np.zeros(k, dtype=np.int64)
     for i, t in enumerate(tenants):  # per tenant, so its settings are looked up once
@@ -141,9 +151,24 @@ def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
             continue
         rows = [lo + j for j in idx]
         source = t.document or t.prompts_file
-        texts = [make_prompt(t.domain, lang, target, uid, pick, source) for lang, target, uid, pick in zip(
-            plan.language[rows].tolist(), plan.prompt_target[rows].tolist(), plan.uids[rows].tolist(),
-            plan.picks[rows].tolist(), strict=True)]
+        if t.prompts is not None:   # a corpus: each request one of its items, with the item's category
+            corpus = items(t.prompts)
+            chosen = [corpus[pick % len(corpus)] for pick in plan.picks[rows].tolist()]
+            # a line of its own first, as every built-in prompt has, so no two requests share a prefix
+            # by accident (a server's prefix cache would serve a repeated item's prefill)
+            texts = [f"Request {uid:010x}.\n{item.text}" for item, uid in zip(chosen, plan.uids[rows].tolist(),
+                                                                              strict=True)]
+            for j, item in zip(idx, chosen, strict=True):
+                categories[j] = item.category
+            sources[i] = t.prompts
+        else:
+            texts = [make_prompt(t.domain, lang, target, uid, pick, source) for lang, target, uid, pick in zip(
+                plan.language[rows].tolist(), plan.prompt_target[rows].tolist(), plan.uids[rows].tolist(),
+                plan.picks[rows].tolist(), strict=True)]
+            for j, lang in zip(idx, plan.language[rows].tolist(), strict=True):
+                categories[j] = lang or t.domain
+            if source is not None:
+                sources[i] = f"file:{Path(source).name}"
         user_chars[idx] = [len(text) for text in texts]
         if t.api == "chat":
             head = [{"role": "system", "content": t.system}] if t.system else []
@@ -177,6 +202,8 @@ def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
         "slo_ttft_p99_ms": per_tenant([t.slo.ttft_p99_ms for t in tenants]).cast(pa.float64()),
         "slo_tpot_p99_ms": per_tenant([t.slo.tpot_p99_ms for t in tenants]).cast(pa.float64()),
         "slo_e2e_p99_ms": per_tenant([t.slo.e2e_p99_ms for t in tenants]).cast(pa.float64()),
+        "prompt_source": per_tenant(sources),
+        "category": pa.array(categories, pa.string()),
     }
     table = pa.table(cols, schema=TRACE_SCHEMA)
     if isinstance(sc.arrival, Closed):
@@ -228,7 +255,9 @@ def load_trace_file(path: Path) -> tuple[pa.Table, dict[str, str]]:
     except (pa.ArrowInvalid, OSError) as exc:
         raise ScenarioError(f"{path}: not a Parquet trace: {one_line(exc)}") from None
     for field in TRACE_SCHEMA:
-        if field.name not in table.column_names:
+        if field.name in OPTIONAL_COLUMNS and field.name not in table.column_names:   # a trace from before them
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+        elif field.name not in table.column_names:
             raise ScenarioError(f"{path}: column {field.name!r} is missing (see `loadtest trace build`)")
     meta = table.schema.metadata or {}
     try:
