@@ -73,7 +73,7 @@ def energy_ratio(v: SummaryView, mode: str, base: str = BASELINE) -> EnergyRatio
     """`mode`'s energy per output token over `base`'s, when both were measured over the same kind
     of window."""
     a, b = per_token(v, mode), per_token(v, base)
-    if a is None or b is None or a.window != b.window or b.joules <= 0:
+    if a is None or b is None or a.window != b.window or a.joules <= 0 or b.joules <= 0:
         return None
     value = a.joules / b.joules
     if None in (a.low, a.high, b.low, b.high):
@@ -86,10 +86,19 @@ def cost_clause(v: SummaryView, mode: str) -> str:
     """What deploying `mode` costs, for the decision: its energy per output token against the
     baseline's and the proposer's weights per GPU."""
     ratio = energy_ratio(v, mode)
-    said = ratio.text() if ratio is not None else "energy per output token not measured"
+    a, b = per_token(v, mode), per_token(v, BASELINE)
+    if ratio is not None:
+        said = ratio.text()
+    elif a is not None and b is not None and a.window != b.window:
+        said = f"energy per output token not comparable (over its {a.window} window, the baseline's {b.window})"
+    else:
+        said = "energy per output token not measured"
     proposer = v.get(mode, "proposer_weights_gb_per_gpu", "startup")
+    weights, base = v.get(mode, "weights_gb_per_gpu", "startup"), v.get(BASELINE, "weights_gb_per_gpu", "startup")
     if proposer:
         said += f", +{proposer:.2f} GB of proposer weights per GPU"
+    elif weights is not None and base is not None and weights > base:   # vLLM's logs: the weights, not apart
+        said += f", +{weights - base:.2f} GB of weights per GPU"
     return said
 
 

@@ -19,7 +19,9 @@ XID errors are over every sample of the mode.
 Rows (tenant `all`; WINDOW is `steady` or `makespan`): `gpu_energy_j` WINDOW,
 `energy_per_output_token_j` WINDOW (with its interval), `gpu_power_w` `mean` (per GPU, from the
 energy) and `peak` (the highest sample), `gpu_util_pct` `mean`, `gpu_memory_used_mib` `peak`,
-`gpu_memory_free_mib` `min`, `gpu_xid_errors` `gpus` (GPUs that reported one), `gpus` `count`, and
+`gpu_memory_free_mib` `min`, `gpu_xid_errors` `gpus` (GPUs whose XID reading changed to a non-zero
+one while read), `gpu_counter_resets` `count` (where an energy counter started again from zero),
+`gpus` `count` (by UUID), and
 `gpu_samples` `SOURCE/METHOD` (how many samples, from which reader: dcgm-exporter, nvml or
 simulator; by the energy counter or by power).
 """
@@ -36,7 +38,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from analysis.stats import counter_increase
 from contract.gpu_metrics import FOLDER
 
 BATCHES = 5            # slices of the window for the J/token interval
@@ -66,15 +67,44 @@ class GpuWatts:
 
     watts: float
     method: str        # counter or power
+    resets: int = 0    # times its energy counter started again from zero (the driver reloaded)
+
+
+def energy_rise(mj: np.ndarray) -> tuple[float, int]:
+    """A GPU's energy counter's rise over consecutive readings (mJ), and how many times it started
+    again from zero: a reading under half the highest before is a reset (NVML counts from the
+    driver's load, so only a reload sends it back), and the reading is its rise since; a smaller
+    drop is a reading out of order, which is passed over (counting it as a reset would add the
+    whole counter, and rising from it would count a stretch twice)."""
+    total, resets, top = 0.0, 0, float(mj[0])
+    for value in mj[1:].tolist():
+        if value >= top:
+            total, top = total + value - top, value
+        elif value < top / 2:
+            total, top, resets = total + value, value, resets + 1
+    return total, resets
+
+
+def _changes(t_ns: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The readings at which a counter changed (the first of each run of equal values): an exporter
+    that refreshes less often than it is scraped (dcgm-exporter's default, every 30 s) serves the
+    same reading several times, and only its changes say when energy was used."""
+    keep = np.r_[True, np.diff(values) != 0]
+    return t_ns[keep], values[keep]
 
 
 def _watts(t_ns: np.ndarray, energy_mj: np.ndarray, power_w: np.ndarray) -> GpuWatts | None:
-    """Mean power of one GPU over its samples (time order), None from fewer than two."""
+    """Mean power of one GPU over its readings (time order): the energy counter's rise between its
+    first and last change over the time between them; else its power integrated over the
+    readings; None from fewer than two changes (or two power readings)."""
     counted = ~np.isnan(energy_mj)
     if counted.sum() >= 2:
-        t, e = t_ns[counted], energy_mj[counted]
-        span = (t[-1] - t[0]) / 1e9
-        return GpuWatts(counter_increase(e) / 1e3 / span, "counter") if span > 0 else None
+        t, e = _changes(t_ns[counted], energy_mj[counted])
+        span = (t[-1] - t[0]) / 1e9 if len(t) >= 2 else 0.0
+        if span <= 0:
+            return None
+        joules_mj, resets = energy_rise(e)
+        return GpuWatts(joules_mj / 1e3 / span, "counter", resets)
     powered = ~np.isnan(power_w)
     if powered.sum() >= 2:
         t, p = t_ns[powered] / 1e9, power_w[powered]
@@ -87,21 +117,35 @@ def _column(t: pa.Table, name: str) -> np.ndarray:
     return t[name].to_numpy(zero_copy_only=False).astype(np.float64)
 
 
-def _mode_watts(gpu: pa.Table, start: int, end: int) -> tuple[float, list[str], int] | None:
-    """(summed mean power of every GPU over [start, end], each GPU's method, samples) or None when
-    some GPU has fewer than two samples there."""
+def _mode_watts(gpu: pa.Table, start: int, end: int) -> tuple[float, list[str], int, int] | None:
+    """(summed mean power of every GPU over [start, end], each GPU's method, samples, counter
+    resets) or None when some GPU has too few readings there. A GPU is its UUID: two replicas of a
+    held fleet on one node read the same GPUs, which count once."""
     inside = gpu.filter(pc.and_(pc.greater_equal(gpu["time_ns"], start), pc.less_equal(gpu["time_ns"], end)))
-    total, methods, samples = 0.0, [], 0
-    for key in sorted(set(zip(gpu["replica"].to_pylist(), gpu["uuid"].to_pylist(), strict=True))):
-        one = inside.filter(pc.and_(pc.equal(inside["replica"], key[0]), pc.equal(inside["uuid"], key[1])))
-        one = one.sort_by("time_ns")
+    total, methods, samples, resets = 0.0, [], 0, 0
+    for uuid in sorted(set(gpu["uuid"].to_pylist())):
+        one = inside.filter(pc.equal(inside["uuid"], uuid)).sort_by("time_ns")
         w = _watts(one["time_ns"].to_numpy(), _column(one, "energy_mj"), _column(one, "power_w"))
         if w is None:
             return None
+        resets += w.resets
         total += w.watts
         methods.append(w.method)
         samples += one.num_rows
-    return total, methods, samples
+    return total, methods, samples, resets
+
+
+def xid_gpus(gpu: pa.Table) -> int:
+    """GPUs that raised an XID error while they were read: dcgm-exporter's XID reading is the last
+    XID the GPU raised, whenever that was, so a GPU counts when its reading changed to a non-zero
+    one during the mode (one raised before the run and unchanged is not this run's)."""
+    count = 0
+    for uuid in set(gpu["uuid"].to_pylist()):
+        one = gpu.filter(pc.equal(gpu["uuid"], uuid)).sort_by("time_ns")
+        xid = _column(one, "xid")
+        xid = xid[~np.isnan(xid)]
+        count += bool(len(xid)) and bool(((xid != xid[0]) & (xid > 0)).any())
+    return count
 
 
 def gpu_rows(gpu: pa.Table, mode: str, window: tuple[int, int], kind: str,
@@ -114,23 +158,22 @@ def gpu_rows(gpu: pa.Table, mode: str, window: tuple[int, int], kind: str,
         return []
     rows: list[Row] = []
     nan = math.nan
-    keys = set(zip(mine["replica"].to_pylist(), mine["uuid"].to_pylist(), strict=True))
+    keys = set(mine["uuid"].to_pylist())
     rows.append(("gpus", "count", float(len(keys)), None, None))
     used, free = _column(mine, "fb_used_mib"), _column(mine, "fb_free_mib")
     if not np.isnan(used).all():
         rows.append(("gpu_memory_used_mib", "peak", float(np.nanmax(used)), None, None))
     if not np.isnan(free).all():
         rows.append(("gpu_memory_free_mib", "min", float(np.nanmin(free)), None, None))
-    xid = _column(mine, "xid")
-    if not np.isnan(xid).all():
-        bad = {k for k, x in zip(zip(mine["replica"].to_pylist(), mine["uuid"].to_pylist(), strict=True), xid,
-                                 strict=True) if x > 0}
-        rows.append(("gpu_xid_errors", "gpus", float(len(bad)), None, None))
+    if not np.isnan(_column(mine, "xid")).all():
+        rows.append(("gpu_xid_errors", "gpus", float(xid_gpus(mine)), None, None))
     start, end = window
     whole = _mode_watts(mine, start, end)
     if whole is None:
         return rows
-    watts, methods, samples = whole
+    watts, methods, samples, resets = whole
+    if resets:
+        rows.append(("gpu_counter_resets", "count", float(resets), None, None))
     sources = "+".join(sorted(set(mine["source"].to_pylist())))
     method = "counter" if all(m == "counter" for m in methods) else "power" if all(m == "power" for m in methods) \
         else "counter+power"
@@ -156,10 +199,13 @@ def gpu_rows(gpu: pa.Table, mode: str, window: tuple[int, int], kind: str,
 
 
 def written_in(a: int, b: int, first_ns: np.ndarray, done_ns: np.ndarray, tokens: np.ndarray) -> float:
-    """Output tokens written in [a, b): each request's spread evenly from its first to its last."""
-    span = np.maximum(done_ns - first_ns, 1).astype(np.float64)
+    """Output tokens written in [a, b): each request's spread evenly from its first to its last
+    (all at once where they are the same instant)."""
+    span = (done_ns - first_ns).astype(np.float64)
     overlap = np.clip(np.minimum(done_ns, b) - np.maximum(first_ns, a), 0, None)
-    return float(np.sum(tokens * overlap / span))
+    point = span <= 0
+    share = np.where(point, (done_ns >= a) & (done_ns < b), overlap / np.where(point, 1.0, span))
+    return float(np.sum(tokens * share))
 
 
 def _batch_interval(gpu: pa.Table, start: int, end: int, first_ns: np.ndarray, done_ns: np.ndarray,

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import requests
 
 from cluster.fleet import FleetSpec
-from cluster.gpu_telemetry import GpuSample, TelemetryError, parse_dcgm
+from cluster.gpu_telemetry import GpuSample, TelemetryError, only_gpus, parse_dcgm
 from contract.gpu_metrics import GPU_SCHEMA
 
 EXPORTER_TIMEOUT_S = 2.0
@@ -38,8 +38,9 @@ class GpuSource:
     node: str                           # its node's address
     source: str                         # what the exporter's samples are: dcgm-exporter or simulator
     url: str | None                     # its exporter (None: NVML only)
-    indices: frozenset[int] | None      # its GPUs' indices (None: every GPU the exporter serves)
+    indices: frozenset[int] | None      # its GPUs' indices (None: every GPU the exporter serves) ...
     nvml: NvmlRead | None = None        # the fallback, where the replica can read NVML
+    uuids: frozenset[str] | None = None  # ... or their UUIDs, where Ray gave it GPUs by UUID (MIG, KubeRay)
 
 
 def gpu_sources(spec: FleetSpec, replicas: Sequence[Any],
@@ -53,16 +54,22 @@ def gpu_sources(spec: FleetSpec, replicas: Sequence[Any],
     for rep in replicas:
         node = getattr(rep, "node_ip", "") or urlsplit(rep.url).hostname or "?"
         url = spec.gpu_exporter(rep.url, node, getattr(rep, "node_id", ""))
-        cuda = getattr(rep, "cuda", None)
-        indices = frozenset(int(g) for g in cuda) if spec.engine == "vllm" and cuda else None
+        cuda = [str(g) for g in getattr(rep, "cuda", None) or []] if spec.engine == "vllm" else []
+        numbered = bool(cuda) and all(g.isdigit() for g in cuda)
+        indices = frozenset(int(g) for g in cuda) if numbered else None
+        uuids = frozenset(cuda) if cuda and not numbered else None
         nvml = nvml_of(rep) if nvml_of is not None and spec.gpu_telemetry.nvml else None
         if url is not None or nvml is not None:
-            out.append(GpuSource(rep.label, node, spec.gpu_source, url, indices, nvml))
+            out.append(GpuSource(rep.label, node, spec.gpu_source, url, indices, nvml, uuids))
     return out
 
 
-def _mine(samples: Sequence[GpuSample], indices: frozenset[int] | None) -> list[GpuSample]:
-    return list(samples) if indices is None else [s for s in samples if s.index in indices]
+def _mine(samples: Sequence[GpuSample], src: GpuSource) -> list[GpuSample]:
+    """A replica's own GPUs among those its node's exporter serves: by UUID where Ray named them
+    so, else by index, else all (the exporter is the replica's own)."""
+    if src.uuids is not None:
+        return only_gpus(samples, set(src.uuids))
+    return list(samples) if src.indices is None else [s for s in samples if s.index in src.indices]
 
 
 class GpuReader:
@@ -90,8 +97,9 @@ class GpuReader:
         rows: list[dict] = []
         problems: list[str] = []
         served: dict[str, list[GpuSample] | TelemetryError] = {}   # one read per exporter
-        now = time.time_ns()
+        read_at: dict[str, int] = {}     # when each exporter answered (its samples are of then)
         for src in sources:
+            now = time.time_ns()
             samples, kind = None, src.source
             if src.url is not None and src.replica not in self.on_nvml:
                 if src.url not in served:
@@ -99,13 +107,15 @@ class GpuReader:
                         served[src.url] = self._exporter(src.url, src.node, src.replica)
                     except TelemetryError as exc:
                         served[src.url] = exc
-                got = served[src.url]
+                    read_at[src.url] = time.time_ns()
+                got, now = served[src.url], read_at[src.url]
                 if isinstance(got, TelemetryError):
                     failed = str(got)
                 else:
-                    samples = _mine(got, src.indices)
+                    samples = _mine(got, src)
                     failed = None if samples else (f"node {src.node} (replica {src.replica}): the GPU exporter "
-                                                   f"{src.url} serves none of its GPUs {sorted(src.indices or ())}")
+                                                   f"{src.url} serves none of its GPUs "
+                                                   f"{sorted(src.uuids or src.indices or ())}")
             else:
                 failed = f"node {src.node} (replica {src.replica}): no GPU exporter"
             if samples is None or not samples:
@@ -113,6 +123,7 @@ class GpuReader:
                 if src.nvml is not None:
                     try:
                         samples, kind = src.nvml(), "nvml"
+                        now = time.time_ns()
                         self.on_nvml.add(src.replica)
                     except TelemetryError as exc:
                         failed = f"{failed}; NVML: {exc}"

@@ -74,7 +74,10 @@ def parse_dcgm(text: str, node: str, at_s: float) -> list[GpuSample]:
             uuid = s.labels.get("UUID") or s.labels.get("uuid")
             if not uuid or not math.isfinite(s.value):
                 continue
-            gpu = gpus.setdefault(uuid, {"uuid": uuid, "index": int(s.labels.get("gpu", -1)),
+            index = s.labels.get("gpu", "-1")
+            if not index.lstrip("-").isdigit():
+                raise TelemetryError(f"{node}: the GPU exporter's {family.name} names GPU {index!r}, not an index")
+            gpu = gpus.setdefault(uuid, {"uuid": uuid, "index": int(index),
                                          "host": next((s.labels[h] for h in HOST_LABELS if h in s.labels), None),
                                          "model": s.labels.get("modelName")})
             gpu[field] = float(s.value)

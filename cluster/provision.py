@@ -298,8 +298,10 @@ class Fleet:
         return gpu_sources(self.spec, replicas, self._nvml if self.spec.engine == "vllm" else None)
 
     @staticmethod
-    def _nvml(rep: Replica) -> NvmlRead:
-        indices = [int(g) for g in rep.cuda or ()]
+    def _nvml(rep: Replica) -> NvmlRead | None:
+        if not rep.cuda or not all(str(g).isdigit() for g in rep.cuda):
+            return None   # GPUs Ray named by UUID (MIG, KubeRay): NVML reads by index, so only the exporter
+        indices = [int(g) for g in rep.cuda]
 
         def read() -> list[GpuSample]:
             try:

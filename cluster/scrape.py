@@ -69,6 +69,7 @@ class Scraper:
         self._seq = 0
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
+        self._scrape_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="metrics-scraper", daemon=True)
         self._http = requests.Session()
@@ -137,6 +138,10 @@ class Scraper:
             self._targets.pop(mode, None)
 
     def scrape_once(self, only: str | None = None) -> None:
+        with self._scrape_lock:   # one scrape at a time: a mode's samples stay in time order
+            self._scrape_all(only)
+
+    def _scrape_all(self, only: str | None) -> None:
         with self._lock:
             targets = [(m, r) for m, r in self._targets.items() if only is None or m == only]
         for mode, replicas in targets:
@@ -147,7 +152,10 @@ class Scraper:
                 self._read_gpus(mode, gpus)
 
     def _read_gpus(self, mode: str, sources: list[GpuSource]) -> None:
-        rows, problems = self._gpu_reader.read(mode, sources)
+        try:
+            rows, problems = self._gpu_reader.read(mode, sources)
+        except Exception as exc:   # never the scraper thread (and /metrics with it) for a GPU read
+            rows, problems = [], [f"the GPU read failed ({type(exc).__name__}: {str(exc)[:120]})"]
         with self._lock:
             self._rows.setdefault((GPU_FOLDER, mode), []).extend(rows)
             self._gpu_read.update((mode, r["replica"]) for r in rows)

@@ -9,7 +9,8 @@ hold, one more GPU of another job drawing FOREIGN_W, which no replica's figures 
 
 A fault makes it answer as a broken exporter does: 404, garbage (not Prometheus text), reset (the
 energy counter starts again from 0 after the first RESET_AFTER reads), no-energy (no energy
-counter, as a GPU before Volta), xid (XID 79 on GPU 0), or hang (answers after the scraper gave up).
+counter, as a GPU before Volta), xid (XID 79 on GPU 0 once the first RESET_AFTER reads are past), or hang
+(answers after the scraper gave up).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class FakeNode:
                                  host=host_label_value, model="NVIDIA H100 80GB HBM3", power_w=watts,
                                  energy_mj=None if fault == "no-energy" else round(energy_mj),
                                  fb_used_mib=70_000.0 + i, fb_free_mib=11_559.0 - i, util_pct=90.0,
-                                 xid=79.0 if fault == "xid" and i == 0 else 0.0))
+                                 xid=79.0 if fault == "xid" and i == 0 and self.reads > RESET_AFTER else 0.0))
         return out
 
 

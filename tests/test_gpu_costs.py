@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -23,7 +24,7 @@ from cluster.gpu_scrape import GpuSource
 from cluster.gpu_telemetry import GpuSample, TelemetryError, parse_dcgm
 from cluster.scrape import Scraper
 from cluster.sim import perf_model
-from cluster.sim.gpu import GpuMeter, dcgm_text
+from cluster.sim.gpu import GpuMeter, dcgm_text, gpu_uuid
 from cluster.sim.power import CONTEXT_POWER_W, POWER_LIMIT_W, PowerModel
 from cluster.sim.profiles import HARDWARE, MODELS
 from tests.conftest import DATA, cli
@@ -217,3 +218,56 @@ def test_a_run_whose_gpu_exporter_answers_garbage_completes_and_says_not_measure
     assert all("not Prometheus text" in manifest["mode_runs"][m]["gpu_metrics"] for m in ("baseline", "eagle"))
     report = (run_dir / "report.md").read_text()
     assert "| baseline | not measured |" in report and "GPU telemetry not measured" in report
+
+
+# ---- what a real exporter does that the figures must survive ------------------------------------------
+def test_a_counter_that_went_back_a_little_adds_nothing_and_one_that_restarted_counts_from_zero():
+    from analysis.gpu import energy_rise
+
+    assert energy_rise(np.array([5e9, 5e9 + 1e6, 5e9 + 9e5, 5e9 + 2e6])) == (2e6, 0)   # out of order: no 5e9
+    assert energy_rise(np.array([5e9, 5e9 + 1e6, 3e5, 8e5])) == (1e6 + 3e5 + 5e5, 1)   # a driver reload
+
+
+def test_an_exporter_that_refreshes_every_few_scrapes_measures_the_power_between_its_changes():
+    """dcgm-exporter refreshes every 30 s by default: scraped each second, it repeats a reading."""
+    from analysis.gpu import _watts
+
+    t = np.arange(0, 20) * 1_000_000_000
+    counter = 1e9 + 400.0 * 1e3 * (t // 5_000_000_000) * 5   # 400 W, a new reading every 5 s
+    assert _watts(t, counter.astype(np.float64), np.full(20, np.nan)).watts == pytest.approx(400.0)
+
+
+def test_gpus_named_by_uuid_and_gpus_two_replicas_share_count_once(tmp_path):
+    with fake_dcgm(watts=(400.0,)) as fake:
+        uuids = frozenset({gpu_uuid("node-a", 9400, i) for i in (1, 2)})
+        url = f"{fake.url}/metrics"
+        scrape(tmp_path, [GpuSource("m-0", "127.0.0.1", "dcgm-exporter", url, None, uuids=uuids),
+                          GpuSource("m-1", "127.0.0.1", "dcgm-exporter", url, None, uuids=uuids)])
+    gpu = load_gpu_metrics(tmp_path).to_pylist()
+    assert {r["gpu"] for r in gpu} == {1, 2} and {r["replica"] for r in gpu} == {"m-0", "m-1"}
+    rows = rows_of(tmp_path)
+    assert rows[("gpus", "count")][0] == 2 and rows[("gpu_power_w", "mean")][0] == pytest.approx(400.0, rel=0.05)
+
+
+def test_an_exporter_naming_a_gpu_by_anything_but_its_index_is_one_line():
+    text = dcgm_text([GpuSample("n", 1.0, "GPU-0", 0, power_w=300.0)]).replace('gpu="0"', 'gpu="nvidia0"')
+    with pytest.raises(TelemetryError, match="names GPU 'nvidia0', not an index"):
+        parse_dcgm(text, "node-b", 1.0)
+
+
+def test_an_energy_of_zero_is_no_ratio_and_different_windows_are_not_compared():
+    from analysis.cost import cost_clause, energy_ratio
+    from analysis.long_summary import LONG_SCHEMA
+
+    def summary(rows):
+        return SummaryView(pa.Table.from_pylist([{"run_id": "r", "mode": m, "tenant": "all", "metric": metric,
+                                                 "statistic": stat, "value": v, "ci_low": None, "ci_high": None}
+                                                for m, metric, stat, v in rows], schema=LONG_SCHEMA))
+
+    zero = summary([("baseline", "energy_per_output_token_j", "steady", 0.0),
+                    ("eagle", "energy_per_output_token_j", "steady", 2.0)])
+    assert energy_ratio(zero, "eagle") is None
+    apart = summary([("baseline", "energy_per_output_token_j", "makespan", 2.0),
+                     ("eagle", "energy_per_output_token_j", "steady", 2.0)])
+    assert cost_clause(apart, "eagle").startswith("energy per output token not comparable (over its steady window, "
+                                                  "the baseline's makespan)")

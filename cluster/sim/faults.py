@@ -24,7 +24,7 @@ FAULT_HELP = (
     "without `data: [DONE]`, as a proxy that cuts streams short does), gpu=KIND (/dcgm/metrics, the GPU "
     "exporter: 404 answers 404, garbage answers text that is not Prometheus exposition, reset restarts the "
     "energy counter from 0 two seconds after start, no-energy leaves the energy counter out as a GPU "
-    "before Volta does, xid reports XID 79, a GPU fallen off the bus)"
+    "before Volta does, xid reports XID 79, a GPU fallen off the bus, from two seconds after start)"
 )
 METRICS_FAULTS = ("html", "404")
 GPU_FAULTS = ("404", "garbage", "reset", "no-energy", "xid")

@@ -26,7 +26,7 @@ from cluster.gpu_telemetry import GpuSample
 from cluster.sim.power import PowerModel
 
 MIB = 2**20
-WINDOW_S = 1.0          # power and utilisation are averages over the last second, as NVML's on H100
+WINDOW_S = 1.0          # power and utilisation: averages over the last second of the clock, as NVML's on H100
 HISTORY = 4096          # step ends kept for those averages
 DRIVER_VERSION = "550.90.07"   # the label every series carries (a released data-centre driver)
 MODEL_NAMES = {"h100-sxm": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200", "a100-80gb": "NVIDIA A100-SXM4-80GB"}
@@ -79,7 +79,9 @@ class GpuMeter:
         """(energy in J, busy seconds) at `when`: between two marks, their straight line; after the
         last, idle at the static power."""
         ends = self._ends
-        i = max(0, bisect.bisect_right(ends, when, key=lambda e: e[0]) - 1)
+        if when <= ends[0][0]:   # before the oldest mark kept: its values, never a line drawn backwards
+            return ends[0][1], ends[0][2]
+        i = bisect.bisect_right(ends, when, key=lambda e: e[0]) - 1
         t0, e0, b0 = ends[i]
         if i + 1 == len(ends):
             return e0 + self._idle_j(t0, when), b0
@@ -91,14 +93,16 @@ class GpuMeter:
         return self._at(now)
 
     def averages(self, now: float) -> tuple[float, float]:
-        """(mean power in W, utilisation in %) over the last WINDOW_S of model time, or since the
-        start when it is younger."""
-        then = max(now - WINDOW_S * self.time_scale, self._ends[0][0])
-        span = (now - then) / self.time_scale
+        """(mean power in W, utilisation in %) over the last WINDOW_S of the clock, or since the
+        start when it is younger. Power is the energy counter's rise per second of the clock, so
+        the two readings agree: a simulator run `time_scale` times slower than real time draws its
+        model's power over time_scale (energy per token is the model's either way)."""
+        then = max(now - WINDOW_S, self._ends[0][0])
+        span = now - then
         if span <= 0:
-            return self.power.context_w, 0.0
+            return self.power.context_w / self.time_scale, 0.0
         (e1, b1), (e0, b0) = self._at(now), self._at(then)
-        return (e1 - e0) / span, min(100.0, 100.0 * (b1 - b0) / span)
+        return (e1 - e0) / span, min(100.0, 100.0 * (b1 - b0) * self.time_scale / span)
 
 
 def gpu_uuid(host: str, port: int, index: int) -> str:

@@ -186,6 +186,7 @@ class SimServer:
         self.faults = FaultPlan(cfg.faults, cfg.seed)
         self.in_flight = 0
         dep = engine.dep
+        self._reset_mj: float | None = None   # fault gpu=reset: the counter's reading at the reset
         self.gpus = SimGpus(engine.gpu, dep.tp, dep.hardware.hbm_bytes, dep.gpu_memory_utilization,
                             dep.hardware.name, cfg.port, engine.clock)
 
@@ -265,12 +266,14 @@ class SimServer:
         if fault == "garbage":
             return web.Response(text="GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-?) {power: lots}\n")
         samples = self.gpus.samples()
-        if fault == "reset" and time.monotonic() - self.started >= GPU_RESET_AFTER_S:
-            at_reset = round(self.engine.gpu.at(self.started + GPU_RESET_AFTER_S)[0] * 1000)
-            samples = [replace(s, energy_mj=s.energy_mj - at_reset) for s in samples]
+        late = time.monotonic() - self.started >= GPU_RESET_AFTER_S
+        if fault == "reset" and late:
+            if self._reset_mj is None:   # the counter's reading when the driver "reloaded", once
+                self._reset_mj = round(self.engine.gpu.at(self.started + GPU_RESET_AFTER_S)[0] * 1000)
+            samples = [replace(s, energy_mj=s.energy_mj - self._reset_mj) for s in samples]
         elif fault == "no-energy":
             samples = [replace(s, energy_mj=None) for s in samples]
-        elif fault == "xid":
+        elif fault == "xid" and late:
             samples = [replace(s, xid=79.0) for s in samples]
         return web.Response(text=dcgm_text(samples), content_type="text/plain", charset="utf-8")
 
