@@ -3,6 +3,8 @@ long summary (analysis.long_summary) and the SLO attainment; nothing here comput
 
 from __future__ import annotations
 
+import math
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -154,6 +156,31 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
                 "weights (and a draft model's own KV) cost in tokens the cache can hold.", "",
                 _table(["mode", "weights GB", "of which proposer GB", "KV cache GB", "KV capacity (tokens)",
                         "KV capacity vs baseline"], rows), ""]
+    categories = sorted({s for (_, _, metric, s) in v.cells if metric == "category_requests"})
+    if categories:
+        told = [m for m in v.modes if any(v.get(m, "category_requests", c) for c in categories)]
+
+        def cell(m: str, c: str, metric: str, fmt: str) -> str:
+            value = v.get(m, metric, c)
+            if value is None:
+                return "-"
+            low, high = v.interval(m, metric, c)
+            shown = format(value, fmt) + (f" [{format(low, fmt)}, {format(high, fmt)}]" if low is not None
+                                          and high is not None and not math.isnan(low) else "")
+            n = v.get(m, "category_requests" if metric != "category_speedup_e2e" else "category_pairs", c)
+            return f"{shown} (n={int(n or 0):,})"
+        out += ["## Acceptance by category", "",
+                "Per mode and prompt category (the trace's `category`: a corpus item's, or the domain of the "
+                "project's own text): the mean acceptance length, 1 + accepted drafts over the steps that verified "
+                "drafts, from each response's own counts, with its 95% interval (each request a cluster; none from "
+                "under 8 requests) and the requests it is of; then the paired E2E speedup over the baseline.", "",
+                _table(["category", *told], [[c, *[cell(m, c, "category_acceptance_length", ".2f") for m in told]]
+                                             for c in categories]), ""]
+        spec = [m for m in told if m != "baseline"]
+        if spec and any(v.get(m, "category_speedup_e2e", c) for m in spec for c in categories):
+            out += ["### E2E speedup over the baseline by category", "",
+                    _table(["category", *spec], [[c, *[cell(m, c, "category_speedup_e2e", ".2f") for m in spec]]
+                                                 for c in categories]), ""]
     if measured(v):
         header, rows = cost_rows(v)
         out += ["## What each mode costs: energy, power and GPU memory", "",

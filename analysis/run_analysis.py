@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analysis.category import categories_of, category_rows
 from analysis.decision import Decision, decide_run
 from analysis.gate import ErrorCheck, error_checks
 from analysis.gpu import NOT_READ, gpu_unread, load_gpu_metrics
@@ -113,6 +114,12 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
               for m in present if m in manifest.mode_runs and gpu_unread(manifest.mode_runs[m].gpu_metrics)]
     if unread:   # GPUs that were to be read and were not: their figures say so, not nothing
         long = pa.concat_tables([long, pa.Table.from_pylist(unread, schema=LONG_SCHEMA)])
+    categories = categories_of(run_dir)
+    if categories is not None:   # acceptance and speedup by the prompts' category (analysis/category.py)
+        by_category = [{"run_id": manifest.run_id, "mode": m, "tenant": "all", "metric": metric, "statistic": cat,
+                        "value": value, "ci_low": low, "ci_high": high}
+                       for m, metric, cat, value, low, high in category_rows(table, categories, present)]
+        long = pa.concat_tables([long, pa.Table.from_pylist(by_category, schema=LONG_SCHEMA)])
     found.decision = decide_run(long, SummaryView(long).get(present[0], "offered_req_per_s", "trace"),
                                 stopped=found.stopped_note is not None)
     long = pa.concat_tables([long, pa.Table.from_pylist(found.decision.rows(manifest.run_id), schema=LONG_SCHEMA)])

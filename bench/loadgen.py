@@ -64,6 +64,7 @@ def trace(n: int, rate: float | None, closed: int | None) -> pa.Table:
         "api": ["completions"] * n, "prompt": ["hello"] * n, "messages": [None] * n, "max_tokens": [256] * n,
         "temperature": [0.0] * n, "ignore_eos": [False] * n, "prompt_tokens_est": [2] * n,
         "slo_ttft_p99_ms": [None] * n, "slo_tpot_p99_ms": [None] * n, "slo_e2e_p99_ms": [None] * n,
+        "prompt_source": ["bench"] * n, "category": [None] * n,
     }, schema=TRACE_SCHEMA)
     return t.replace_schema_metadata({META_CLOSED: str(closed).encode()}) if closed else t
 

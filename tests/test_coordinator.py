@@ -56,7 +56,8 @@ def _trace(path) -> str:
         "language": [None] * N, "offset_s": [float(i) for i in range(N)], "api": ["completions"] * N,
         "prompt": ["hi"] * N, "messages": [None] * N, "max_tokens": [4] * N, "temperature": [0.0] * N,
         "ignore_eos": [True] * N, "prompt_tokens_est": [1] * N, "slo_ttft_p99_ms": [None] * N,
-        "slo_tpot_p99_ms": [None] * N, "slo_e2e_p99_ms": [None] * N}, schema=TRACE_SCHEMA)
+        "slo_tpot_p99_ms": [None] * N, "slo_e2e_p99_ms": [None] * N, "prompt_source": [None] * N,
+        "category": [None] * N}, schema=TRACE_SCHEMA)
     write_trace(t, path, "t", "0" * 64)
     return str(path)
 

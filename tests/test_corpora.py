@@ -107,3 +107,34 @@ def test_a_trace_written_before_sources_and_categories_still_replays(tmp_path):
     pq.write_table(old, tmp_path / "old.parquet")
     table, _ = load_trace_file(tmp_path / "old.parquet")
     assert table.schema.names == TRACE_SCHEMA.names and table["category"].null_count == 20
+
+
+@pytest.mark.e2e
+def test_acceptance_by_category_in_report_md_is_the_records_own_by_duckdb(world_fleet, tmp_path):
+    """A run on the shared fleet with the three corpora: report.md's acceptance-by-category matrix,
+    cell by cell, is 1 + accepted drafts over verified steps of the records joined to the trace's
+    categories, with the requests it is of, as DuckDB counts them."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    ran = cli("run", "--endpoints", str(world_fleet.state), "--modes", "baseline,eagle", "--scenario",
+              str(scenario(tmp_path)), "--requests", "60", "--cooldown", "0", "--out", str(tmp_path / "out"),
+              "--run-id", "c")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    run_dir = tmp_path / "out" / "c"
+    cells = duckdb.connect().execute(
+        """select t.category, 1 + sum(r.spec_accepted_tokens) / sum(r.spec_steps), count(*)
+           from read_parquet(?, hive_partitioning=1) r join read_parquet(?) t using (request_id)
+           where r.mode = 'eagle' and r.status = 'ok' and r.spec_steps > 0 group by 1 order by 1""",
+        [str(run_dir / "requests" / "*" / "*.parquet"), str(run_dir / "trace.parquet")]).fetchall()
+    assert len(cells) >= 5, cells
+    report = (run_dir / "report.md").read_text()
+    matrix = report.split("## Acceptance by category")[1].split("###")[0]
+    for category, length, n in cells:
+        row = next(line for line in matrix.splitlines() if line.startswith(f"| {category} |"))
+        assert row.split("|")[2].strip().startswith(f"{length:.2f}") and f"(n={n:,})" in row, (row, length, n)
+    summary = pq.read_table(run_dir / "summary.parquet").to_pylist()
+    found = {r["statistic"]: r["value"] for r in summary
+             if r["mode"] == "eagle" and r["metric"] == "category_acceptance_length"}
+    assert found == pytest.approx({c: length for c, length, _ in cells})
+    assert "### E2E speedup over the baseline by category" in report

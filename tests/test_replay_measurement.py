@@ -29,6 +29,7 @@ def _trace(n: int, max_tokens: int) -> pa.Table:
         "prompt": ["hello"] * n, "messages": [None] * n, "max_tokens": [max_tokens] * n,
         "temperature": [0.0] * n, "ignore_eos": [True] * n, "prompt_tokens_est": [2] * n,
         "slo_ttft_p99_ms": [None] * n, "slo_tpot_p99_ms": [None] * n, "slo_e2e_p99_ms": [None] * n,
+        "prompt_source": [None] * n, "category": [None] * n,
     }, schema=TRACE_SCHEMA)
 
 
