@@ -48,8 +48,9 @@ def energy_of_folder(run_dir: Path, mode: str) -> float | None:
     return None if found is None else found.joules
 
 
-def per_token(v: SummaryView, mode: str) -> PerToken | None:
-    for window in ("steady", "makespan"):
+def per_token(v: SummaryView, mode: str, windows: tuple[str, ...] = ("steady", "makespan")) -> PerToken | None:
+    """A mode's energy per output token over the first of `windows` it has one for."""
+    for window in windows:
         value = v.get(mode, "energy_per_output_token_j", window)
         if value is not None:
             low, high = v.interval(mode, "energy_per_output_token_j", window)
@@ -63,23 +64,27 @@ class EnergyRatio:
     value: float
     low: float | None
     high: float | None
+    window: str = "steady"
 
     def text(self) -> str:
         interval = f" [{self.low:.2f}, {self.high:.2f}]" if self.low is not None and self.high is not None else ""
-        return f"{self.value:.2f}x the baseline's energy per output token{interval}"
+        over = "" if self.window == "steady" else f" (over the {self.window}s)"
+        return f"{self.value:.2f}x the baseline's energy per output token{interval}{over}"
 
 
 def energy_ratio(v: SummaryView, mode: str, base: str = BASELINE) -> EnergyRatio | None:
     """`mode`'s energy per output token over `base`'s, when both were measured over the same kind
     of window."""
     a, b = per_token(v, mode), per_token(v, base)
-    if a is None or b is None or a.window != b.window or a.joules <= 0 or b.joules <= 0:
+    if a is not None and b is not None and a.window != b.window:   # one had no steady window: both makespans
+        a, b = per_token(v, mode, ("makespan",)), per_token(v, base, ("makespan",))
+    if a is None or b is None or a.joules <= 0 or b.joules <= 0:
         return None
     value = a.joules / b.joules
     if None in (a.low, a.high, b.low, b.high):
-        return EnergyRatio(value, None, None)
+        return EnergyRatio(value, None, None, a.window)
     rel = math.hypot((a.high - a.low) / 2 / a.joules, (b.high - b.low) / 2 / b.joules)
-    return EnergyRatio(value, value * (1 - rel), value * (1 + rel))
+    return EnergyRatio(value, value * (1 - rel), value * (1 + rel), a.window)
 
 
 def cost_clause(v: SummaryView, mode: str) -> str:

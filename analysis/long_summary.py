@@ -514,6 +514,10 @@ def _gpu_rows(rows: Rows, table: pa.Table, cells: Cells, ok: np.ndarray, gpu: pa
                 found = gpu_rows(gpu, mode, window, kind, first[good], done[good], tokens[good])
                 if any(metric == "gpu_energy_j" for metric, *_ in found):
                     break
+        if any(metric == "energy_per_output_token_j" and stat == "steady" for metric, stat, *_ in found):
+            # the makespan's figure too, so a mode can be held against one that had no steady window
+            found += [r for r in gpu_rows(gpu, mode, makespan, "makespan", first[good], done[good], tokens[good])
+                      if r[0] == "energy_per_output_token_j"]
         for metric, statistic, value, low, high in found:
             _add(rows, (mode, ALL), metric, statistic, value, low, high)
 
