@@ -118,7 +118,7 @@ def test_acceptance_by_category_in_report_md_is_the_records_own_by_duckdb(world_
     import pyarrow.parquet as pq
 
     ran = cli("run", "--endpoints", str(world_fleet.state), "--modes", "baseline,eagle", "--scenario",
-              str(scenario(tmp_path)), "--requests", "60", "--cooldown", "0", "--out", str(tmp_path / "out"),
+              str(scenario(tmp_path)), "--requests", "40", "--cooldown", "0", "--out", str(tmp_path / "out"),
               "--run-id", "c")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     run_dir = tmp_path / "out" / "c"

@@ -20,6 +20,7 @@ import pytest
 from analysis.cost import per_token
 from analysis.gpu import gpu_rows, load_gpu_metrics
 from analysis.long_summary import SummaryView
+from cluster import gpu_scrape
 from cluster.gpu_scrape import GpuSource
 from cluster.gpu_telemetry import GpuSample, TelemetryError, parse_dcgm
 from cluster.scrape import Scraper
@@ -79,8 +80,8 @@ def test_the_exporters_text_reads_back_with_either_host_label(host_label):
 OWN = frozenset({0, 1, 2, 3})
 
 
-def scrape(run_dir: Path, sources: list[GpuSource], seconds: float = 1.3) -> Scraper:
-    with Scraper(run_dir, interval_s=0.25) as scraper:
+def scrape(run_dir: Path, sources: list[GpuSource], seconds: float = 0.9) -> Scraper:
+    with Scraper(run_dir, interval_s=0.15) as scraper:
         scraper.watch("m", [], sources)
         time.sleep(seconds)
         scraper.unwatch("m")
@@ -115,7 +116,9 @@ def test_each_replica_keeps_only_its_own_gpus_and_its_energy_is_measured_through
 
 @pytest.mark.parametrize("fault,said", [("404", "answered HTTP 404"), ("garbage", "not Prometheus text"),
                                         ("hang", "did not answer (ReadTimeout)"), ("closed", "did not answer")])
-def test_an_exporter_that_fails_is_one_line_naming_the_node_and_nothing_else_is_lost(tmp_path, fault, said):
+def test_an_exporter_that_fails_is_one_line_naming_the_node_and_nothing_else_is_lost(tmp_path, fault, said,
+                                                                                      monkeypatch):
+    monkeypatch.setattr(gpu_scrape, "EXPORTER_TIMEOUT_S", 0.3)   # a late answer, sooner than the scraper's 2 s
     with fake_dcgm(fault=None if fault == "closed" else fault) as fake:
         url = f"{fake.url}/metrics" if fault != "closed" else "http://127.0.0.1:9/metrics"
         scraper = scrape(tmp_path, [GpuSource("m-0", "127.0.0.1", "dcgm-exporter", url, OWN)],
