@@ -21,6 +21,7 @@ import requests
 
 from cluster.fleet import FleetSpec
 from cluster.gpu_telemetry import GpuSample, TelemetryError, only_gpus, parse_dcgm
+from cluster.nvml_reader import NOT_AVAILABLE
 from contract.gpu_metrics import GPU_SCHEMA
 
 EXPORTER_TIMEOUT_S = 2.0
@@ -78,6 +79,7 @@ class GpuReader:
     def __init__(self, http: requests.Session) -> None:
         self.http = http
         self.on_nvml: set[str] = set()      # replicas whose exporter failed and NVML answered
+        self.no_nvml: set[str] = set()      # replicas whose node has no NVML to read (not asked again)
 
     def _exporter(self, url: str, node: str, replica: str) -> list[GpuSample]:
         where = f"node {node} (replica {replica})"
@@ -120,13 +122,15 @@ class GpuReader:
                 failed = f"node {src.node} (replica {src.replica}): no GPU exporter"
             if samples is None or not samples:
                 samples = None
-                if src.nvml is not None:
+                if src.nvml is not None and src.replica not in self.no_nvml:
                     try:
                         samples, kind = src.nvml(), "nvml"
                         now = time.time_ns()
                         self.on_nvml.add(src.replica)
                     except TelemetryError as exc:
                         failed = f"{failed}; NVML: {exc}"
+                        if NOT_AVAILABLE in str(exc):   # no nvidia-ml-py there: it will not appear mid-run
+                            self.no_nvml.add(src.replica)
                 if samples is None:
                     problems.append(str(failed))
                     continue

@@ -23,6 +23,7 @@ from analysis.long_summary import SummaryView
 from cluster import gpu_scrape
 from cluster.gpu_scrape import GpuSource
 from cluster.gpu_telemetry import GpuSample, TelemetryError, parse_dcgm
+from cluster.nvml_reader import NOT_AVAILABLE
 from cluster.scrape import Scraper
 from cluster.sim import perf_model
 from cluster.sim.gpu import GpuMeter, dcgm_text, gpu_uuid
@@ -134,8 +135,11 @@ def test_nvml_takes_over_where_the_exporter_fails_and_says_both_when_it_cannot(t
         return [GpuSample("127.0.0.1", time.time(), f"GPU-{i}", i, power_w=300.0, energy_mj=1e6 + time.time() * 3e5)
                 for i in sorted(OWN)]
 
+    asked: list[int] = []
+
     def no_nvml() -> list[GpuSample]:
-        raise TelemetryError("127.0.0.1: NVML is not available (pip install 'loadtest[nvml]', ...)")
+        asked.append(1)
+        raise TelemetryError(f"127.0.0.1: {NOT_AVAILABLE}")
 
     with fake_dcgm(fault="404") as fake:
         url = f"{fake.url}/metrics"
@@ -145,6 +149,7 @@ def test_nvml_takes_over_where_the_exporter_fails_and_says_both_when_it_cannot(t
     assert {r["source"] for r in load_gpu_metrics(tmp_path / "a").to_pylist()} == {"nvml"}
     assert rows_of(tmp_path / "a")[("gpu_power_w", "mean")][0] == pytest.approx(300.0, rel=0.02)
     assert "answered HTTP 404; NVML: 127.0.0.1: NVML is not available" in both.gpu_problem("m")
+    assert len(asked) == 1, "a node without NVML is not asked again every second"
 
 
 # ---- a run's figures, reproduced from its files ------------------------------------------------------
