@@ -117,58 +117,78 @@ def _column(t: pa.Table, name: str) -> np.ndarray:
     return t[name].to_numpy(zero_copy_only=False).astype(np.float64)
 
 
-def _mode_watts(gpu: pa.Table, start: int, end: int) -> tuple[float, list[str], int, int] | None:
-    """(summed mean power of every GPU over [start, end], each GPU's method, samples, counter
-    resets) or None when some GPU has too few readings there. A GPU is its UUID: two replicas of a
-    held fleet on one node read the same GPUs, which count once."""
-    inside = gpu.filter(pc.and_(pc.greater_equal(gpu["time_ns"], start), pc.less_equal(gpu["time_ns"], end)))
-    total, methods, samples, resets = 0.0, [], 0, 0
-    for uuid in sorted(set(gpu["uuid"].to_pylist())):
-        one = inside.filter(pc.equal(inside["uuid"], uuid)).sort_by("time_ns")
-        w = _watts(one["time_ns"].to_numpy(), _column(one, "energy_mj"), _column(one, "power_w"))
-        if w is None:
-            return None
-        resets += w.resets
-        total += w.watts
-        methods.append(w.method)
-        samples += one.num_rows
-    return total, methods, samples, resets
+@dataclass(frozen=True)
+class ModeGpus:
+    """A mode's GPU readings as arrays, in (GPU, time) order, each GPU (its UUID: two replicas of a
+    held fleet on one node read the same GPUs, which count once) a slice: read once, so the
+    window and its slices cost no more passes over the table."""
 
+    t: np.ndarray
+    energy: np.ndarray
+    power: np.ndarray
+    util: np.ndarray
+    xid: np.ndarray
+    slices: tuple[slice, ...]
 
-def xid_gpus(gpu: pa.Table) -> int:
-    """GPUs that raised an XID error while they were read: dcgm-exporter's XID reading is the last
-    XID the GPU raised, whenever that was, so a GPU counts when its reading changed to a non-zero
-    one during the mode (one raised before the run and unchanged is not this run's)."""
-    count = 0
-    for uuid in set(gpu["uuid"].to_pylist()):
-        one = gpu.filter(pc.equal(gpu["uuid"], uuid)).sort_by("time_ns")
-        xid = _column(one, "xid")
-        xid = xid[~np.isnan(xid)]
-        count += bool(len(xid)) and bool(((xid != xid[0]) & (xid > 0)).any())
-    return count
+    @classmethod
+    def of(cls, gpu: pa.Table) -> ModeGpus:
+        order = pc.sort_indices(gpu, [("uuid", "ascending"), ("time_ns", "ascending")])
+        g = gpu.take(order)
+        uuids = g["uuid"].to_numpy(zero_copy_only=False)
+        cuts = [0, *(np.flatnonzero(uuids[1:] != uuids[:-1]) + 1).tolist(), len(uuids)]
+        return cls(g["time_ns"].to_numpy(), _column(g, "energy_mj"), _column(g, "power_w"), _column(g, "util_pct"),
+                   _column(g, "xid"), tuple(slice(a, b) for a, b in itertools.pairwise(cuts)))
+
+    def watts(self, start: int, end: int) -> tuple[float, list[str], int, int] | None:
+        """(summed mean power of every GPU over [start, end], each GPU's method, readings, counter
+        resets) or None when some GPU has too few readings there."""
+        total, methods, samples, resets = 0.0, [], 0, 0
+        for one in self.slices:
+            t = self.t[one]
+            inside = slice(one.start + int(np.searchsorted(t, start, "left")),
+                           one.start + int(np.searchsorted(t, end, "right")))
+            w = _watts(self.t[inside], self.energy[inside], self.power[inside])
+            if w is None:
+                return None
+            total, resets = total + w.watts, resets + w.resets
+            methods.append(w.method)
+            samples += inside.stop - inside.start
+        return total, methods, samples, resets
+
+    def xid_gpus(self) -> int:
+        """GPUs that raised an XID error while they were read: dcgm-exporter's XID reading is the
+        last XID the GPU raised, whenever that was, so a GPU counts when its reading changed to a
+        non-zero one during the mode (one raised before the run and unchanged is not this run's)."""
+        count = 0
+        for one in self.slices:
+            xid = self.xid[one]
+            xid = xid[~np.isnan(xid)]
+            count += bool(len(xid)) and bool(((xid != xid[0]) & (xid > 0)).any())
+        return count
 
 
 def gpu_rows(gpu: pa.Table, mode: str, window: tuple[int, int], kind: str,
              first_ns: np.ndarray, done_ns: np.ndarray, tokens: np.ndarray) -> list[Row]:
     """The mode's GPU rows over `window` (epoch ns; `kind` steady or makespan), given its
-    successful requests' first- and last-token times and output tokens. No energy row when some GPU has
-    fewer than two samples in the window (too short: the figures say not measured)."""
+    successful requests' first- and last-token times and output tokens. No energy row when some
+    GPU has too few readings in the window (too short: the figures say not measured)."""
     mine = gpu.filter(pc.equal(gpu["mode"], mode))
     if not mine.num_rows:
         return []
+    g = ModeGpus.of(mine)
     rows: list[Row] = []
     nan = math.nan
-    keys = set(mine["uuid"].to_pylist())
-    rows.append(("gpus", "count", float(len(keys)), None, None))
+    gpus = len(g.slices)
+    rows.append(("gpus", "count", float(gpus), None, None))
     used, free = _column(mine, "fb_used_mib"), _column(mine, "fb_free_mib")
     if not np.isnan(used).all():
         rows.append(("gpu_memory_used_mib", "peak", float(np.nanmax(used)), None, None))
     if not np.isnan(free).all():
         rows.append(("gpu_memory_free_mib", "min", float(np.nanmin(free)), None, None))
-    if not np.isnan(_column(mine, "xid")).all():
-        rows.append(("gpu_xid_errors", "gpus", float(xid_gpus(mine)), None, None))
+    if not np.isnan(g.xid).all():
+        rows.append(("gpu_xid_errors", "gpus", float(g.xid_gpus()), None, None))
     start, end = window
-    whole = _mode_watts(mine, start, end)
+    whole = g.watts(start, end)
     if whole is None:
         return rows
     watts, methods, samples, resets = whole
@@ -180,18 +200,18 @@ def gpu_rows(gpu: pa.Table, mode: str, window: tuple[int, int], kind: str,
     rows.append(("gpu_samples", f"{sources}/{method}", float(samples), None, None))
     seconds = (end - start) / 1e9
     rows.append(("gpu_energy_j", kind, watts * seconds, None, None))
-    rows.append(("gpu_power_w", "mean", watts / len(keys), None, None))
-    inside = mine.filter(pc.and_(pc.greater_equal(mine["time_ns"], start), pc.less_equal(mine["time_ns"], end)))
-    power, util = _column(inside, "power_w"), _column(inside, "util_pct")
-    if not np.isnan(power).all():
+    rows.append(("gpu_power_w", "mean", watts / gpus, None, None))
+    inside = (g.t >= start) & (g.t <= end)
+    power, util = g.power[inside], g.util[inside]
+    if len(power) and not np.isnan(power).all():
         rows.append(("gpu_power_w", "peak", float(np.nanmax(power)), None, None))
-    if not np.isnan(util).all():
+    if len(util) and not np.isnan(util).all():
         rows.append(("gpu_util_pct", "mean", float(np.nanmean(util)), None, None))
     done = (done_ns >= start) & (done_ns <= end)
     out_tokens = float(tokens[done].sum())
     if out_tokens > 0:   # a makespan holds the warm-up and the drain: its slices differ by more than noise
         point = watts * seconds / out_tokens
-        low, high = (_batch_interval(mine, start, end, first_ns, done_ns, tokens, point) if kind == "steady"
+        low, high = (_batch_interval(g, start, end, first_ns, done_ns, tokens, point) if kind == "steady"
                      else (None, None))
         rows.append(("energy_per_output_token_j", kind, point,
                      nan if low is None else low, nan if high is None else high))
@@ -208,14 +228,14 @@ def written_in(a: int, b: int, first_ns: np.ndarray, done_ns: np.ndarray, tokens
     return float(np.sum(tokens * share))
 
 
-def _batch_interval(gpu: pa.Table, start: int, end: int, first_ns: np.ndarray, done_ns: np.ndarray,
+def _batch_interval(gpu: ModeGpus, start: int, end: int, first_ns: np.ndarray, done_ns: np.ndarray,
                     tokens: np.ndarray, point: float) -> tuple[float | None, float | None]:
     """The 95% interval of J per output token from BATCHES slices of the window (None, None where
     a slice has too few samples or tokens)."""
     edges = np.linspace(start, end, BATCHES + 1).astype(np.int64)
     per_slice = []
     for a, b in itertools.pairwise(edges):
-        got = _mode_watts(gpu, int(a), int(b))
+        got = gpu.watts(int(a), int(b))
         n = written_in(int(a), int(b), first_ns, done_ns, tokens)
         if got is None or n < MIN_BATCH_TOKENS:
             return None, None

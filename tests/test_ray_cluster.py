@@ -100,7 +100,10 @@ def test_replicas_go_one_mode_per_gpu_node_and_locust_workers_to_the_node_withou
         assert {r["power_w"] for r in mine} == {watts[mode]}   # the foreign GPU (index 4) never kept
         assert summary[(mode, "gpus", "count")] == 4
         assert summary[(mode, "gpu_power_w", "peak")] == watts[mode]
-        assert summary[(mode, "gpu_power_w", "mean")] == pytest.approx(watts[mode], rel=0.01), summary
+        # the mean is the energy counter's rise over the time between readings, each stamped when its
+        # answer arrived: over this run's few seconds a loaded suite's delays move it by a percent or
+        # so (404.8 W once); another GPU's 999 W in it would move it by a fifth
+        assert summary[(mode, "gpu_power_w", "mean")] == pytest.approx(watts[mode], rel=0.05), summary
         assert any(m == mode and metric == "gpu_samples" and stat.startswith("dcgm-exporter/")
                    for m, metric, stat in summary), summary
         windowed = {metric: v for (m, metric, _window), v in summary.items() if m == mode and metric in (
