@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -135,5 +135,5 @@ class GpuReader:
                     problems.append(str(failed))
                     continue
             rows += [{"time_ns": now, "mode": mode, "replica": src.replica, "node": src.node, "source": kind,
-                      "uuid": s.uuid, "gpu": s.index, **{k: asdict(s)[k] for k in VALUES}} for s in samples]
+                      "uuid": s.uuid, "gpu": s.index, **{k: getattr(s, k) for k in VALUES}} for s in samples]
         return rows, problems

@@ -21,6 +21,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from cluster.gpu_telemetry import GpuSample
 from cluster.sim.power import PowerModel
@@ -148,26 +149,22 @@ class SimGpus:
 
     def every(self, seconds: float, until: float) -> list[list[GpuSample]]:
         """The GPUs' samples each `seconds` of the clock from its start to `until`, read after the
-        fact (a replay in virtual time: the clock is set to each instant in turn)."""
+        fact (a replay in virtual time)."""
         out, now = [], self.meter.started
-        clock = self.clock
-        try:
-            while now <= until + seconds:
-                self.clock = lambda at=now: at
-                out.append(self.samples())
-                now += seconds
-        finally:
-            self.clock = clock
+        while now <= until + seconds:
+            out.append(self.samples(now))
+            now += seconds
         return out
 
-    @property
+    @cached_property
     def uuids(self) -> list[str]:
         return [gpu_uuid(self.host, self.port, i) for i in range(self.tp)]
 
-    def samples(self) -> list[GpuSample]:
-        """Each GPU now. Memory: vLLM takes gpu_memory_utilization of each GPU at start (weights,
-        activations, then the KV cache fills the rest), so what is used stays there under any load."""
-        now = self.clock()
+    def samples(self, now: float | None = None) -> list[GpuSample]:
+        """Each GPU at `now` (default: the clock's now). Memory: vLLM takes gpu_memory_utilization of
+        each GPU at start (weights, activations, then the KV cache fills the rest), so what is used
+        stays there under any load."""
+        now = self.clock() if now is None else now
         energy, _ = self.meter.at(now)
         watts, util = self.meter.averages(now)
         total = self.hbm_bytes / MIB

@@ -174,20 +174,16 @@ class MetricsServer(Observer):
             return
         host = socket.gethostname() if self.host in ("0.0.0.0", "::") else self.host
         groups = [{"targets": [hostport(host, self.port)], "labels": {"loadtest_role": "client"}}]
-        for mode, reps in self.replicas.items():
-            for label, url in reps:
-                u = urlsplit(url)   # host and port only: never a user:password@ a URL may carry
-                groups.append({"targets": [hostport(u.hostname or "127.0.0.1", u.port or 80)],
-                               "labels": {"loadtest_role": "server", "mode": mode, "replica": label,
-                                          "run": self.run_dir.name, "__scheme__": u.scheme or "http",
-                                          "__metrics_path__": f"{u.path.rstrip('/')}/metrics"}})
-        for mode, exporters in self.gpus.items():
-            for label, url in exporters:
-                u = urlsplit(url)
-                groups.append({"targets": [hostport(u.hostname or "127.0.0.1", u.port or 80)],
-                               "labels": {"loadtest_role": "gpu", "mode": mode, "replica": label,
-                                          "run": self.run_dir.name, "__scheme__": u.scheme or "http",
-                                          "__metrics_path__": u.path or "/metrics"}})
+
+        def group(role: str, mode: str, label: str, url: str, path: str) -> dict:
+            u = urlsplit(url)   # host and port only: never a user:password@ a URL may carry
+            return {"targets": [hostport(u.hostname or "127.0.0.1", u.port or 80)],
+                    "labels": {"loadtest_role": role, "mode": mode, "replica": label, "run": self.run_dir.name,
+                               "__scheme__": u.scheme or "http", "__metrics_path__": path}}
+        groups += [group("server", mode, label, url, f"{urlsplit(url).path.rstrip('/')}/metrics")
+                   for mode, reps in self.replicas.items() for label, url in reps]
+        groups += [group("gpu", mode, label, url, urlsplit(url).path or "/metrics")
+                   for mode, exporters in self.gpus.items() for label, url in exporters]
         try:
             path.parent.mkdir(exist_ok=True)
             files.write_text(path, json.dumps(groups, indent=1) + "\n")   # Prometheus never reads half a file
