@@ -38,7 +38,7 @@ from helpers import free_port, pin, start_server  # noqa: E402
 from analysis.reader import read_requests  # noqa: E402
 from loadtest.replay import protocol  # noqa: E402
 from loadtest.replay.options import ReplayConfig  # noqa: E402
-from scenarios.trace import META_CLOSED, TRACE_SCHEMA, write_trace  # noqa: E402
+from scenarios.trace import META_CLOSED, trace_table, write_trace  # noqa: E402
 
 
 def start_stream_server(ttft_ms: float = 0, gap_ms: float = 0) -> tuple[subprocess.Popen, str]:
@@ -58,14 +58,14 @@ def children_cpu() -> float:
 
 
 def trace(n: int, rate: float | None, closed: int | None) -> pa.Table:
-    t = pa.table({
+    t = trace_table({
         "request_id": [f"q{i:06d}" for i in range(n)], "tenant": ["bench"] * n, "domain": ["chat"] * n,
         "language": [None] * n, "offset_s": [i / rate if rate else 0.0 for i in range(n)],
         "api": ["completions"] * n, "prompt": ["hello"] * n, "messages": [None] * n, "max_tokens": [256] * n,
         "temperature": [0.0] * n, "ignore_eos": [False] * n, "prompt_tokens_est": [2] * n,
         "slo_ttft_p99_ms": [None] * n, "slo_tpot_p99_ms": [None] * n, "slo_e2e_p99_ms": [None] * n,
         "prompt_source": ["bench"] * n, "category": [None] * n,
-    }, schema=TRACE_SCHEMA)
+    })
     return t.replace_schema_metadata({META_CLOSED: str(closed).encode()}) if closed else t
 
 

@@ -44,12 +44,52 @@ TRACE_SCHEMA = pa.schema([
     # Traces written before these columns read them as null (load_trace_file).
     pa.field("prompt_source", pa.string()),
     pa.field("category", pa.string()),
+    # a conversation's turns (null for a request on its own): its id, the turn's place in it from 0,
+    # and for a later turn the seconds between the previous turn's answer and this turn (a person
+    # reading and typing). A later turn's `messages` hold the conversation so far as its source had
+    # it; the replay sends it after the previous turn's answer, with that answer in place of the
+    # source's (loadtest/replay/conversations.py). Its offset_s is the earliest it can be sent: the
+    # previous turn's offset plus its think time.
+    pa.field("conversation", pa.string()),
+    pa.field("turn", pa.int32()),
+    pa.field("think_s", pa.float64()),
 ])
-OPTIONAL_COLUMNS = ("prompt_source", "category")
+OPTIONAL_COLUMNS = ("prompt_source", "category", "conversation", "turn", "think_s")
 SHOWN_PROBLEMS = 3   # a trace's problems said in one pass: the first row of each kind, this many kinds
 META_HASH = b"loadtest.scenario_sha256"
 META_NAME = b"loadtest.scenario"
 META_CLOSED = b"loadtest.closed_concurrency"  # present when the trace is replayed closed-loop
+
+
+# SLO targets given on a command line: ((a tenant, or None for every tenant, {"ttft_p99_ms": ms, ...}), ...)
+Targets = tuple[tuple[str | None, dict[str, float]], ...]
+
+
+def attach_slos(table: pa.Table, targets: Targets, flag: str) -> pa.Table:
+    """The trace with these p99 targets in its SLO columns (a later entry wins over an earlier one,
+    and over the trace's own), for its tenants or the one each names; a tenant the trace does not
+    have is one ScenarioError line naming those it has."""
+    tenants, meta = table["tenant"], table.schema.metadata
+    known = sorted(pc.unique(tenants).to_pylist())
+    for tenant, slo in targets:
+        if tenant is not None and tenant not in known:
+            raise ScenarioError(f"{flag} {tenant}:...: the trace has no tenant {tenant!r} (it has: {', '.join(known)})")
+        mask = pc.equal(tenants, tenant) if tenant is not None else pa.array([True] * table.num_rows)
+        for key, ms in slo.items():
+            col = f"slo_{key}"
+            i = table.schema.get_field_index(col)
+            value = pc.if_else(mask, pa.scalar(ms, pa.float64()), table[col])
+            table = table.set_column(i, table.schema.field(i), value)
+    return table.replace_schema_metadata(meta)
+
+
+def trace_table(columns: dict, metadata: dict | None = None) -> pa.Table:
+    """A trace (TRACE_SCHEMA) from its columns; a nullable column left out is null throughout."""
+    n = len(columns["request_id"])
+    full = {f.name: columns[f.name] if f.name in columns or not f.nullable else pa.nulls(n, f.type)
+            for f in TRACE_SCHEMA}
+    table = pa.table(full, schema=TRACE_SCHEMA)
+    return table.replace_schema_metadata(metadata) if metadata else table
 
 
 def scenario_hash(raw: bytes) -> str:
@@ -205,7 +245,7 @@ def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
         "prompt_source": per_tenant(sources),
         "category": pa.array(categories, pa.string()),
     }
-    table = pa.table(cols, schema=TRACE_SCHEMA)
+    table = trace_table(cols)
     if isinstance(sc.arrival, Closed):
         table = table.replace_schema_metadata({META_CLOSED: str(sc.arrival.concurrency).encode()})
     return table
@@ -300,6 +340,8 @@ def trace_problem(table: pa.Table) -> str | None:
         (table["max_tokens"].to_numpy(zero_copy_only=False) < 1, "max_tokens is below 1"),
     ]
     found = [p for mask, why in checks if (p := row(np.asarray(mask, dtype=bool), why))]
+    if "conversation" in table.column_names and table["conversation"].null_count < table.num_rows:
+        found += [p for mask, why in conversation_problems(table) if (p := row(mask, why))]
     if pc.count_distinct(ids).as_py() != table.num_rows:
         counts = pc.value_counts(ids)
         twice = next(v["values"] for v in counts.to_pylist() if v["counts"] > 1)
@@ -308,6 +350,34 @@ def trace_problem(table: pa.Table) -> str | None:
         return None
     rest = f"; and {len(found) - SHOWN_PROBLEMS} more kinds of problem" if len(found) > SHOWN_PROBLEMS else ""
     return "; ".join(found[:SHOWN_PROBLEMS]) + rest
+
+
+def conversation_problems(table: pa.Table) -> list[tuple[np.ndarray, str]]:
+    """The rows that break a conversation's contract, by kind: a turn without its conversation (or
+    the other way), a later turn not on the chat API or without a think time, a turn whose turn
+    before it is not earlier in the trace (each conversation's turns are 0, 1, 2, ... in send order)."""
+    conv = table["conversation"].to_pylist()
+    turn = table["turn"].to_pylist()
+    think = table["think_s"].to_numpy(zero_copy_only=False).astype(np.float64)
+    api = table["api"].to_pylist()
+    n = len(conv)
+    half = np.array([(c is None) != (t is None) for c, t in zip(conv, turn, strict=True)], dtype=bool)
+    later = np.array([t is not None and t > 0 for t in turn], dtype=bool)
+    not_chat = later & np.array([a != "chat" for a in api], dtype=bool)
+    no_think = later & ~(np.isfinite(think) & (think >= 0))
+    order = np.zeros(n, dtype=bool)
+    seen: dict[str, int] = {}
+    for i, (c, t) in enumerate(zip(conv, turn, strict=True)):
+        if c is None or t is None:
+            continue
+        if t != seen.get(c, -1) + 1:
+            order[i] = True
+        else:
+            seen[c] = t
+    return [(half, "conversation and turn go together (one is empty)"),
+            (not_chat, "a later turn of a conversation must use the chat API"),
+            (no_think, "think_s of a later turn is not a number of seconds >= 0"),
+            (order, "a conversation's turns are not 0, 1, 2, ... in send order")]
 
 
 def scale_rate(table: pa.Table, factor: float) -> pa.Table:

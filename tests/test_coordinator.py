@@ -9,7 +9,7 @@ import pyarrow as pa
 from loadtest.replay import protocol
 from loadtest.replay.coordinator import LOST_GRACE_S, T0_MARGIN_S, Coordinator, CoordinatorOptions
 from loadtest.request.client_stats import ClientStats
-from scenarios.trace import TRACE_SCHEMA, write_trace
+from scenarios.trace import trace_table, write_trace
 from tests.fake_runtime import FakeLoop
 
 N = 10  # rows, one every second: offsets 0..9
@@ -51,13 +51,13 @@ class ListSink:
 
 
 def _trace(path) -> str:
-    t = pa.table({
+    t = trace_table({
         "request_id": [f"q{i}" for i in range(N)], "tenant": ["t"] * N, "domain": ["chat"] * N,
         "language": [None] * N, "offset_s": [float(i) for i in range(N)], "api": ["completions"] * N,
         "prompt": ["hi"] * N, "messages": [None] * N, "max_tokens": [4] * N, "temperature": [0.0] * N,
         "ignore_eos": [True] * N, "prompt_tokens_est": [1] * N, "slo_ttft_p99_ms": [None] * N,
         "slo_tpot_p99_ms": [None] * N, "slo_e2e_p99_ms": [None] * N, "prompt_source": [None] * N,
-        "category": [None] * N}, schema=TRACE_SCHEMA)
+        "category": [None] * N})
     write_trace(t, path, "t", "0" * 64)
     return str(path)
 

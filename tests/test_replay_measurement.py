@@ -17,20 +17,20 @@ import requests
 from analysis.reader import read_requests
 from loadtest.replay import protocol
 from loadtest.replay.options import ReplayConfig
-from scenarios.trace import TRACE_SCHEMA, write_trace
+from scenarios.trace import trace_table, write_trace
 from tests import five_token_server as srv
 from tests.conftest import ROOT, free_port
 
 
 def _trace(n: int, max_tokens: int) -> pa.Table:
-    return pa.table({
+    return trace_table({
         "request_id": [f"q{i}" for i in range(n)], "tenant": ["t"] * n, "domain": ["chat"] * n,
         "language": [None] * n, "offset_s": [0.2 * i for i in range(n)], "api": ["completions"] * n,
         "prompt": ["hello"] * n, "messages": [None] * n, "max_tokens": [max_tokens] * n,
         "temperature": [0.0] * n, "ignore_eos": [True] * n, "prompt_tokens_est": [2] * n,
         "slo_ttft_p99_ms": [None] * n, "slo_tpot_p99_ms": [None] * n, "slo_e2e_p99_ms": [None] * n,
         "prompt_source": [None] * n, "category": [None] * n,
-    }, schema=TRACE_SCHEMA)
+    })
 
 
 def _replay(tmp_path, *server_flags: str, n: int = 4, finished: str = "completed", **argv_extra) -> pa.Table:

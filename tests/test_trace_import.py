@@ -14,7 +14,7 @@ from tests.conftest import DATA, cli, sim_server
 
 IMPORTS = DATA / "import"
 CASES = {
-    "sharegpt": ("sharegpt.json", 3),     # the unanswered conversation is skipped
+    "sharegpt": ("sharegpt.json", 4),     # the unanswered conversation is skipped; a2's two turns are two
     "jsonl": ("requests.jsonl", 5),
     "azure": ("azure.csv", 5),            # a row with 0 generated tokens is skipped
     "burstgpt": ("burstgpt.csv", 5),      # a failed request (0 response tokens) is skipped
@@ -96,15 +96,15 @@ def test_a_byte_that_is_not_utf8_is_one_line_naming_its_place(tmp_path, fmt, tex
 
 
 def test_dropped_rows_are_counted_and_said(tmp_path):
-    share = import_trace(IMPORTS / "sharegpt.json", "sharegpt")
+    share = import_trace(IMPORTS / "sharegpt.json", "sharegpt", ImportOptions(first_turn_only=True))
     assert share.read == 4 and share.table.num_rows == 3
     assert share.dropped == {"the first user turn has no answer after it": 1}
-    assert share.notes == {"multi-turn: only the first user turn and its answer are replayed": 1}
+    assert share.notes == {"multi-turn: only the first user turn and its answer are replayed (--first-turn-only)": 1}
     # a system turn before the question is kept as the system message
     first = {json.loads(m)[0]["role"] for m in share.table["messages"].to_pylist()}
     assert first == {"user", "system"}
     res = cli("trace", "import", str(IMPORTS / "sharegpt.json"), "--format", "sharegpt", "--out",
-              str(tmp_path / "s.parquet"))
+              str(tmp_path / "s.parquet"), "--first-turn-only")
     assert "dropped 1 of 4: the first user turn has no answer after it" in res.stdout
     assert "1 of 4: multi-turn: only the first user turn and its answer are replayed" in res.stdout
 

@@ -31,7 +31,7 @@ def main(args: RunOptions) -> int:
     watch = observers(args, console)
     try:  # everything that can be wrong with the input, before anything starts: the files, then the servers
         t_build = time.monotonic()
-        trace = prepare_trace(args.trace, args.gate.slo_gate)
+        trace = prepare_trace(args.trace, args.gate.slo_gate, args.slo or ())
         run = open_run(args, trace, watch, trace.info["name"], trace.table.num_rows)
     except (ScenarioError, FleetError, OutError, CannotObserve) as exc:
         print_error(args.PROG, str(exc))

@@ -25,7 +25,7 @@ from loadtest.options.replaying import DEFAULT_FLEET, FleetOptions, TraceOptions
 from scenarios import ScenarioError
 from scenarios.limits import disk_problem
 from scenarios.spec import load_scenario
-from scenarios.trace import build_trace, load_trace_file, scale_rate, scenario_hash
+from scenarios.trace import Targets, attach_slos, build_trace, load_trace_file, scale_rate, scenario_hash
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,18 @@ class FleetChoice:
         return self.spec.simulated() if self.spec is not None else None
 
 
-def prepare_trace(args: TraceOptions, slo_gate: bool = False) -> Trace:
-    """The trace to replay, checked against --slo-gate (which needs targets to check)."""
+def prepare_trace(args: TraceOptions, slo_gate: bool = False, slo: Targets = ()) -> Trace:
+    """The trace to replay, with the targets of --slo (a tenant's, or every tenant's) in place of its
+    own, checked against --slo-gate (which needs targets to check)."""
     trace = _trace(args)
+    if slo:
+        table = attach_slos(trace.table, slo, "--slo")
+        given = [{"tenant": tenant or "*", **targets} for tenant, targets in slo]
+        trace = Trace(table, {**trace.info, "slo": given}, trace.seed)
     if slo_gate and not has_targets(trace.table):
         raise ScenarioError(f"--slo-gate: the trace {trace.info['name']} sets no SLO target (slo_ttft_p99_ms, "
-                            "slo_tpot_p99_ms, slo_e2e_p99_ms are empty); give tenants an `slo` in the scenario")
+                            "slo_tpot_p99_ms, slo_e2e_p99_ms are empty); give tenants an `slo` in the scenario, "
+                            "attach targets with `trace import --slo`, or give them here with --slo")
     return trace
 
 

@@ -33,6 +33,7 @@ from loadtest.options.values import (
     seconds,
     slo_targets,
     speculative_tokens,
+    tenant_slo_targets,
     worker_count,
 )
 from loadtest.options.values import (
@@ -294,6 +295,11 @@ class RunOptions(Replaying):
     folder: FolderOptions = group(FolderOptions)
     client: ClientOptions = group(ClientOptions)
     gate: GateOptions = group(GateOptions)
+    slo: tuple[tuple[str | None, dict[str, float]], ...] | None = option(
+        None, "hold tenants to these p99 targets instead of the trace's own (an imported trace has none): for every "
+        "tenant, or (TENANT:...) for one, e.g. --slo ttft_p99_ms=2000 --slo chat:tpot_p99_ms=40 (keys: "
+        "ttft_p99_ms, tpot_p99_ms, e2e_p99_ms; given again: a later target wins); the SLO table, goodput and "
+        "--slo-gate then judge them", parse=tenant_slo_targets, metavar="[TENANT:]KEY=MS,...", repeat=True)
     cooldown: float = option(COOLDOWN_S, "pause between modes after the previous one drains, in seconds (default "
                              "{default})", parse=seconds(non_negative_float), metavar="S")
     deadline: float | None = option(

@@ -10,11 +10,21 @@ from typing import ClassVar
 
 from cluster import DEFAULT_STATE
 from loadtest.options.replaying import DEFAULT_FLEET, option
-from loadtest.options.values import in_path, out_dir, out_file, percent, positive_float, positive_int
+from loadtest.options.values import (
+    in_path,
+    non_negative_float,
+    out_dir,
+    out_file,
+    percent,
+    positive_float,
+    positive_int,
+    seconds,
+    tenant_slo_targets,
+)
 from loadtest.options.values import seed as random_seed
 from loadtest.options.values import window as time_window
 from loadtest.replay.options import ReplayConfig
-from scenarios.importers import ImportOptions
+from scenarios.importers import APIS, ImportOptions
 
 FORMATS = ("sharegpt", "jsonl", "azure", "burstgpt")   # scenarios.importers' layouts
 
@@ -169,9 +179,24 @@ class TraceImportOptions:
     seed: int = option(ImportOptions.seed, "seed of sampling and generated parts (default {default})",
                        parse=random_seed,
                        metavar="N")
+    think_time: float = option(
+        ImportOptions.think_s, "sharegpt: a conversation's next turn is sent S seconds after the answer to the turn "
+        "before it ends, with that answer in it (the file has no times; default {default})",
+        parse=seconds(non_negative_float), metavar="S")
+    first_turn_only: bool = option(
+        False, "sharegpt: replay only each conversation's first turn, one request per conversation (as `vllm bench "
+        "serve` reads ShareGPT) instead of every turn")
+    api: str | None = option(help="jsonl: the API of lines that do not say (a line's own \"api\", or \"messages\", "
+                             "wins; default completions)", choices=APIS)
+    slo: tuple[tuple[str | None, dict[str, float]], ...] | None = option(
+        None, "attach p99 SLO targets to the trace, for every tenant or (TENANT:...) for one, so a replay's report "
+        "judges goodput and --slo-gate can gate it, e.g. --slo ttft_p99_ms=2000 --slo sharegpt:tpot_p99_ms=50 "
+        "(keys: ttft_p99_ms, tpot_p99_ms, e2e_p99_ms; given again: a later target wins)",
+        parse=tenant_slo_targets, metavar="[TENANT:]KEY=MS,...", repeat=True)
 
     def importing(self) -> ImportOptions:
-        return ImportOptions(self.speedup, self.window, self.sample, self.rate, self.seed)
+        return ImportOptions(self.speedup, self.window, self.sample, self.rate, self.seed, self.think_time,
+                             self.first_turn_only, self.api, self.slo or ())
 
 
 @dataclass(frozen=True)

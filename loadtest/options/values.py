@@ -219,6 +219,17 @@ def slo_targets(text: str) -> dict[str, float]:
     return out
 
 
+def tenant_slo_targets(text: str) -> tuple[str | None, dict[str, float]]:
+    """[TENANT:]KEY=MS,...: p99 targets for one tenant, or (no TENANT) for every tenant."""
+    head, sep, rest = text.partition(":")
+    if sep and "=" not in head:
+        tenant = head.strip()
+        if not tenant:
+            raise BadValue(f"expected TENANT:KEY=MS,... with a tenant name before the colon, got {text!r}")
+        return tenant, slo_targets(rest)
+    return None, slo_targets(text)
+
+
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 

@@ -18,7 +18,7 @@ from typing import Protocol
 from contract.records import RequestRecord
 from loadtest.replay import protocol
 from loadtest.replay.dispatcher import Clock
-from loadtest.replay.shards import iter_index
+from loadtest.replay.shards import iter_index, shard_keys
 from loadtest.request.client import EpochClock
 from loadtest.request.client_stats import ClientStats
 from loadtest.request.sink import RecordsNotWritten
@@ -266,7 +266,8 @@ class Coordinator:
         was lost as error/worker_lost (they may have been sent), the rest as not_sent."""
         seen = self.read_recorded(w.worker_id)
         written = unsent = 0
-        for _, row in iter_index(self.opts.trace_file, w.index, len(self.workers), first=self.opts.first_row):
+        for _, row in iter_index(self.opts.trace_file, w.index, len(self.workers), first=self.opts.first_row,
+                                 keys=shard_keys(self.opts.trace_file)):
             if row["request_id"] in seen:
                 continue
             due = self.t0 + row["offset_s"]

@@ -1,7 +1,8 @@
 """A worker's shard of the trace: rows i with i % count == index, read from the trace a batch at
-a time, so a worker's memory does not grow with the trace. The trace is a file, or a soak's
-folder of window parts (scenarios.stream) that the command writes just ahead of the replay: a
-part not there yet is waited for."""
+a time, so a worker's memory does not grow with the trace. A conversation's turns all go to the
+shard of its first turn (its later turns wait for the answers before them, in one process). The
+trace is a file, or a soak's folder of window parts (scenarios.stream) that the command writes
+just ahead of the replay: a part not there yet is waited for."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from loadtest.replay.dispatcher import Row
@@ -20,11 +22,46 @@ PART_WAIT_S = 120.0   # a soak's part this late (the command that writes it is g
 # The trace columns a replay reads (scenarios.trace.TRACE_SCHEMA has more).
 TRACE_COLUMNS = ["request_id", "tenant", "offset_s", "api", "prompt", "messages", "max_tokens",
                  "temperature", "ignore_eos"]
+TURN_COLUMNS = ["conversation", "turn", "think_s"]   # where the trace has them (older traces do not)
 
 
-def shard_size(total: int, index: int, count: int, first: int = 0) -> int:
+def shard_keys(trace: str | Path) -> np.ndarray | None:
+    """Per row, the number that picks its shard (key % count == index): the row's own index, or for
+    a conversation's turn its first turn's; None where the trace has no conversations (the key is
+    then the index itself; a soak's folder never has them)."""
+    path = Path(trace)
+    if path.is_dir() or "conversation" not in pq.read_schema(str(path)).names:
+        return None
+    conversations = pq.read_table(str(path), columns=["conversation"])["conversation"]
+    if conversations.null_count == len(conversations):
+        return None
+    keys = np.arange(len(conversations))
+    first: dict[str, int] = {}
+    for i, c in enumerate(conversations.to_pylist()):
+        if c is not None:
+            keys[i] = first.setdefault(c, i)
+    return keys
+
+
+def shard_turns(trace: str | Path, index: int, count: int, keys: np.ndarray) -> list[tuple[str | None, int | None]]:
+    """(conversation, turn) of the shard's rows (keys: shard_keys' for a trace with conversations)."""
+    table = pq.read_table(str(trace), columns=["conversation", "turn"])
+    mine = np.flatnonzero(keys % count == index)
+    return list(zip(table["conversation"].take(mine).to_pylist(), table["turn"].take(mine).to_pylist(), strict=True))
+
+
+def shard_size(total: int, index: int, count: int, first: int = 0, keys: np.ndarray | None = None) -> int:
     """Rows i of the shard with first <= i < total."""
+    if keys is not None:
+        return int(np.count_nonzero(keys[first:total] % count == index))
     return len(range(index, total, count)) - len(range(index, min(first, total), count))
+
+
+def _picks(base: int, rows: int, index: int, count: int, first: int, keys: np.ndarray | None) -> list[int]:
+    """Which rows j of a batch of `rows` starting at trace row `base` are the shard's, from `first` on."""
+    if keys is not None:
+        return [j for j in np.flatnonzero(keys[base:base + rows] % count == index).tolist() if base + j >= first]
+    return [j for j in range((index - base) % count, rows, count) if base + j >= first]
 
 
 def trace_rows(trace: str | Path) -> int:
@@ -63,20 +100,20 @@ def _files(trace: Path) -> Iterator[Path]:
         yield path
 
 
-def iter_shard(trace_file: str | Path, index: int, count: int, batch_rows: int = 4096, first: int = 0
-               ) -> Iterator[Row]:
+def iter_shard(trace_file: str | Path, index: int, count: int, batch_rows: int = 4096, first: int = 0,
+               keys: np.ndarray | None = None) -> Iterator[Row]:
     """The deterministic shard `index` of `count`, as (i, row) in trace order, from row `first` on
-    (where a resumed soak goes on: the rows before it are recorded already)."""
+    (where a resumed soak goes on: the rows before it are recorded already); `keys`: shard_keys'."""
     base = 0
     for path in _files(Path(trace_file)):
         meta = pq.ParquetFile(str(path))
         rows = meta.metadata.num_rows
         if base + rows > first:   # a part wholly before `first` is not even read
-            for batch in meta.iter_batches(batch_size=batch_rows, columns=TRACE_COLUMNS):
-                cols = {c: batch.column(c).to_pylist() for c in TRACE_COLUMNS}
-                for j in range((index - base) % count, batch.num_rows, count):
-                    if base + j >= first:
-                        yield base + j, {c: cols[c][j] for c in TRACE_COLUMNS}
+            columns = TRACE_COLUMNS + [c for c in TURN_COLUMNS if c in meta.schema_arrow.names]
+            for batch in meta.iter_batches(batch_size=batch_rows, columns=columns):
+                cols = {c: batch.column(c).to_pylist() for c in columns}
+                for j in _picks(base, batch.num_rows, index, count, first, keys):
+                    yield base + j, {c: cols[c][j] for c in columns}
                 base += batch.num_rows
         else:
             base += rows
@@ -85,7 +122,8 @@ def iter_shard(trace_file: str | Path, index: int, count: int, batch_rows: int =
 INDEX_COLUMNS = ["request_id", "tenant", "offset_s"]
 
 
-def iter_index(trace_file: str | Path, index: int, count: int, first: int = 0) -> Iterator[Row]:
+def iter_index(trace_file: str | Path, index: int, count: int, first: int = 0, keys: np.ndarray | None = None
+               ) -> Iterator[Row]:
     """The shard's rows from `first` on with only their id, tenant and offset (what a not_sent
     or lost record needs), never waiting: a soak's come from its index, not its parts."""
     path = Path(trace_file)
@@ -93,9 +131,8 @@ def iter_index(trace_file: str | Path, index: int, count: int, first: int = 0) -
     base = 0
     for batch in source.iter_batches(batch_size=65536, columns=INDEX_COLUMNS):
         cols = {c: batch.column(c).to_pylist() for c in INDEX_COLUMNS}
-        for j in range((index - base) % count, batch.num_rows, count):
-            if base + j >= first:
-                yield base + j, {c: cols[c][j] for c in INDEX_COLUMNS}
+        for j in _picks(base, batch.num_rows, index, count, first, keys):
+            yield base + j, {c: cols[c][j] for c in INDEX_COLUMNS}
         base += batch.num_rows
 
 
@@ -103,10 +140,11 @@ class ShardRows:
     """A shard's rows as the dispatcher takes them; `rest()` is what it never took, from the index
     (a replay stopped early records those as not_sent without waiting for a soak's later parts)."""
 
-    def __init__(self, trace_file: str | Path, index: int, count: int, first: int = 0) -> None:
-        self.trace_file, self.index, self.count = trace_file, index, count
+    def __init__(self, trace_file: str | Path, index: int, count: int, first: int = 0,
+                 keys: np.ndarray | None = None) -> None:
+        self.trace_file, self.index, self.count, self.keys = trace_file, index, count, keys
         self.next_row = first
-        self._rows = iter_shard(trace_file, index, count, first=first)
+        self._rows = iter_shard(trace_file, index, count, first=first, keys=keys)
 
     def __iter__(self) -> ShardRows:
         return self
@@ -118,7 +156,7 @@ class ShardRows:
 
     def rest(self) -> Iterator[Row]:
         self._rows.close()
-        return iter_index(self.trace_file, self.index, self.count, first=self.next_row)
+        return iter_index(self.trace_file, self.index, self.count, first=self.next_row, keys=self.keys)
 
 
 def recorded_ids(records_dir: str | Path, worker: str) -> set[str]:

@@ -22,9 +22,10 @@ from geventhttpclient.url import URL
 
 from contract.records import REQUEST_SCHEMA, RequestRecord
 from loadtest.replay import protocol
-from loadtest.replay.dispatcher import Dispatcher, Schedule
+from loadtest.replay.conversations import Answer, Conversations, followed_turns, next_messages, with_answer
+from loadtest.replay.dispatcher import UNSENT_BECAUSE, Dispatcher, Schedule
 from loadtest.replay.options import ReplayConfig
-from loadtest.replay.shards import ShardRows, shard_size, trace_closed, trace_rows
+from loadtest.replay.shards import ShardRows, shard_keys, shard_size, shard_turns, trace_closed, trace_rows
 from loadtest.request.body import STREAM_OPTIONS as BODY_STREAM_OPTIONS
 from loadtest.request.body import request_body
 from loadtest.request.client import EpochClock, execute
@@ -99,6 +100,8 @@ class ShardReplay:
         self.sink: ParquetSink | None = None
         self.dispatcher: Dispatcher | None = None
         self.recorded = 0
+        self.turns_not_sent = 0           # later turns dispatched, then not sent (their turn before failed)
+        self.conversations: Conversations | None = None
         self.not_written: RecordsNotWritten | None = None   # the sink could not write (a full disk)
         self.assigned = gevent.event.Event()
         self.done = gevent.event.Event()  # every row recorded, the sink closed, the end told
@@ -111,7 +114,11 @@ class ShardReplay:
         """Take shard `index` of `count`, as `worker_id`, with offset 0 at `t0_epoch` (default:
         `start_delay` from now)."""
         self.worker_id = worker_id
-        self.shard_size = shard_size(self.total_rows, index, count, self.opts.first_row)
+        keys = shard_keys(self.opts.trace)
+        self.shard_size = shard_size(self.total_rows, index, count, self.opts.first_row, keys)
+        if keys is not None:
+            self.conversations = Conversations(gevent.event.Event,
+                                               followed_turns(shard_turns(self.opts.trace, index, count, keys)))
         self.clock = EpochClock.now()
         t0 = self.clock.mono + (self.opts.start_delay_s if t0_epoch is None else t0_epoch - time.time())
         t0 -= self.opts.resume_at_s  # a resumed soak goes on from where it was
@@ -121,7 +128,7 @@ class ShardReplay:
         self.sink = ParquetSink(self.opts.records_dir, worker_id, REQUEST_SCHEMA, ThreadPoolExecutor(1),
                                 flush_s=self.opts.flush_s, on_flush=self.tally.observe_many)
         schedule = Schedule(t0, self.opts.deadline_s, self.closed is not None, self.opts.grace_s, self.opts.drain)
-        rows = ShardRows(str(self.opts.trace), index, count, first=self.opts.first_row)
+        rows = ShardRows(str(self.opts.trace), index, count, first=self.opts.first_row, keys=keys)
         self.dispatcher = Dispatcher(rows, self.shard_size, schedule,
                                      GeventClock(), GeventPool(cap), self._send, self._unsent)
         self.assigned.set()
@@ -171,8 +178,8 @@ class ShardReplay:
         return self.sink.rows_written if self.not_written is not None else self.recorded
 
     def counts(self) -> protocol.Counts:
-        d = self.dispatcher
-        return protocol.Counts(self.recorded, d.sent if d else 0, d.not_sent if d else 0)
+        d, later = self.dispatcher, self.turns_not_sent
+        return protocol.Counts(self.recorded, d.sent - later if d else 0, d.not_sent + later if d else 0)
 
     def progress(self) -> protocol.Progress:
         c = self.counts()
@@ -194,10 +201,69 @@ class ShardReplay:
                              scheduled_ns=self.clock.to_ns(scheduled), offset_s=scheduled - self.dispatcher.schedule.t0,
                              status=status, error=error)
 
-    def _body(self, row: dict) -> bytes:
+    def _body(self, row: dict, messages: list[dict] | None = None) -> bytes:
+        if messages is not None:   # a later turn of a conversation: the conversation as replayed so far
+            return orjson.dumps(request_body({**row, "messages": messages}, self.opts.served_model, lambda m: m,
+                                             STREAM_OPTIONS))
         return orjson.dumps(request_body(row, self.opts.served_model, _fragment, STREAM_OPTIONS))
 
     def _send(self, index: int, row: dict, scheduled: float) -> None:
+        conversation, turn = row.get("conversation"), row.get("turn")
+        if conversation is None or self.conversations is None:
+            self._request(index, row, scheduled)
+            return
+        ended = Answer("not_sent", time.perf_counter())
+        try:
+            ended = self._turn(index, row, scheduled, conversation, turn)
+        finally:   # a later turn never waits for ever, whatever became of this one
+            self.conversations.answered(conversation, turn, ended)
+
+    def _turn(self, index: int, row: dict, scheduled: float, conversation: str, turn: int) -> Answer:
+        """One turn of a conversation: a later one waits for the answer before it and its think time."""
+        messages = None
+        if turn:
+            try:
+                why, due, prev = self._await_turn(row, conversation, turn)
+            except gevent.GreenletExit:   # stopped while it waited: never sent, and recorded so
+                self.turns_not_sent += 1
+                self._unsent(row, scheduled, UNSENT_BECAUSE["interrupted"])
+                raise
+            if why is not None:
+                self.turns_not_sent += 1
+                self._unsent(row, due, why)
+                return Answer("not_sent", time.perf_counter())
+            scheduled = due
+            messages = next_messages(prev.messages, orjson.loads(row["messages"]))
+        answer: list[str] | None = [] if self.conversations.followed(conversation, turn) else None
+        rec = self._request(index, row, scheduled, messages, answer)
+        ended = (rec.last_token_ns - self.clock.epoch_ns) / 1e9 + self.clock.mono if rec.last_token_ns \
+            else time.perf_counter()
+        if rec.status != "ok" or answer is None:
+            return Answer(rec.status, ended)
+        sent = messages if messages is not None else orjson.loads(row["messages"])
+        return Answer("ok", ended, with_answer(sent, "".join(answer)))
+
+    def _await_turn(self, row: dict, conversation: str, turn: int) -> tuple[str | None, float, Answer | None]:
+        """Wait for the turn before's answer, then the think time: (why it is not sent, or None; when
+        it is due; that answer). Bounded by the run's deadline; a stop ends the wait (GreenletExit)."""
+        left = self.dispatcher.time_left()
+        prev = self.conversations.wait(conversation, turn, left)
+        now = time.perf_counter()
+        if prev is None:
+            return UNSENT_BECAUSE["deadline"], now, None
+        if prev.status != "ok":
+            return (f"turn {turn - 1} of conversation {conversation} ended {prev.status}: this turn follows its "
+                    "answer", now, None)
+        due = prev.ended + (row.get("think_s") or 0.0)
+        left = self.dispatcher.time_left()
+        if left is not None and due - now >= left:
+            return UNSENT_BECAUSE["deadline"], due, None
+        if due > now:
+            gevent.sleep(due - now)
+        return None, due, prev
+
+    def _request(self, index: int, row: dict, scheduled: float, messages: list[dict] | None = None,
+                 answer: list[str] | None = None) -> RequestRecord:
         rec = self._record(row, scheduled)
         ep = index % len(self.urls)
         rec.replica = self.labels[ep]
@@ -207,8 +273,8 @@ class ShardReplay:
         cut = left is not None and left < self.opts.timeout_s
         timeout = max(0.001, left) if cut else self.opts.timeout_s
         try:
-            execute(self._client_pool, url, self._body(row), headers, timeout, rec, scheduled, self.clock, cut,
-                    self.retry)
+            execute(self._client_pool, url, self._body(row, messages), headers, timeout, rec, scheduled, self.clock,
+                    cut, self.retry, answer)
         finally:
             out = rec.as_row()
             self.sink.add(out)
@@ -216,6 +282,7 @@ class ShardReplay:
             self.recorded += 1
             if self.on_request is not None:
                 self.on_request(rec, str(url), row["tenant"])
+        return rec
 
     def _unsent(self, row: dict, scheduled: float, why: str) -> None:
         self.sink.add(self._record(row, scheduled, "not_sent", why).as_row())

@@ -48,18 +48,19 @@ def _drop_connection(resp) -> None:
 
 def execute(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str], timeout_s: float,
             rec: RequestRecord, scheduled: float, clock: EpochClock, cut_by_deadline: bool = False,
-            retry: RetryPolicy = RECORD) -> None:
+            retry: RetryPolicy = RECORD, answer: list[str] | None = None) -> None:
     """Send the request now and fill `rec` with what happened. `scheduled` is the monotonic time
     it was due; `cut_by_deadline`: `timeout_s` is what is left of the run's --deadline (a timeout
     is then the client's doing, error kind `deadline`); `retry`: what a 429 or 503 with
     Retry-After makes it do (resent ones keep the first send's time, so the waits count).
-    `timeout_s` bounds every attempt and wait together. Never raises, except GreenletExit (after
-    recording the request as interrupted)."""
+    `timeout_s` bounds every attempt and wait together; `answer`, where given, gets the answer's
+    text pieces (those of the last attempt). Never raises, except GreenletExit (after recording the
+    request as interrupted)."""
     sent = time.perf_counter()
     rec.sent_ns = clock.to_ns(sent)
     rec.lateness_ms = (sent - scheduled) * 1e3
     end = sent + timeout_s
-    m = StreamMeasurement(sent)
+    m = StreamMeasurement(sent, text=answer)
     try:
         while True:
             rec.attempts = (rec.attempts or 0) + 1
@@ -76,7 +77,9 @@ def execute(pool: HTTPClientPool, url: URL, body: bytes, headers: dict[str, str]
                 raise
             rec.status = "not_sent"
             rec.http_status = rec.error_kind = rec.error = None
-            m = StreamMeasurement(sent)
+            if answer is not None:
+                answer.clear()
+            m = StreamMeasurement(sent, text=answer)
     finally:
         _fill(rec, m, scheduled, clock)
 

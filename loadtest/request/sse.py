@@ -34,6 +34,7 @@ class StreamMeasurement:
     saw_data: bool = False                        # a `data:` line came (else the body was not SSE)
     first_line: bytes = b""                       # the body's first line, to show when it was not SSE
     spec: dict | None = None                      # the server's metrics.speculative_decoding for this request
+    text: list[str] | None = None                 # the answer's pieces, where kept (a conversation's next turn)
     _tokens_so_far: int = 0
 
     def feed(self, line: bytes, now: float) -> None:
@@ -85,6 +86,8 @@ class StreamMeasurement:
             self.finish_reason = reason
         if not text:
             return
+        if self.text is not None:
+            self.text.append(text)
         self.chunk_times.append(now)
         if completion is not None:
             # Tokens since the previous text chunk; tokens of empty-text chunks (held back by the
