@@ -112,6 +112,17 @@ def sparkline(values: np.ndarray) -> str:
     return "".join(SPARK[round(v / top * (len(SPARK) - 1))] for v in values)
 
 
+def conversations_text(table) -> str:
+    """", 26 conversations of 2-5 turns (80 requests)" for a trace with conversations, else ""."""
+    turns = table["turn"].drop_null()
+    if not len(turns):
+        return ""
+    per = pc.value_counts(table["conversation"].drop_null()).field("counts").to_numpy()
+    span = f"{per.min()}" if per.min() == per.max() else f"{per.min()}-{per.max()}"
+    return (f", {len(per):,} conversation{'s' * (len(per) != 1)} of {span} turns ({len(turns):,} requests, each "
+            "turn sent after the answer before it)")
+
+
 def trace_show(console: Console, file: str) -> int:
     table, _ = load_trace_file(Path(file))
     meta = table.schema.metadata or {}
@@ -123,6 +134,7 @@ def trace_show(console: Console, file: str) -> int:
     console.print(f"{file}: {table.num_rows:,} requests over {format_span(span)} "
                   f"({format_rate(table.num_rows / span if span else float('nan'))}), inter-arrival CV {cv:.2f}"
                   + (f", closed loop at concurrency {closed}" if closed else "")
+                  + conversations_text(table)
                   + f"; scenario {meta.get(META_NAME, b'?').decode()} {meta.get(META_HASH, b'?').decode()[:16]}",
                   highlight=False)
     t = Table("tenant", "requests", "share", "prompt p50/p99 (est)", "output p50/p99", "api", header_style="bold")

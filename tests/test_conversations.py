@@ -100,6 +100,20 @@ def test_a_trace_whose_turns_are_out_of_order_is_refused_naming_the_row(tmp_path
     assert problem is not None and "row 0" in problem and "turns are not 0, 1, 2, ... in send order" in problem
 
 
+def test_the_model_sends_a_later_turn_its_think_time_after_the_answer_with_the_answer_in_its_prompt():
+    from cluster.sim.calibration import deployment
+    from cluster.sim.offline import SimRequest, simulate
+
+    dep = deployment(None)
+    first = SimRequest(0.0, 200, 50)
+    follows = simulate(dep, [first, SimRequest(0.0, 300, 40, after=0, think_s=2.0)])
+    assert follows[1].arrival_s == pytest.approx(follows[0].e2e_s + 2.0)   # after the answer ended, and the think
+    # its prompt holds the 50 tokens of the answer before it: served as a 350-token prompt sent then
+    same = simulate(dep, [first, SimRequest(follows[1].arrival_s, 350, 40)])[1]
+    fewer = simulate(dep, [first, SimRequest(follows[1].arrival_s, 300, 40)])[1]
+    assert follows[1].ttft_s == pytest.approx(same.ttft_s) and follows[1].ttft_s > fewer.ttft_s
+
+
 # ---- import ------------------------------------------------------------------------------------------
 def test_sharegpt_imports_every_turn_and_first_turn_only_keeps_the_old_reading(tmp_path):
     share = import_trace(IMPORTS / "sharegpt.json", "sharegpt", ImportOptions(think_s=2.0))
@@ -220,6 +234,7 @@ def test_an_imported_conversation_trace_replays_turn_by_turn_and_its_slos_gate_t
     imported = cli("trace", "import", str(share), "--format", "sharegpt", "--out", str(trace), "--rate", "25",
                    "--think-time", "0.1", "--slo", "ttft_p99_ms=5000,e2e_p99_ms=30000")
     assert imported.returncode == 0, imported.stderr
+    assert "100 conversations of 4 turns (400 requests" in cli("trace", "show", str(trace)).stdout
     res = cli("run", "--trace", str(trace), "--endpoints", str(world_fleet.state), "--modes", "baseline",
               "--workers", "2", "--slo-gate", "--out", str(tmp_path / "results"), "--run-id", "talks")
     assert res.returncode == 0, res.stdout + res.stderr

@@ -202,10 +202,12 @@ def _capacity(tmp_path, run_id: str, state) -> tuple[list[dict], str]:
 
 @pytest.mark.e2e
 @pytest.mark.serial   # TTFT p99 against its SLO decides every probe: nothing may share a core with it
-def test_capacity_finds_the_highest_rate_within_the_slos_and_the_same_one_three_times(tmp_path, world_fleet):
-    runs = [_capacity(tmp_path, f"cap{i}", world_fleet.state) for i in range(3)]
+def test_capacity_finds_the_highest_rate_within_the_slos_and_the_same_one_twice(tmp_path, world_fleet):
+    # two searches, not three: each costs a minute of the suite's serial chain, and a second already
+    # shows the answer is the search's, not the noise's (each end decided by a majority of 3 probes)
+    runs = [_capacity(tmp_path, f"cap{i}", world_fleet.state) for i in range(2)]
     rows = [next(line for line in report.splitlines() if line.startswith("| eagle |")) for _, report in runs]
-    assert rows[0].split("|")[2] == rows[1].split("|")[2] == rows[2].split("|")[2], rows   # the same answer
+    assert rows[0].split("|")[2] == rows[1].split("|")[2], rows   # the same answer
     probes, report = runs[0]
     passed = [p["rate"] for p in probes if p["passed"]]
     failed = [p["rate"] for p in probes if not p["passed"]]

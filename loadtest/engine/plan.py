@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from analysis.capacity import CapacityRow, energy_at, probe_row, search_capacity, with_phases, write_probes
@@ -42,6 +43,7 @@ from loadtest.engine.inputs import new_run_dir
 from loadtest.engine.level_dirs import new_level
 from loadtest.engine.levels import Level, levels_of, native_rate
 from loadtest.options.replaying import CAPACITY_PRECISION, DEFAULT_FLEET, MAX_ERROR_SHARE, PlanOptions
+from loadtest.replay.conversations import first_turn_keys
 from loadtest.replay.dispatcher import UNSENT_BECAUSE
 from loadtest.request.body import request_body
 from scenarios import ScenarioError
@@ -65,6 +67,19 @@ def simulator_of(fleet: FleetSpec, mode: str, hardware: str | None) -> SimServer
     return build_server(sim_config(fleet, mode, hardware))
 
 
+def turn_before(rows: list[dict]) -> dict[int, int]:
+    """Each later turn's row -> the row of the turn before it (rows of one trace, in send order)."""
+    last: dict[str, int] = {}
+    out = {}
+    for i, row in enumerate(rows):
+        conv = row.get("conversation")
+        if conv is not None:
+            if row.get("turn") and conv in last:
+                out[i] = last[conv]
+            last[conv] = i
+    return out
+
+
 def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str, replicas: int = 1,
                       stop_s: float | None = None, gpu: list[dict] | None = None, replica: int = 0) -> pa.Table:
     """The records the simulator predicts for `trace`, in the record contract (virtual times),
@@ -77,10 +92,13 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
     closed = closed_concurrency(trace)
     # fewer in flight than replicas (closed loop): each request on a replica of its own, one at a time
     groups = min(replicas, closed) if closed else replicas
+    # a conversation's turns on its first turn's replica, as the replay sends them
+    keys = first_turn_keys(trace["conversation"].to_pylist() if "conversation" in trace.column_names
+                           else [None] * trace.num_rows)
     if groups > 1:
         parts = []
         for r in range(groups):
-            part = trace.take(list(range(r, trace.num_rows, groups)))
+            part = trace.take(np.flatnonzero(keys % groups == r))
             if closed:
                 part = part.replace_schema_metadata({META_CLOSED: str(closed // groups
                                                                       + (r < closed % groups)).encode()})
@@ -91,6 +109,7 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
     scale = server.engine.time_scale     # wall seconds per virtual second
     rows = trace.to_pylist()
     requests, refused = [], {}
+    before = turn_before(rows)
     for i, row in enumerate(rows):
         body = request_body(row, server.cfg.served_model_names[0])
         try:
@@ -98,7 +117,7 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
             text, n_prompt = chat_prompt(body["messages"]) if chat else completion_prompt(body["prompt"])
             seq = sequence_for(body, text, n_prompt, server.cfg.max_model_len, str(i))
             requests.append(SimRequest(row["offset_s"] / scale, seq.prompt_tokens, seq.target_tokens, seq.domain,
-                                       seq.temperature))
+                                       seq.temperature, before.get(i), (row.get("think_s") or 0.0) / scale))
         except RequestError as exc:
             refused[i] = str(exc)
             requests.append(None)
@@ -112,10 +131,11 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
     out = []
     for i, (row, req) in enumerate(zip(rows, requests, strict=True)):
         res = next(results) if req is not None else None
-        arrival = res.arrival_s * scale if res is not None and closed else row["offset_s"]
+        arrival = res.arrival_s * scale if res is not None and (closed or i in before) else row["offset_s"]
         scheduled = EPOCH_NS + int(arrival * 1e9)
         rec = RequestRecord(run_id=run_id, mode=mode, worker="plan", tenant=row["tenant"],
-                            request_id=row["request_id"], scheduled_ns=scheduled, offset_s=row["offset_s"],
+                            request_id=row["request_id"], scheduled_ns=scheduled,
+                            offset_s=arrival if i in before else row["offset_s"],
                             replica=f"{mode}-plan", sent_ns=scheduled, lateness_ms=0.0)
         if req is not None and res is None:      # past the level's duration: never sent
             rec.status, rec.sent_ns, rec.lateness_ms = "not_sent", None, None

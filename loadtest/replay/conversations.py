@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 
 class Event(Protocol):
     def set(self) -> None: ...
@@ -74,6 +76,18 @@ class Conversations:
             return None
         self._events.pop(key, None)
         return self._answers.pop(key)
+
+
+def first_turn_keys(conversations: list[str | None]) -> np.ndarray:
+    """Per row, its own index, or for a conversation's turn the row of its first turn (rows in send
+    order): what picks a row's shard and replica, so a conversation stays in one process and on one
+    replica (whose prefix cache holds it)."""
+    keys = np.arange(len(conversations))
+    first: dict[str, int] = {}
+    for i, c in enumerate(conversations):
+        if c is not None:
+            keys[i] = first.setdefault(c, i)
+    return keys
 
 
 def followed_turns(rows: Any) -> set[tuple[str, int]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from loadtest.replay.conversations import first_turn_keys
 from loadtest.replay.dispatcher import Row
 from scenarios.stream import INDEX_FILE, StreamInfo, part_name
 from scenarios.trace import closed_concurrency
@@ -35,12 +36,7 @@ def shard_keys(trace: str | Path) -> np.ndarray | None:
     conversations = pq.read_table(str(path), columns=["conversation"])["conversation"]
     if conversations.null_count == len(conversations):
         return None
-    keys = np.arange(len(conversations))
-    first: dict[str, int] = {}
-    for i, c in enumerate(conversations.to_pylist()):
-        if c is not None:
-            keys[i] = first.setdefault(c, i)
-    return keys
+    return first_turn_keys(conversations.to_pylist())
 
 
 def shard_turns(trace: str | Path, index: int, count: int, keys: np.ndarray) -> list[tuple[str | None, int | None]]:

@@ -102,6 +102,7 @@ class ShardReplay:
         self.recorded = 0
         self.turns_not_sent = 0           # later turns dispatched, then not sent (their turn before failed)
         self.conversations: Conversations | None = None
+        self.keys = None                  # shard_keys: a conversation's turns go to its first turn's replica too
         self.not_written: RecordsNotWritten | None = None   # the sink could not write (a full disk)
         self.assigned = gevent.event.Event()
         self.done = gevent.event.Event()  # every row recorded, the sink closed, the end told
@@ -114,7 +115,7 @@ class ShardReplay:
         """Take shard `index` of `count`, as `worker_id`, with offset 0 at `t0_epoch` (default:
         `start_delay` from now)."""
         self.worker_id = worker_id
-        keys = shard_keys(self.opts.trace)
+        keys = self.keys = shard_keys(self.opts.trace)
         self.shard_size = shard_size(self.total_rows, index, count, self.opts.first_row, keys)
         if keys is not None:
             self.conversations = Conversations(gevent.event.Event,
@@ -265,7 +266,7 @@ class ShardReplay:
     def _request(self, index: int, row: dict, scheduled: float, messages: list[dict] | None = None,
                  answer: list[str] | None = None) -> RequestRecord:
         rec = self._record(row, scheduled)
-        ep = index % len(self.urls)
+        ep = int(self.keys[index] if self.keys is not None else index) % len(self.urls)   # a prefix cache's hits
         rec.replica = self.labels[ep]
         url = self.urls[ep][row["api"]]
         headers = {**self.headers, "X-Request-Id": f"{self.opts.run_id}-{self.opts.mode}-{row['request_id']}"}
