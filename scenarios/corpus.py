@@ -29,6 +29,7 @@ class Item:
 
     text: str
     category: str
+    turns: tuple[str, ...] = ()   # the later user turns of a conversation (MT-Bench's second question)
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Corpus:
 
 
 def _mt_bench(row: dict) -> Item:
-    return Item(row["turns"][0], row["category"])
+    return Item(row["turns"][0], row["category"], tuple(row["turns"][1:]))
 
 
 def _humaneval(row: dict) -> Item:

@@ -21,7 +21,7 @@ from pydantic import (
 from common.strict import Strict
 from common.validation import MAX_SEED, file_problem, file_state, not_utf8, problems, shown_name
 from scenarios import ScenarioError
-from scenarios.corpus import CORPORA
+from scenarios.corpus import CORPORA, items
 from scenarios.prompts import custom_prompts
 from scenarios.textfile import read_lengths, read_utf8
 
@@ -217,6 +217,10 @@ class Tenant(Strict):
     ignore_eos: bool = False
     system: str | None = None
     slo: Slo = Slo()
+    # a corpus of conversations (mt-bench): send each item's later turns too, each `think_s` seconds
+    # after the answer to the turn before it, carrying that answer (loadtest/replay/conversations.py)
+    conversation: bool = False
+    think_s: Annotated[float, Field(ge=0, le=86400)] = 0.0
 
     @field_validator("document", "prompts_file")
     @classmethod
@@ -249,7 +253,13 @@ class Tenant(Strict):
                                  f"language = [{corpus.language!r}]")
             if self.prompts_file or self.document:
                 raise ValueError("prompts (a corpus) and prompts_file or document: give one source of prompts")
+            if self.conversation and not any(item.turns for item in items(self.prompts)):
+                raise ValueError(f"conversation: the items of {self.prompts!r} have one turn each (mt-bench has two)")
+            if self.conversation and self.api != "chat":
+                raise ValueError("conversation: a conversation's later turns need api = \"chat\"")
             return self._arrival_shape()
+        if self.conversation:
+            raise ValueError("conversation: only for a corpus of conversations (prompts = \"mt-bench\")")
         if (self.share is None) == (self.arrival is None):
             raise ValueError("a tenant needs exactly one of share (of the scenario's arrivals) or arrival (its own)")
         if self.domain == "code" and not self.language:

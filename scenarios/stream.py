@@ -57,6 +57,10 @@ class TraceStream:
                  seed: int | None = None, rate_scale: float | None = None) -> None:
         if isinstance(scenario.arrival, Closed):
             raise ScenarioError(f"{scenario.name}: a soak needs open-loop arrivals (its arrival is closed loop)")
+        talks = [name for name, t in scenario.tenants.items() if t.conversation]
+        if talks:   # its parts are dealt to workers row by row, and a later turn needs its first turn's process
+            raise ScenarioError(f"{scenario.name}: tenant {talks[0]} sends conversations, which a soak does not "
+                                "replay yet; set conversation = false for the soak, or `loadtest run` it")
         self.plan = _plan(scenario, None, seed, rate_scale, duration_s)
         if self.plan.size == 0:
             raise ScenarioError(f"{scenario.name}: no request arrives in {duration_s:g} s")

@@ -140,6 +140,8 @@ class _Plan:
     language: np.ndarray       # object: language name or None
     uids: np.ndarray
     picks: np.ndarray
+    turn: np.ndarray | None = None      # a conversation's turn (-1: a request on its own); None: none has turns
+    answers_before: np.ndarray | None = None   # the planned answers' tokens before a later turn (its history)
 
     @property
     def size(self) -> int:
@@ -169,7 +171,40 @@ def _plan(scenario: Scenario, requests: int | None, seed: int | None, rate_scale
             language[idx] = rng.choice(t.language_list, size=len(idx))
     uids = rng.integers(0, 2**40, size=n)
     picks = rng.integers(0, 2**31, size=n)
-    return _Plan(sc, offsets, which, prompt_target, max_tokens, language, uids, picks)
+    plan = _Plan(sc, offsets, which, prompt_target, max_tokens, language, uids, picks)
+    talks = [i for i, name in enumerate(sc.tenants) if sc.tenants[name].conversation]
+    return _with_turns(plan, talks, rng, sc.requests) if talks else plan
+
+
+def _with_turns(plan: _Plan, talks: list[int], rng: np.random.Generator, count: int | None) -> _Plan:
+    """The plan with each conversation's later turns as rows of their own (their tenant's lengths
+    drawn for each), at the earliest each can be sent (the turn before's offset plus the think
+    time: the replay sends it after the answer), all in send order; the first `count` rows of that."""
+    sc = plan.scenario
+    tenants = [sc.tenants[name] for name in sc.tenants]
+    turns = np.ones(plan.size, dtype=np.int64)
+    for i in talks:
+        corpus = items(tenants[i].prompts)
+        idx = np.flatnonzero(plan.which == i)
+        turns[idx] = [1 + len(corpus[p % len(corpus)].turns) for p in plan.picks[idx].tolist()]
+    src = np.repeat(np.arange(plan.size), turns)
+    turn = np.arange(len(src)) - np.repeat(np.cumsum(turns) - turns, turns)
+    think = np.array([t.think_s for t in tenants])[plan.which[src]]
+    offsets = plan.offsets[src] + turn * think
+    max_tokens = plan.max_tokens[src].copy()
+    later = np.flatnonzero(turn > 0)
+    for i in talks:   # a later turn's answer has its own length, drawn from its tenant's
+        mine = later[plan.which[src[later]] == i]
+        max_tokens[mine] = sample_lengths(tenants[i].output_tokens, len(mine), rng)
+    answers_before = np.zeros(len(src), dtype=np.int64)
+    for k in range(1, int(turns.max())):   # turn k's history: turn k-1's history and its answer
+        at = np.flatnonzero(turn == k)
+        answers_before[at] = answers_before[at - 1] + max_tokens[at - 1]
+    turn[np.repeat(turns == 1, turns)] = -1
+    order = np.argsort(offsets, kind="stable")[:count]
+    src = src[order]
+    return _Plan(sc, offsets[order], plan.which[src], plan.prompt_target[src], max_tokens[order],
+                 plan.language[src], plan.uids[src], plan.picks[src], turn[order], answers_before[order])
 
 
 def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
@@ -212,8 +247,14 @@ def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
         user_chars[idx] = [len(text) for text in texts]
         if t.api == "chat":
             head = [{"role": "system", "content": t.system}] if t.system else []
-            for j, text in zip(idx, texts, strict=True):
-                messages[j] = orjson.dumps([*head, {"role": "user", "content": text}]).decode()
+            for pos, (j, text) in enumerate(zip(idx, texts, strict=True)):
+                talk = [{"role": "user", "content": text}]
+                nth = int(plan.turn[lo + j]) if plan.turn is not None else -1
+                if nth > 0:   # a later turn: the turns before it, each answer left for the replay to fill in
+                    for later in chosen[pos].turns[:nth]:
+                        talk += [{"role": "assistant", "content": ""}, {"role": "user", "content": later}]
+                    user_chars[j] = sum(len(m["content"]) for m in talk)
+                messages[j] = orjson.dumps([*head, *talk]).decode()
             if t.system:
                 system_tokens[idx] = estimate_tokens(t.system)
         else:
@@ -225,6 +266,10 @@ def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
 
     # estimate_tokens() on whole columns: ceil(characters / CHARS_PER_TOKEN), at least 1.
     est = np.maximum(1, -(-user_chars // CHARS_PER_TOKEN)) + system_tokens
+    if plan.answers_before is not None:   # a later turn's history holds the answers planned before it
+        est += plan.answers_before[lo:hi]
+    turn = plan.turn[lo:hi] if plan.turn is not None else np.full(k, -1)
+    talking = turn >= 0
     width = max(6, len(str(n - 1)))
     cols = {
         "request_id": [f"r{i:0{width}d}" for i in range(lo, hi)],
@@ -244,6 +289,11 @@ def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
         "slo_e2e_p99_ms": per_tenant([t.slo.e2e_p99_ms for t in tenants]).cast(pa.float64()),
         "prompt_source": per_tenant(sources),
         "category": pa.array(categories, pa.string()),
+        "conversation": pa.array([f"c{u:010x}" if talk else None for u, talk in
+                                  zip(plan.uids[lo:hi].tolist(), talking.tolist(), strict=True)], pa.string()),
+        "turn": pa.array(np.where(talking, turn, 0), pa.int32(), mask=~talking),
+        "think_s": pa.array(per_tenant([t.think_s for t in tenants]).to_numpy(zero_copy_only=False),
+                            pa.float64(), mask=~(turn > 0)),
     }
     table = trace_table(cols)
     if isinstance(sc.arrival, Closed):

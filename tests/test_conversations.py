@@ -264,3 +264,69 @@ def _turns(table) -> dict[str, list[str]]:
     for rid, conv in zip(table["request_id"].to_pylist(), table["conversation"].to_pylist(), strict=True):
         out.setdefault(conv, []).append(rid)
     return out
+
+
+TALK = """name = "talk"
+requests = 30
+demo_requests = 30
+seed = 3
+[arrival]
+process = "poisson"
+rate = 8.0
+[tenants.chat]
+share = 0.6
+domain = "chat"
+prompts = "mt-bench"
+conversation = true
+think_s = 0.2
+output_tokens = {{ dist = "fixed", value = 24 }}
+{extra}
+[tenants.sql]
+share = 0.4
+domain = "sql"
+prompt_tokens = {{ dist = "fixed", value = 100 }}
+output_tokens = {{ dist = "fixed", value = 16 }}
+"""
+
+
+@pytest.mark.e2e
+def test_mt_bench_conversations_send_the_second_question_after_the_first_answer(tmp_path, world_fleet):
+    scenario = tmp_path / "talk.toml"
+    scenario.write_text(TALK.format(extra=""))
+    res = cli("run", "--scenario", str(scenario), "--endpoints", str(world_fleet.state), "--modes", "eagle",
+              "--out", str(tmp_path), "--run-id", "talk")
+    assert res.returncode == 0, res.stdout + res.stderr
+    trace = pq.read_table(tmp_path / "talk" / "trace.parquet").to_pylist()
+    records = {r["request_id"]: r for r in read_requests(tmp_path / "talk").to_pylist()}
+    assert len(records) == 30 and {r["status"] for r in records.values()} == {"ok"}
+    first = {r["conversation"]: r for r in trace if r["turn"] == 0}
+    seconds = [r for r in trace if r["turn"] == 1]
+    assert seconds, "no conversation reached its second turn"
+    for row in seconds:
+        before = records[first[row["conversation"]]["request_id"]]
+        rec = records[row["request_id"]]
+        assert rec["sent_ns"] >= before["last_token_ns"] + 0.2e9 - 1e6
+        assert rec["prompt_tokens"] > before["prompt_tokens"] + before["completion_tokens"]
+        assert row["category"] == first[row["conversation"]]["category"]   # MT-Bench's own, both turns
+    # the plan models the same: each second turn released 0.2 s after its first turn's answer
+    plan = cli("plan", "--scenario", str(scenario), "--modes", "eagle", "--rate-scale", "1", "--out", str(tmp_path),
+               "--run-id", "plan")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+
+
+@pytest.mark.parametrize("extra, says", [
+    ('api = "completions"', 'conversation: a conversation\'s later turns need api = "chat"'),
+])
+def test_a_conversation_tenant_is_checked_when_read(tmp_path, extra, says):
+    scenario = tmp_path / "talk.toml"
+    scenario.write_text(TALK.format(extra=extra))
+    res = cli("scenario", "validate", str(scenario))
+    assert res.returncode == 2 and says in res.stderr and "Traceback" not in res.stderr
+    one_turn = tmp_path / "code.toml"
+    one_turn.write_text(TALK.format(extra="").replace('domain = "chat"\nprompts = "mt-bench"',
+                                                      'domain = "code"\nprompts = "humaneval"'))
+    res = cli("scenario", "validate", str(one_turn))
+    assert res.returncode == 2 and "the items of 'humaneval' have one turn each" in res.stderr
+    scenario.write_text(TALK.format(extra=""))
+    soak = cli("soak", "--scenario", str(scenario), "--duration", "10m", "--out", str(tmp_path))
+    assert soak.returncode == 2 and "tenant chat sends conversations, which a soak does not replay" in soak.stderr

@@ -129,6 +129,7 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
         gpu += predicted_gpu(server, meter, ended, scale, f"{mode}-{replica}", mode)
     results = iter(timings)
     out = []
+    answers: dict[int, int] = {}    # a turn's history: the answers before it (the model grew its prompt so)
     for i, (row, req) in enumerate(zip(rows, requests, strict=True)):
         res = next(results) if req is not None else None
         arrival = res.arrival_s * scale if res is not None and (closed or i in before) else row["offset_s"]
@@ -154,7 +155,9 @@ def predicted_records(trace: pa.Table, server: SimServer, mode: str, run_id: str
         rec.ttft_ms = rec.ttft_sched_ms = ttft * 1e3
         rec.e2e_ms = rec.e2e_sched_ms = e2e * 1e3
         rec.first_token_ns, rec.last_token_ns = scheduled + int(ttft * 1e9), scheduled + int(e2e * 1e9)
-        rec.prompt_tokens, rec.completion_tokens = req.prompt_tokens, res.tokens
+        if i in before:
+            answers[i] = answers.get(before[i], 0) + (out[before[i]]["completion_tokens"] or 0)
+        rec.prompt_tokens, rec.completion_tokens = req.prompt_tokens + answers.get(i, 0), res.tokens
         rec.finish_reason = "length" if res.tokens >= row["max_tokens"] else "stop"
         if res.spec is not None and server.cfg.per_request_spec_decode_metrics != "none":   # as the server sends
             rec.spec_steps, rec.spec_draft_tokens, rec.spec_accepted_tokens = res.spec[:3]
