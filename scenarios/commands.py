@@ -11,8 +11,9 @@ import pyarrow.compute as pc
 from rich.console import Console
 from rich.table import Table
 
-from scenarios.corpus import CORPORA
+from scenarios.corpus import CORPORA, corpus_languages
 from scenarios.importers import ImportOptions, import_trace
+from scenarios.prompts import builtin_languages
 from scenarios.spec import BUILTIN, Tenant, builtin_names, load_scenario
 from scenarios.trace import (
     META_HASH,
@@ -57,8 +58,12 @@ def prompt_source(t: Tenant) -> str:
     if t.prompts_file or t.document:
         return f"prompts from your file {t.prompts_file or t.document}"
     languages = f" ({', '.join(t.language_list)})" if t.language_list else ""
+    borrowed = [(lang, CORPORA[corpus_languages()[lang]]) for lang in t.language_list or ()
+                if lang not in builtin_languages()]
+    cut = "".join(f"; {lang} code cut from {c.name}'s solved problems ({c.licence}; scenarios/corpora/{c.name}/"
+                  "README.md)" for lang, c in borrowed)
     return (f"prompts written from the project's own {t.domain} text{languages} (scenarios/content/, "
-            "the project's licence)")
+            f"the project's licence{cut})")
 
 
 def scenario_validate(console: Console, path: str) -> int:

@@ -16,6 +16,7 @@ import numpy as np
 
 from scenarios import ScenarioError
 from scenarios.arrivals import mean_rate
+from scenarios.corpus import mean_chars
 from scenarios.lengths import sample_lengths
 from scenarios.prompts import CHARS_PER_TOKEN
 from scenarios.spec import Closed, Scenario
@@ -91,6 +92,8 @@ def bytes_per_request(sc: Scenario) -> float:
         if t.prompt_tokens is not None:
             text += shares[name] / total * float(np.mean(sample_lengths(t.prompt_tokens, SAMPLE, rng))) \
                 * CHARS_PER_TOKEN
+        elif t.prompts is not None:   # a corpus' items, drawn evenly (pydoc-topics' average 6,000 characters)
+            text += shares[name] / total * mean_chars(t.prompts)
     return ROW_BYTES + text
 
 

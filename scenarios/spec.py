@@ -22,7 +22,7 @@ from common.strict import Strict
 from common.validation import MAX_SEED, file_problem, file_state, not_utf8, problems, shown_name
 from scenarios import ScenarioError
 from scenarios.corpus import CORPORA, items
-from scenarios.prompts import custom_prompts
+from scenarios.prompts import custom_prompts, language_problem, languages
 from scenarios.textfile import read_lengths, read_utf8
 
 SHARE_TOLERANCE = 1e-6
@@ -206,7 +206,7 @@ class Tenant(Strict):
     share: Annotated[float, Field(gt=0, le=1)] | None = None
     arrival: OpenArrival | None = None      # a tenant with its own arrival process takes no share
     domain: Literal["chat", "code", "sql", "summarize", "structured", "custom"]
-    language: list[Literal["rust", "cpp", "python"]] | None = None
+    language: list[str] | None = None     # code: languages with text (prompts.languages: content/code/, code corpora)
     document: str | None = None             # summarize: the document to summarise (a text file)
     prompts_file: str | None = None         # custom: prompts, one per line (text) or JSONL {"prompt": ...}
     prompts: str | None = None              # a corpus the project ships (scenarios/corpus.py): its items as prompts
@@ -233,6 +233,14 @@ class Tenant(Strict):
         elif not read_utf8(path).strip():
             raise ValueError(f"{path}: the document is empty")
         return path
+
+    @field_validator("language")
+    @classmethod
+    def _languages(cls, v: list[str] | None) -> list[str] | None:
+        for language in v or ():
+            if (problem := language_problem(language)) is not None:
+                raise ValueError(problem)
+        return v
 
     @field_validator("prompts")
     @classmethod
@@ -263,7 +271,8 @@ class Tenant(Strict):
         if (self.share is None) == (self.arrival is None):
             raise ValueError("a tenant needs exactly one of share (of the scenario's arrivals) or arrival (its own)")
         if self.domain == "code" and not self.language:
-            raise ValueError("domain 'code' needs a language list, e.g. language = [\"rust\", \"cpp\"]")
+            raise ValueError(f"domain 'code' needs a language list, e.g. language = [\"rust\", \"cpp\"] "
+                             f"(known: {', '.join(languages())})")
         if self.domain != "code" and self.language:
             raise ValueError(f"language is only for domain 'code' (domain is {self.domain!r})")
         if self.domain == "custom" and not self.prompts_file:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from itertools import pairwise
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -246,9 +247,9 @@ def test_an_imported_conversation_trace_replays_turn_by_turn_and_its_slos_gate_t
     for conv_turns in _turns(t).values():
         recs = [by_id[i] for i in conv_turns]
         assert len({r["worker"] for r in recs}) == 1                 # one process holds the conversation
-        for a, b in zip(recs, recs[1:], strict=False):
-            assert b["sent_ns"] >= a["last_token_ns"] + 0.1e9 - 1e6   # each turn after the answer before it
-            assert b["prompt_tokens"] > a["prompt_tokens"] + a["completion_tokens"]   # ... and with it
+        for a, b in pairwise(recs):
+            assert b["sent_ns"] >= a["last_token_ns"] + 0.1e9 - 1e6   # each turn after the answer before it,
+            assert b["prompt_tokens"] > a["prompt_tokens"] + a["completion_tokens"]   # and with it
     slos = json.loads((run / "manifest.json").read_text())["slos"]
     assert [(s["tenant"], s["verdict"]) for s in slos] == [("sharegpt", "met")]
     # the same trace held to a target nothing meets, given on `run`: judged, and the gate fails

@@ -4,8 +4,6 @@ not_sent (after), a worker that only missed heartbeats left alone, and the end o
 
 from __future__ import annotations
 
-import pyarrow as pa
-
 from loadtest.replay import protocol
 from loadtest.replay.coordinator import LOST_GRACE_S, T0_MARGIN_S, Coordinator, CoordinatorOptions
 from loadtest.request.client_stats import ClientStats

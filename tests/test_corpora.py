@@ -12,7 +12,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from scenarios.corpus import CORPORA, items
+from cluster.sim.domains import classify_domain
+from scenarios.corpus import CORPORA, DATABASES, code_text, items
+from scenarios.prompts import languages
 from scenarios.spec import load_scenario
 from scenarios.trace import TRACE_SCHEMA, build_trace, load_trace_file
 from tests.conftest import ROOT, cli
@@ -53,15 +55,34 @@ def scenario(tmp_path: Path, python_domain: str = "code") -> Path:
     return path
 
 
+LICENCE_TEXT = {"Apache-2.0": "Apache License", "MIT": "MIT License",
+                "PSF-2.0": "PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2"}
+SIZES = {"mt-bench": 80, "humaneval": 164, "humaneval-rust": 180, "humaneval-cpp": 164, "humaneval-go": 164,
+         "humaneval-java": 164, "humaneval-js": 164, "defog-sql": 41, "pydoc-topics": 79}
+CATEGORIES = {"mt-bench": set(MT_BENCH), "humaneval": {"python"},
+              "humaneval-rust": {"rust-codegen", "rust-transform", "rust-fix", "rust-explain"},
+              "humaneval-cpp": {"cpp"}, "humaneval-go": {"go"}, "humaneval-java": {"java"},
+              "humaneval-js": {"javascript"}, "defog-sql": {f"sql-{db}" for db in DATABASES},
+              "pydoc-topics": {"summarize"}}
+
+
 @pytest.mark.parametrize("name", sorted(CORPORA))
 def test_each_corpus_carries_its_licence_and_its_source_with_the_files_checksum(name):
     corpus = CORPORA[name]
     folder = FOLDER / name
     licence, readme = (folder / "LICENSE").read_text(), (folder / "README.md").read_text()
-    assert ("Apache License" if corpus.licence == "Apache-2.0" else "MIT License") in licence
-    digest = hashlib.sha256((folder / corpus.file).read_bytes()).hexdigest()
-    assert digest in readme and "Source:" in readme and "Licence:" in readme, name
-    assert len(items(name)) == {"mt-bench": 80, "humaneval": 164, "humaneval-rust": 180}[name]
+    assert LICENCE_TEXT[corpus.licence] in licence
+    for file in corpus.files:
+        digest = hashlib.sha256((folder / file).read_bytes()).hexdigest()
+        assert digest in readme, (name, file)
+    assert "Source:" in readme and "Licence:" in readme, name
+    assert len(items(name)) == SIZES[name]
+    assert {item.category for item in items(name)} == CATEGORIES[name]
+    # what the folder holds is the corpus' files, their licence and README, and the project's own questions
+    assert {p.name for p in folder.iterdir()} <= {*corpus.files, "LICENSE", "README.md", "questions.toml"}
+    assert f"`{name}`" in (FOLDER / "README.md").read_text()
+    if corpus.domain != "chat":   # the simulator reads every item as its tenant's domain (MT-Bench's are mixed)
+        assert {classify_domain(item.text) for item in items(name)} == {corpus.domain}
 
 
 def test_each_request_is_a_corpus_item_with_its_source_and_category(tmp_path):
@@ -97,8 +118,90 @@ def test_a_corpus_for_the_wrong_domain_or_unknown_is_one_line(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(scenario(tmp_path).read_text().replace('"mt-bench"', '"sharegpt"'))
     out = cli("trace", "build", "--scenario", str(bad), "--out", str(tmp_path / "t.parquet"))
-    assert out.returncode == 2 and "no corpus 'sharegpt' (the project ships: mt-bench, humaneval, humaneval-rust)" \
-        in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and f"no corpus 'sharegpt' (the project ships: {', '.join(CORPORA)})" \
+        in out.stderr and "humaneval-go, " in out.stderr and "Traceback" not in out.stderr
+
+
+NEW_CORPORA = {"cpp": ("code", "humaneval-cpp"), "go": ("code", "humaneval-go"), "java": ("code", "humaneval-java"),
+               "js": ("code", "humaneval-js"), "sql": ("sql", "defog-sql"), "docs": ("summarize", "pydoc-topics")}
+
+
+def test_a_scenario_with_each_new_corpus_builds_a_trace_of_its_items_and_categories(tmp_path):
+    text = 'name = "more-content"\nrequests = 600\nseed = 11\n[arrival]\nprocess = "poisson"\nrate = 8.0\n'
+    for tenant, (domain, corpus) in NEW_CORPORA.items():
+        text += (f'[tenants.{tenant}]\nshare = {1 / len(NEW_CORPORA)}\ndomain = "{domain}"\nprompts = "{corpus}"\n'
+                 'output_tokens = { dist = "fixed", value = 64 }\n')
+    (tmp_path / "more.toml").write_text(text)
+    sc, _ = load_scenario(str(tmp_path / "more.toml"))
+    trace = build_trace(sc)
+    rows = trace.to_pylist()
+    for tenant, (_, corpus) in NEW_CORPORA.items():
+        mine = [r for r in rows if r["tenant"] == tenant]
+        assert {r["prompt_source"] for r in mine} == {corpus}
+        assert {r["category"] for r in mine} <= CATEGORIES[corpus] and mine, tenant
+        texts = {item.text for item in items(corpus)}
+        assert all(json.loads(r["messages"])[-1]["content"].partition("\n")[2] in texts for r in mine)
+    sql = {r["category"] for r in rows if r["tenant"] == "sql"}
+    assert sql == CATEGORIES["defog-sql"]   # 100 requests reach all seven databases
+    assert {r["language"] for r in rows if r["tenant"] == "js"} == {"javascript"}
+    assert trace.equals(build_trace(sc))   # deterministic
+    shown = cli("scenario", "show", str(tmp_path / "more.toml"))
+    assert shown.returncode == 0, shown.stderr
+    for tenant, (_, corpus) in NEW_CORPORA.items():
+        c = CORPORA[corpus]
+        assert f"# {tenant}: prompts from {corpus} ({c.what}; {c.licence}; from {c.source};" in shown.stdout
+
+
+def test_the_languages_are_the_files_the_project_has_text_in():
+    own = {p.name.split(".")[0] for p in (ROOT / "scenarios" / "content" / "code").iterdir()}
+    assert own == {"rust", "cpp", "python"}
+    assert languages() == tuple(sorted(own | {c.language for c in CORPORA.values() if c.language}))
+    assert {"go", "java", "javascript"} <= set(languages())
+
+
+GO = """name = "go"
+requests = 60
+seed = 5
+[arrival]
+process = "poisson"
+rate = 4.0
+[tenants.code]
+share = 1.0
+domain = "code"
+language = [{languages}]
+prompt_tokens = {{ dist = "uniform", min = 100, max = 900 }}
+output_tokens = {{ dist = "fixed", value = 32 }}
+"""
+
+
+def test_go_code_prompts_are_cut_from_humaneval_gos_solved_problems(tmp_path):
+    path = tmp_path / "go.toml"
+    path.write_text(GO.format(languages='"go", "rust"'))
+    sc, _ = load_scenario(str(path))
+    rows = build_trace(sc).to_pylist()
+    go = [r for r in rows if r["language"] == "go"]
+    assert go and {r["category"] for r in go} == {"go"} and {r["prompt_source"] for r in go} == {"builtin"}
+    source = "\n" + code_text("go") * 2
+    for r in go:
+        content = json.loads(r["messages"])[-1]["content"]
+        head, _, body = content.partition("\n```go\n")
+        assert re.fullmatch(r"Ticket [0-9a-f]{10}: in this Go file, .*\.", head), head
+        # cut at a line's start (the corpus has characters past ASCII: offsets count characters)
+        assert ("\n" + body.removesuffix("```\n")) in source
+    assert build_trace(sc).equals(build_trace(sc))
+    shown = cli("scenario", "show", str(path))
+    assert "(go, rust)" in shown.stdout and "go code cut from humaneval-go's solved problems (Apache-2.0;" \
+        in shown.stdout.replace("\n", "")
+
+
+def test_a_language_without_text_is_one_line_naming_the_known_ones(tmp_path):
+    path = tmp_path / "cobol.toml"
+    path.write_text(GO.format(languages='"rust", "cobol"'))
+    out = cli("trace", "build", "--scenario", str(path), "--out", str(tmp_path / "t.parquet"))
+    line = f"tenants.code.language: no text in language 'cobol' (known: {', '.join(languages())}; the code " \
+           "prompts in go, java, javascript are cut from the corpora humaneval-go, humaneval-java, humaneval-js)"
+    assert out.returncode == 2 and line in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "t.parquet").exists()
 
 
 def test_a_trace_written_before_sources_and_categories_still_replays(tmp_path):
