@@ -1,8 +1,9 @@
 """report.html: one self-contained file that opens offline. The tables of report.md (rendered by
 the `markdown` package) and plotly figures, with plotly.js inlined once: latency CDFs per mode,
 speedup per tenant with its 95% interval, goodput per mode, acceptance per draft position,
-completions, running and waiting requests and KV use over time, and what the GPUs cost: energy per
-output token per mode (with its interval) and power per GPU over time."""
+a heat map of the mean acceptance length by mode and prompt category, completions, running and
+waiting requests and KV use over time, and what the GPUs cost: energy per output token per mode
+(with its interval) and power per GPU over time."""
 
 from __future__ import annotations
 
@@ -103,6 +104,37 @@ def acceptance_by_position(summary: pa.Table, modes: list[str]) -> go.Figure | N
                    "accepted share")
 
 
+def acceptance_heatmap(summary: pa.Table) -> go.Figure | None:
+    """The mean acceptance length per mode (rows) and prompt category (columns), from the long
+    summary's `category_acceptance_length` rows (analysis.category): colour the value, each cell
+    its value, its 95% interval (none from under 8 requests) and the requests it is of; None where
+    no mode has one."""
+    v = SummaryView(summary)
+    found = {(m, c): value for (m, t, metric, c) in v.cells if metric == "category_acceptance_length"
+             and t == ALL and (value := v.get(m, metric, c)) is not None}
+    if not found:
+        return None
+    modes = [m for m in v.modes if any(m == mode for mode, _ in found)]
+    categories = sorted({c for _, c in found})
+
+    def text(m: str, c: str) -> str:
+        if (m, c) not in found:
+            return ""
+        low, high = v.interval(m, "category_acceptance_length", c)
+        bounds = f"[{low:.2f}, {high:.2f}]" if low is not None and high is not None and np.isfinite([low, high]).all() \
+            else "[no interval]"
+        return f"{found[m, c]:.2f}<br>{bounds}<br>n={int(v.get(m, 'category_requests', c) or 0):,}"
+    fig = go.Figure(go.Heatmap(
+        z=[[found.get((m, c)) for c in categories] for m in modes], x=categories, y=modes,
+        text=[[text(m, c) for c in categories] for m in modes], texttemplate="%{text}", colorscale="Viridis",
+        colorbar={"title": "mean acceptance length"}, hoverongaps=False, name="acceptance length",
+        hovertemplate="%{y}, %{x}: %{text}<extra></extra>"))
+    fig = _layout(fig, "Mean acceptance length by category (each cell: value, 95% interval, requests)",
+                  "prompt category", "mode")
+    fig.update_layout(height=max(260, 90 + 70 * len(modes)))
+    return fig
+
+
 def per_second(t: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Events at times `t` (s; or their `weights`) per second, in bins of TIME_BIN_S widened so
     that there are at most MAX_TIME_BINS + 1 of them whatever the span: (bin starts, rates)."""
@@ -200,9 +232,12 @@ def energy_per_token(summary: pa.Table, modes: list[str]) -> go.Figure | None:
 
 
 def has_data(fig: go.Figure) -> bool:
-    """Whether any trace of `fig` has a value to draw (a bar of NaN draws nothing)."""
-    return any(np.isfinite(np.asarray([np.nan if v is None else v for v in t.y], dtype=np.float64)).any()
-               for t in fig.data if t.y is not None)
+    """Whether any trace of `fig` has a value to draw (a bar of NaN draws nothing; a heat map's
+    values are its z)."""
+    drawn = (np.ravel(np.asarray(t.z if t.type == "heatmap" else t.y, dtype=object)) for t in fig.data
+             if (t.z if t.type == "heatmap" else t.y) is not None)
+    return any(np.isfinite(np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)).any()
+               for values in drawn)
 
 
 def _plot(fig: go.Figure, why_empty: str) -> str:
@@ -218,7 +253,8 @@ def report_html(title: str, report_md: str, records: pa.Table, summary: pa.Table
              "arrivals were too short: replay more requests, --requests)"),
             (speedup_by_tenant(summary, modes), "since no request succeeded in both the baseline and another mode")]
     figs += [(f, "since no request succeeded") for f in latency_cdfs(records, modes)]
-    figs += [(acceptance_by_position(summary, modes), "since the server sent no acceptance counts")]
+    figs += [(acceptance_by_position(summary, modes), "since the server sent no acceptance counts"),
+             (acceptance_heatmap(summary), "since no request carried its own acceptance counts")]
     figs += [(f, "since no request succeeded") for f in over_time(records, metrics, modes)]
     figs += [(energy_per_token(summary, modes), "since no mode's GPUs were read over a window with output tokens"),
              (power_over_time(gpu, modes), "since no GPU reported its power")]

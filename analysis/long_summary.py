@@ -37,6 +37,10 @@ Metrics (latencies in ms, over requests that succeeded unless said):
   `kv_capacity_tokens` (statistic `startup`, from the manifest); `client_limited` (`verdict`);
 - `speedup_ttft`, `speedup_tpot`, `speedup_e2e`: paired geometric mean over the baseline with
   `ci_low`/`ci_high`, and statistic `pairs` for how many requests were paired.
+
+The run's analysis (analysis.run_analysis) adds the rows its trace is needed for, joined by
+request id: acceptance and speedup by the prompts' category (analysis.category) and the planned
+lengths against the server's counts (analysis.tokens: `prompt_tokens_error`, `output_tokens_error`).
 """
 
 from __future__ import annotations
@@ -72,15 +76,17 @@ LIST_COLUMNS = ("itl_ms", "chunk_tokens")
 SCALAR_COLUMNS = [c for c in REQUEST_SCHEMA.names if c not in LIST_COLUMNS]   # a record's columns but the lists
 SPEC_COLUMNS = ("spec_steps", "spec_draft_tokens", "spec_accepted_tokens", "spec_acceptance_histogram")
 # The columns of the records the summary reads (the lists apart: `chunks_of` reads them a mode at
-# a time), and all that a run's analysis reads (analysis.run_analysis: its SLO join, report.html
-# and error check read no other). The rest (the worker, the prompt's tokens, the error's text...)
-# it never reads: reading every scalar column took twice as long (bench/analysis.py, 10M rows).
+# a time), and all that a run's analysis reads (analysis.run_analysis: its SLO join, report.html,
+# error check and the plan's token counts, analysis.tokens, read no other). The rest (the worker,
+# the error's text...) it never reads: reading every scalar column took twice as long
+# (bench/analysis.py, 10M rows).
 SUMMARY_COLUMNS = ["mode", "tenant", "request_id", "status", "error_kind", "scheduled_ns", "sent_ns", "last_token_ns",
-                   "offset_s", *LATENCIES, "lateness_ms", "n_chunks", "completion_tokens", *SPEC_COLUMNS]
+                   "offset_s", *LATENCIES, "lateness_ms", "n_chunks", "completion_tokens", "prompt_tokens",
+                   *SPEC_COLUMNS]
 # Of those, what the per-request figures read (`_request_rows`: counts, percentiles, times, rates;
-# the SLO columns too where a table has them): not the ids (the paired speedups) nor the per-request
-# acceptance (SPEC_COLUMNS)
-REQUEST_COLUMNS = [c for c in SUMMARY_COLUMNS if c != "request_id" and c not in SPEC_COLUMNS]
+# the SLO columns too where a table has them): not the ids (the paired speedups), the prompt's
+# tokens (analysis.tokens) nor the per-request acceptance (SPEC_COLUMNS)
+REQUEST_COLUMNS = [c for c in SUMMARY_COLUMNS if c not in ("request_id", "prompt_tokens") and c not in SPEC_COLUMNS]
 
 LONG_SCHEMA = pa.schema([
     pa.field("run_id", pa.string()), pa.field("mode", pa.string()), pa.field("tenant", pa.string()),

@@ -14,6 +14,7 @@ from analysis.repeats import WIDER, Repeats
 from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
 from analysis.stats import PERCENTILES, Ratio
 from analysis.summary import TOO_FEW, rate_cell, too_few_rule
+from analysis.tokens import check_rows, check_text
 from common.times import ms_text
 
 
@@ -53,7 +54,8 @@ def _ms(v: SummaryView, mode: str, metric: str, stat: str) -> str:
 
 
 def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attainment] | None,
-                    notes: list[str]) -> str:
+                    notes: list[str], counted: str | None = None) -> str:
+    """The run's report.md; `counted`: how its plan's prompt lengths were counted (analysis.tokens.counted_by)."""
     v = SummaryView(summary)
     out = [f"# {run_id}", "", about, ""]
     rows = []
@@ -181,6 +183,9 @@ def report_markdown(run_id: str, about: str, summary: pa.Table, slos: list[Attai
             out += ["### E2E speedup over the baseline by category", "",
                     _table(["category", *spec], [[c, *[cell(m, c, "category_speedup_e2e", ".2f") for m in spec]]
                                                  for c in categories]), ""]
+    header, rows = check_rows(v)
+    if rows:
+        out += ["## Token counts: the plan against the server", "", check_text(counted), "", _table(header, rows), ""]
     if measured(v):
         header, rows = cost_rows(v)
         out += ["## What each mode costs: energy, power and GPU memory", "",

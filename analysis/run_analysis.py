@@ -25,6 +25,7 @@ from analysis.server import load_server_metrics, spec_decode_stats
 from analysis.slo import Attainment, has_slos, targets_of, with_slos
 from analysis.summary import attainment, tenant_speedups, too_few_note
 from analysis.table import steady_state_note
+from analysis.tokens import content_notes, counted_by, plan_of, token_rows
 from common import files
 from contract.manifest import Manifest
 
@@ -48,6 +49,8 @@ class RunAnalysis:
     skipped: dict[str, str] = field(default_factory=dict)   # mode -> why --skip-unavailable left it out
     checks: list[ErrorCheck] = field(default_factory=list)  # the error gate per mode (when asked)
     simulated: str | None = None                            # the numbers are the simulator's: said first
+    counted_by: str | None = None                           # how the plan's prompt lengths were counted
+    content_notes: list[str] = field(default_factory=list)  # tenants whose acceptance is not their content's
 
     @property
     def empty(self) -> bool:
@@ -120,6 +123,13 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                         "value": value, "ci_low": low, "ci_high": high}
                        for m, metric, cat, value, low, high in category_rows(table, categories, present)]
         long = pa.concat_tables([long, pa.Table.from_pylist(by_category, schema=LONG_SCHEMA)])
+    plan = plan_of(run_dir)
+    if plan is not None:   # the plan's lengths against the server's counts (analysis/tokens.py)
+        checked = [{"run_id": manifest.run_id, "mode": m, "tenant": tenant, "metric": metric, "statistic": stat,
+                    "value": value, "ci_low": low, "ci_high": high}
+                   for m, tenant, metric, stat, value, low, high in token_rows(table, plan, present)]
+        long = pa.concat_tables([long, pa.Table.from_pylist(checked, schema=LONG_SCHEMA)])
+        found.counted_by, found.content_notes = counted_by(run_dir), content_notes(plan)
     found.decision = decide_run(long, SummaryView(long).get(present[0], "offered_req_per_s", "trace"),
                                 stopped=found.stopped_note is not None)
     long = pa.concat_tables([long, pa.Table.from_pylist(found.decision.rows(manifest.run_id), schema=LONG_SCHEMA)])
@@ -134,6 +144,7 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
                      "client's own delay; add workers (--workers) or client machines"
                      for mode, mr in manifest.mode_runs.items() if mr.client and mr.client.get("client_limited")]
     notes = [*(n for n in (found.stopped_note, found.steady_note, found.too_few_note) if n), *found.limited,
+             *found.content_notes,
              *(f"{mode}: skipped (--skip-unavailable): {why}" for mode, why in manifest.skipped.items()),
              *(f"{mode}: GPU telemetry not measured: {mr.gpu_metrics}" for mode, mr in manifest.mode_runs.items()
                if mode in present and gpu_unread(mr.gpu_metrics))]
@@ -141,7 +152,7 @@ def analyse_run(run_dir: Path, modes: list[str], manifest: Manifest,
              f"**Decision: {found.decision.text}**\n\n"
              f"Run **{manifest.status}**: {manifest.requests:,} requests of scenario `{manifest.scenario.get('name')}` "
              f"against fleet `{manifest.fleet.get('name')}`, modes {', '.join(present)}.")
-    report_md = report_markdown(manifest.run_id, about, long, found.slos, notes)
+    report_md = report_markdown(manifest.run_id, about, long, found.slos, notes, counted=found.counted_by)
     files.write_text(run_dir / "report.md", report_md)
     files.write_text(run_dir / "report.html", report_html(manifest.run_id, report_md, table, long, metrics, present,
                                                                 gpu))

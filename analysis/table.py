@@ -13,6 +13,7 @@ from analysis.slo import SLO_TOO_FEW_RULE, UNJUDGED, Attainment
 from analysis.stats import MIN_BOOTSTRAP_PAIRS, Ratio
 from analysis.steady import STEADY_SPAN_OVER_E2E_P99
 from analysis.summary import TOO_FEW, ms_cell, rate_cell
+from analysis.tokens import check_rows
 from contract.records import CLIENT, FAILED, NOT_SENT, OK
 
 
@@ -159,4 +160,20 @@ def cost_table(view: SummaryView) -> Table:
         t.add_column(h, justify="left" if h in ("mode", "from") else "right")
     for row in rows:
         t.add_row(*row)
+    return t
+
+
+def tokens_table(view: SummaryView, counted: str | None) -> Table | None:
+    """The plan's lengths against the server's counts (analysis.tokens), the rows report.md shows;
+    None where nothing was checked."""
+    header, rows = check_rows(view)
+    if not rows:
+        return None
+    t = Table(title="token counts: the server's usage against the plan (usage / plan - 1)", header_style="bold")
+    for h in header:
+        t.add_column(h, justify="left" if h in ("tenant", "mode") else "right", no_wrap=True)
+    for row in rows:
+        t.add_row(*row)
+    t.caption = (f"planned prompt lengths: {counted or 'as the trace gave them'}; a chat prompt's count by the server "
+                 f"includes its chat template's tokens; {TOO_FEW} too few requests for the figure (report.md)")
     return t

@@ -14,7 +14,8 @@ from rich.table import Table
 from scenarios.corpus import CORPORA, corpus_languages
 from scenarios.importers import ImportOptions, import_trace
 from scenarios.prompts import builtin_languages
-from scenarios.spec import BUILTIN, Tenant, builtin_names, load_scenario
+from scenarios.spec import BUILTIN, Tenant, builtin_names, eos_notes, load_scenario
+from scenarios.tokens import ESTIMATE, load_tokenizer
 from scenarios.trace import (
     META_HASH,
     META_NAME,
@@ -44,17 +45,17 @@ def scenario_show(console: Console, name: str) -> int:
     path = BUILTIN / f"{name}.toml" if name in builtin_names() else Path(name)
     console.print(f"# {s.name}  sha256 {scenario_hash(raw)[:16]}  ({path})", highlight=False)
     for name, t in s.tenants.items():   # where each tenant's prompts come from, and under what licence
-        console.print(f"# {name}: {prompt_source(t)}", highlight=False, markup=False)
+        console.print(f"# {name}: {prompt_source(t)}", highlight=False, markup=False, soft_wrap=True)
     console.print(raw.decode(), highlight=False, markup=False)
     return 0
 
 
 def prompt_source(t: Tenant) -> str:
     """Where a tenant's prompts come from, with the licence a shipped corpus carries."""
-    if t.prompts is not None:
-        c = CORPORA[t.prompts]
-        return (f"prompts from {c.name} ({c.what}; {c.licence}; from {c.source}; scenarios/corpora/{c.name}/"
-                "README.md)")
+    if t.corpora:
+        return "prompts from " + " and ".join(
+            f"{c.name} ({c.what}; {c.licence}; from {c.source}; scenarios/corpora/{c.name}/README.md)"
+            for c in (CORPORA[name] for name in t.corpora))
     if t.prompts_file or t.document:
         return f"prompts from your file {t.prompts_file or t.document}"
     languages = f" ({', '.join(t.language_list)})" if t.language_list else ""
@@ -76,12 +77,17 @@ def scenario_validate(console: Console, path: str) -> int:
 
 
 def trace_build(console: Console, scenario: str, out: str, requests: int | None, seed: int | None,
-                duration: float | None, rate_scale: float | None) -> int:
+                duration: float | None, rate_scale: float | None, tokenizer: str | None = None) -> int:
     s, raw = load_scenario(scenario)
+    tokens = load_tokenizer(tokenizer) if tokenizer else None
+    for note in eos_notes(s):
+        console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     t = time.perf_counter()
     n = build_trace_file(s, Path(out), scenario_hash(raw), requests=requests, seed=seed, duration=duration,
-                         rate_scale=rate_scale)
-    console.print(f"wrote {n:,} requests of {s.name} to {out} in {time.perf_counter() - t:.1f} s", highlight=False)
+                         rate_scale=rate_scale, tokens=tokens)
+    counted = f"prompt lengths counted by {tokens.label}" if tokens is not None else f"prompt lengths an {ESTIMATE}"
+    console.print(f"wrote {n:,} requests of {s.name} to {out} in {time.perf_counter() - t:.1f} s ({counted})",
+                  highlight=False)
     return 0
 
 

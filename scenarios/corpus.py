@@ -26,7 +26,7 @@ import json
 import re
 import tomllib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -49,6 +49,7 @@ class Item:
     category: str
     turns: tuple[str, ...] = ()   # the later user turns of a conversation (MT-Bench's second question)
     code: str = ""                # a code problem's source, solved (its prompt and its solution)
+    corpus: str = ""              # the corpus it is from
 
 
 @dataclass(frozen=True)
@@ -144,13 +145,19 @@ CORPORA = {c.name: c for c in (
 def items(name: str) -> tuple[Item, ...]:
     """The corpus' prompts, in its files' order."""
     corpus = CORPORA[name]
-    return tuple(corpus.read(resources.files("scenarios") / FOLDER / name))
+    return tuple(replace(item, corpus=name) for item in corpus.read(resources.files("scenarios") / FOLDER / name))
 
 
 @cache
-def mean_chars(name: str) -> float:
-    """The corpus' items' mean length in characters (every turn of a conversation counted)."""
-    texts = [len(item.text) + sum(map(len, item.turns)) for item in items(name)]
+def items_of(names: tuple[str, ...]) -> tuple[Item, ...]:
+    """The prompts of one or more corpora, one after another (a tenant drawing from them all)."""
+    return tuple(item for name in names for item in items(name))
+
+
+@cache
+def mean_chars(names: tuple[str, ...]) -> float:
+    """The corpora's items' mean length in characters (every turn of a conversation counted)."""
+    texts = [len(item.text) + sum(map(len, item.turns)) for item in items_of(names)]
     return sum(texts) / len(texts)
 
 

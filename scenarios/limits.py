@@ -92,8 +92,8 @@ def bytes_per_request(sc: Scenario) -> float:
         if t.prompt_tokens is not None:
             text += shares[name] / total * float(np.mean(sample_lengths(t.prompt_tokens, SAMPLE, rng))) \
                 * CHARS_PER_TOKEN
-        elif t.prompts is not None:   # a corpus' items, drawn evenly (pydoc-topics' average 6,000 characters)
-            text += shares[name] / total * mean_chars(t.prompts)
+        elif t.corpora:   # corpora's items, drawn evenly (pydoc-topics' average 6,000 characters)
+            text += shares[name] / total * mean_chars(t.corpora)
     return ROW_BYTES + text
 
 

@@ -21,7 +21,7 @@ from pydantic import (
 from common.strict import Strict
 from common.validation import MAX_SEED, file_problem, file_state, not_utf8, problems, shown_name
 from scenarios import ScenarioError
-from scenarios.corpus import CORPORA, items
+from scenarios.corpus import CORPORA, items_of
 from scenarios.prompts import custom_prompts, language_problem, languages
 from scenarios.textfile import read_lengths, read_utf8
 
@@ -209,7 +209,7 @@ class Tenant(Strict):
     language: list[str] | None = None     # code: languages with text (prompts.languages: content/code/, code corpora)
     document: str | None = None             # summarize: the document to summarise (a text file)
     prompts_file: str | None = None         # custom: prompts, one per line (text) or JSONL {"prompt": ...}
-    prompts: str | None = None              # a corpus the project ships (scenarios/corpus.py): its items as prompts
+    prompts: str | list[str] | None = None  # corpora the project ships (scenarios/corpus.py): their items as prompts
     api: Literal["completions", "chat"] = "chat"
     prompt_tokens: Distribution | None = None   # required, except for custom (the file's prompts)
     output_tokens: Distribution
@@ -244,25 +244,35 @@ class Tenant(Strict):
 
     @field_validator("prompts")
     @classmethod
-    def _corpus(cls, v: str | None) -> str | None:
-        if v is not None and v not in CORPORA:
-            raise ValueError(f"no corpus {v!r} (the project ships: {', '.join(CORPORA)})")
+    def _corpus(cls, v: str | list[str] | None) -> str | list[str] | None:
+        for name in [v] if isinstance(v, str) else v or ():
+            if name not in CORPORA:
+                raise ValueError(f"no corpus {name!r} (the project ships: {', '.join(CORPORA)})")
+        if v is not None and not v:
+            raise ValueError("prompts: name at least one corpus")
         return v
+
+    @property
+    def corpora(self) -> tuple[str, ...]:
+        """The corpora its prompts are drawn from (none: it writes its own)."""
+        return (self.prompts,) if isinstance(self.prompts, str) else tuple(self.prompts or ())
 
     @model_validator(mode="after")
     def _shape(self):
-        if self.prompts is not None:
-            corpus = CORPORA[self.prompts]
-            if self.domain != corpus.domain:
-                raise ValueError(f"prompts {self.prompts!r} are {corpus.domain} prompts: set domain = "
-                                 f"{corpus.domain!r} (domain is {self.domain!r})")
-            if self.language is not None and self.language != [corpus.language]:
-                raise ValueError(f"prompts {self.prompts!r} are {corpus.language}: leave language out or set "
-                                 f"language = [{corpus.language!r}]")
+        if self.corpora:
+            shown = self.prompts if isinstance(self.prompts, str) else ", ".join(self.corpora)
+            for name in self.corpora:
+                corpus = CORPORA[name]
+                if self.domain != corpus.domain:
+                    raise ValueError(f"prompts {name!r} are {corpus.domain} prompts: set domain = "
+                                     f"{corpus.domain!r} (domain is {self.domain!r})")
+            if self.language is not None and self.language != self.language_list:
+                raise ValueError(f"prompts {shown!r} are {', '.join(map(str, self.language_list or []))}: leave "
+                                 f"language out or set language = {self.language_list!r}")
             if self.prompts_file or self.document:
                 raise ValueError("prompts (a corpus) and prompts_file or document: give one source of prompts")
-            if self.conversation and not any(item.turns for item in items(self.prompts)):
-                raise ValueError(f"conversation: the items of {self.prompts!r} have one turn each (mt-bench has two)")
+            if self.conversation and not any(item.turns for item in items_of(self.corpora)):
+                raise ValueError(f"conversation: the items of {shown!r} have one turn each (mt-bench has two)")
             if self.conversation and self.api != "chat":
                 raise ValueError("conversation: a conversation's later turns need api = \"chat\"")
             return self._arrival_shape()
@@ -292,8 +302,9 @@ class Tenant(Strict):
 
     @property
     def language_list(self) -> list[str] | None:
-        """The languages its code prompts are in: its corpus', or its own list."""
-        return [CORPORA[self.prompts].language] if self.prompts and CORPORA[self.prompts].language else self.language
+        """The languages its code prompts are in: its corpora's, or its own list."""
+        found = list(dict.fromkeys(CORPORA[c].language for c in self.corpora if CORPORA[c].language))
+        return found or (None if self.corpora else self.language)
 
 
 def shares_problem(shares: list) -> str | None:
@@ -394,3 +405,18 @@ def load_scenario(name_or_path: str | Path) -> tuple[Scenario, bytes]:
         if shares and not any(shares in line for line in lines):
             lines.append(f"{where}: (top level): {shares}")
         raise ScenarioError("\n".join(lines)) from None
+
+
+def eos_notes(scenario: Scenario) -> list[str]:
+    """A line for each tenant of real prompts (a corpus, a prompts file) that sets ignore_eos: its
+    answers run past where the model would stop, so the acceptance measured on them is partly of
+    text after the answer's end, not the content's own (the default, ignore_eos = false, measures
+    the content)."""
+    notes = []
+    for name, t in scenario.tenants.items():
+        real = t.prompts if isinstance(t.prompts, str) else ", ".join(t.prompts or ()) or t.prompts_file
+        if t.ignore_eos and real:
+            notes.append(f"tenant {name}: ignore_eos = true with real prompts ({Path(real).name}): each answer runs "
+                         "past where the model would stop, so its acceptance is partly measured on text after the "
+                         "answer's end; leave ignore_eos out (false) to measure the content's")
+    return notes

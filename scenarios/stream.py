@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 
 from scenarios import ScenarioError
 from scenarios.spec import Closed, Scenario
-from scenarios.trace import META_HASH, META_NAME, TRACE_SCHEMA, _materialize, _plan
+from scenarios.tokens import TokenCounter
+from scenarios.trace import META_HASH, META_NAME, TRACE_SCHEMA, _materialize, _plan, counted_by
 
 PLAN_FILE = "_plan.json"   # "_": a pyarrow dataset over the folder skips it
 INDEX_FILE = "_index.parquet"   # every request's id, tenant and offset, written at the start
@@ -54,7 +55,7 @@ class TraceStream:
     """The trace of `scenario` over `duration_s` seconds, in parts of `window_s` seconds."""
 
     def __init__(self, scenario: Scenario, sha256: str, duration_s: float, window_s: float = 60.0,
-                 seed: int | None = None, rate_scale: float | None = None) -> None:
+                 seed: int | None = None, rate_scale: float | None = None, tokens: TokenCounter | None = None) -> None:
         if isinstance(scenario.arrival, Closed):
             raise ScenarioError(f"{scenario.name}: a soak needs open-loop arrivals (its arrival is closed loop)")
         talks = [name for name, t in scenario.tenants.items() if t.conversation]
@@ -70,7 +71,8 @@ class TraceStream:
         self.edges = np.searchsorted(self.plan.offsets, np.arange(self.parts + 1) * window_s, side="left")
         self.edges[-1] = self.plan.size
         self.info = StreamInfo(self.plan.size, self.parts, window_s, duration_s, self.plan.scenario.name, sha256)
-        self._meta = {META_NAME: self.plan.scenario.name.encode(), META_HASH: sha256.encode()}
+        self.tokens = tokens   # the prompts cut to a tokenizer's counts (scenarios.tokens), else estimated
+        self._meta = {META_NAME: self.plan.scenario.name.encode(), META_HASH: sha256.encode(), **counted_by(tokens)}
 
     def start(self, folder: Path) -> None:
         """Make the folder, its plan and its index (the same again on a resume: checked, not
@@ -111,7 +113,8 @@ class TraceStream:
         path = folder / part_name(k)
         if path.exists():
             return False
-        table = _materialize(self.plan, int(self.edges[k]), int(self.edges[k + 1])).replace_schema_metadata(self._meta)
+        table = _materialize(self.plan, int(self.edges[k]), int(self.edges[k + 1]),
+                             self.tokens).replace_schema_metadata(self._meta)
         tmp = path.with_name(f".{path.name}.tmp")
         pq.write_table(table.cast(TRACE_SCHEMA.with_metadata(self._meta)), tmp, compression="zstd")
         tmp.replace(path)

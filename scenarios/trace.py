@@ -16,11 +16,12 @@ from common.exits import one_line
 from common.validation import file_problem, file_state, shown_name
 from scenarios import ScenarioError
 from scenarios.arrivals import send_times
-from scenarios.corpus import items
+from scenarios.corpus import items_of
 from scenarios.lengths import sample_lengths
 from scenarios.limits import MAX_SPAN_S, check_span, check_trace_cost
-from scenarios.prompts import CHARS_PER_TOKEN, estimate_tokens, make_prompt
+from scenarios.prompts import CHARS_PER_TOKEN, estimate_tokens, make_prompt, prompt_parts
 from scenarios.spec import Closed, Scenario
+from scenarios.tokens import ESTIMATE, Cut, TokenCounter
 
 TRACE_SCHEMA = pa.schema([
     pa.field("request_id", pa.string(), nullable=False),
@@ -59,6 +60,8 @@ SHOWN_PROBLEMS = 3   # a trace's problems said in one pass: the first row of eac
 META_HASH = b"loadtest.scenario_sha256"
 META_NAME = b"loadtest.scenario"
 META_CLOSED = b"loadtest.closed_concurrency"  # present when the trace is replayed closed-loop
+# how prompt_tokens_est was counted: scenarios.tokens.ESTIMATE, or a tokenizer.json's name and SHA-256
+META_TOKENIZER = b"loadtest.tokenizer"
 
 
 # SLO targets given on a command line: ((a tenant, or None for every tenant, {"ttft_p99_ms": ms, ...}), ...)
@@ -184,7 +187,7 @@ def _with_turns(plan: _Plan, talks: list[int], rng: np.random.Generator, count: 
     tenants = [sc.tenants[name] for name in sc.tenants]
     turns = np.ones(plan.size, dtype=np.int64)
     for i in talks:
-        corpus = items(tenants[i].prompts)
+        corpus = items_of(tenants[i].corpora)
         idx = np.flatnonzero(plan.which == i)
         turns[idx] = [1 + len(corpus[p % len(corpus)].turns) for p in plan.picks[idx].tolist()]
     src = np.repeat(np.arange(plan.size), turns)
@@ -207,8 +210,9 @@ def _with_turns(plan: _Plan, talks: list[int], rng: np.random.Generator, count: 
                  plan.language[src], plan.uids[src], plan.picks[src], turn[order], answers_before[order])
 
 
-def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
-    """Rows [lo, hi) of the trace."""
+def _materialize(plan: _Plan, lo: int, hi: int, tokens: TokenCounter | None = None) -> pa.Table:
+    """Rows [lo, hi) of the trace; with `tokens`, the prompts cut to their target in its tokens and
+    prompt_tokens_est their count (scenarios.tokens), else estimated from their characters."""
     sc, n = plan.scenario, plan.size
     names = list(sc.tenants)
     tenants = [sc.tenants[name] for name in names]
@@ -217,29 +221,39 @@ def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
     prompts: list[str | None] = [None] * k
     messages: list[str | None] = [None] * k
     categories: list[str | None] = [None] * k
+    item_sources: list[str | None] = [None] * k   # a corpus tenant's: each item's own corpus
     sources: list[str] = ["builtin"] * len(tenants)
     system_tokens = np.zeros(k, dtype=np.int64)
     user_chars = np.zeros(k, dtype=np.int64)
+    user_tokens = np.zeros(k, dtype=np.int64)   # with `tokens`: the user's text's (and a BOS a completion gets)
     for i, t in enumerate(tenants):  # per tenant, so its settings are looked up once
         idx = np.flatnonzero(which == i).tolist()
         if not idx:
             continue
         rows = [lo + j for j in idx]
         source = t.document or t.prompts_file
-        if t.prompts is not None:   # a corpus: each request one of its items, with the item's category
-            corpus = items(t.prompts)
+        if t.corpora:   # corpora: each request one of their items, with the item's category and corpus
+            corpus = items_of(t.corpora)
             chosen = [corpus[pick % len(corpus)] for pick in plan.picks[rows].tolist()]
             # a line of its own first, as every built-in prompt has, so no two requests share a prefix
             # by accident (a server's prefix cache would serve a repeated item's prefill)
-            texts = [f"Request {uid:010x}.\n{item.text}" for item, uid in zip(chosen, plan.uids[rows].tolist(),
-                                                                              strict=True)]
+            heads = [f"Request {uid:010x}.\n" for uid in plan.uids[rows].tolist()]
+            texts = [head + item.text for head, item in zip(heads, chosen, strict=True)]
+            if tokens is not None:
+                user_tokens[idx] = tokens.joined(heads, [item.text for item in chosen])
             for j, item in zip(idx, chosen, strict=True):
-                categories[j] = item.category
-            sources[i] = t.prompts
+                categories[j], item_sources[j] = item.category, item.corpus
         else:
-            texts = [make_prompt(t.domain, lang, target, uid, pick, source) for lang, target, uid, pick in zip(
-                plan.language[rows].tolist(), plan.prompt_target[rows].tolist(), plan.uids[rows].tolist(),
-                plan.picks[rows].tolist(), strict=True)]
+            drawn = list(zip(plan.language[rows].tolist(), plan.prompt_target[rows].tolist(), plan.uids[rows].tolist(),
+                             plan.picks[rows].tolist(), strict=True))
+            if tokens is not None and t.domain != "custom":   # cut to the target less what the tokenizer adds
+                less = tokens.special if t.api == "completions" else 0
+                texts, user_tokens[idx] = tokens.cut([Cut(*prompt_parts(t.domain, lang, uid, pick, source),
+                                                          target - less) for lang, target, uid, pick in drawn])
+            else:
+                texts = [make_prompt(t.domain, lang, target, uid, pick, source) for lang, target, uid, pick in drawn]
+                if tokens is not None:
+                    user_tokens[idx] = tokens.count(texts)
             for j, lang in zip(idx, plan.language[rows].tolist(), strict=True):
                 categories[j] = lang or t.domain
             if source is not None:
@@ -254,18 +268,22 @@ def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
                     for later in chosen[pos].turns[:nth]:
                         talk += [{"role": "assistant", "content": ""}, {"role": "user", "content": later}]
                     user_chars[j] = sum(len(m["content"]) for m in talk)
+                    if tokens is not None:
+                        user_tokens[j] += int(tokens.count(list(chosen[pos].turns[:nth])).sum())
                 messages[j] = orjson.dumps([*head, *talk]).decode()
             if t.system:
-                system_tokens[idx] = estimate_tokens(t.system)
+                system_tokens[idx] = estimate_tokens(t.system) if tokens is None else int(tokens.count([t.system])[0])
         else:
             for j, text in zip(idx, texts, strict=True):
                 prompts[j] = text
+            if tokens is not None:   # what the server's count of a completion's prompt adds: a BOS, where it has one
+                user_tokens[idx] += tokens.special
 
     def per_tenant(values: list) -> pa.Array:
         return pa.array(values).take(pa.array(which))
 
-    # estimate_tokens() on whole columns: ceil(characters / CHARS_PER_TOKEN), at least 1.
-    est = np.maximum(1, -(-user_chars // CHARS_PER_TOKEN)) + system_tokens
+    # estimate_tokens() on whole columns: ceil(characters / CHARS_PER_TOKEN), at least 1; or the tokenizer's count
+    est = (np.maximum(1, -(-user_chars // CHARS_PER_TOKEN)) if tokens is None else user_tokens) + system_tokens
     if plan.answers_before is not None:   # a later turn's history holds the answers planned before it
         est += plan.answers_before[lo:hi]
     turn = plan.turn[lo:hi] if plan.turn is not None else np.full(k, -1)
@@ -287,7 +305,7 @@ def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
         "slo_ttft_p99_ms": per_tenant([t.slo.ttft_p99_ms for t in tenants]).cast(pa.float64()),
         "slo_tpot_p99_ms": per_tenant([t.slo.tpot_p99_ms for t in tenants]).cast(pa.float64()),
         "slo_e2e_p99_ms": per_tenant([t.slo.e2e_p99_ms for t in tenants]).cast(pa.float64()),
-        "prompt_source": per_tenant(sources),
+        "prompt_source": pc.coalesce(pa.array(item_sources, pa.string()), per_tenant(sources)),
         "category": pa.array(categories, pa.string()),
         "conversation": pa.array([f"c{u:010x}" if talk else None for u, talk in
                                   zip(plan.uids[lo:hi].tolist(), talking.tolist(), strict=True)], pa.string()),
@@ -296,32 +314,39 @@ def _materialize(plan: _Plan, lo: int, hi: int) -> pa.Table:
                             pa.float64(), mask=~(turn > 0)),
     }
     table = trace_table(cols)
-    if isinstance(sc.arrival, Closed):
-        table = table.replace_schema_metadata({META_CLOSED: str(sc.arrival.concurrency).encode()})
-    return table
+    return table.replace_schema_metadata(counted_by(tokens) | (
+        {META_CLOSED: str(sc.arrival.concurrency).encode()} if isinstance(sc.arrival, Closed) else {}))
+
+
+def counted_by(tokens: TokenCounter | None) -> dict[bytes, bytes]:
+    """The metadata that says how a trace's prompt_tokens_est was counted."""
+    return {META_TOKENIZER: (tokens.label if tokens is not None else ESTIMATE).encode()}
 
 
 def build_trace(scenario: Scenario, requests: int | None = None, seed: int | None = None,
-                rate_scale: float | None = None, duration: float | None = None) -> pa.Table:
-    """The scenario's requests as a table (TRACE_SCHEMA): the same arguments give the same table."""
+                rate_scale: float | None = None, duration: float | None = None,
+                tokens: TokenCounter | None = None) -> pa.Table:
+    """The scenario's requests as a table (TRACE_SCHEMA): the same arguments give the same table;
+    with `tokens` (a tokenizer.json, scenarios.tokens), its prompts cut to their lengths in its tokens."""
     plan = _plan(scenario, requests, seed, rate_scale, duration)
-    return _materialize(plan, 0, plan.size)
+    return _materialize(plan, 0, plan.size, tokens)
 
 
 def build_trace_file(scenario: Scenario, path: Path, scenario_sha256: str, requests: int | None = None,
                      seed: int | None = None, rate_scale: float | None = None, duration: float | None = None,
-                     batch_rows: int = 65536) -> int:
+                     batch_rows: int = 65536, tokens: TokenCounter | None = None) -> int:
     """Write the same trace as `build_trace` straight to Parquet, one row group per batch, so a
     trace of millions of requests never sits in memory whole. Returns the row count."""
     plan = _plan(scenario, requests, seed, rate_scale, duration)
-    meta = {META_NAME: plan.scenario.name.encode(), META_HASH: scenario_sha256.encode()}
+    meta = {META_NAME: plan.scenario.name.encode(), META_HASH: scenario_sha256.encode(), **counted_by(tokens)}
     if isinstance(plan.scenario.arrival, Closed):
         meta[META_CLOSED] = str(plan.scenario.arrival.concurrency).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     with pq.ParquetWriter(tmp, TRACE_SCHEMA.with_metadata(meta), compression="zstd") as writer:
         for lo in range(0, plan.size, batch_rows):
-            writer.write_table(_materialize(plan, lo, min(plan.size, lo + batch_rows)).replace_schema_metadata(meta))
+            writer.write_table(_materialize(plan, lo, min(plan.size, lo + batch_rows), tokens)
+                               .replace_schema_metadata(meta))
     tmp.replace(path)
     return plan.size
 

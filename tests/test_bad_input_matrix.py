@@ -155,6 +155,31 @@ def test_a_bad_flag_is_one_line(tmp_path, argv, words):
     _one_line(cli(*argv, "--out", str(tmp_path)) if argv[0] != "sim" else cli(*argv), words)
 
 
+TOKENIZERS = [  # (case, the --tokenizer file's content, words the one line holds)
+    ("missing", "", "does not exist"),
+    ("a directory", None, "is a directory"),
+    ("not JSON", "<html>a model card</html>", "not a tokenizer.json"),
+    ("JSON, not a tokenizer", '{"model": {"type": "BPE"}}', "not a tokenizer.json"),
+]
+
+
+@pytest.mark.parametrize("command", [["trace", "build"], ["run"], ["plan"]], ids=" ".join)
+@pytest.mark.parametrize("case,content,words", TOKENIZERS, ids=[c[0] for c in TOKENIZERS])
+def test_a_bad_tokenizer_is_one_line(tmp_path, command, case, content, words):
+    path = tmp_path / "tokenizer.json" if content == "" else _file(tmp_path, "tokenizer.json", content)
+    out = ["--out", str(tmp_path / ("t.parquet" if command == ["trace", "build"] else "results"))]
+    _one_line(cli(*command, "--scenario", str(DATA / "tiny-mix.toml"), "--tokenizer", str(path), *out),
+              "--tokenizer", words)
+    assert not (tmp_path / "t.parquet").exists() and not (tmp_path / "results").exists()
+
+
+def test_a_tokenizer_for_a_trace_file_is_one_line(tmp_path):
+    trace = tmp_path / "t.parquet"
+    assert cli("trace", "build", "--scenario", str(DATA / "tiny-mix.toml"), "--out", str(trace)).returncode == 0
+    _one_line(cli("run", "--trace", str(trace), "--tokenizer", str(trace), "--out", str(tmp_path)),
+              "--tokenizer: a --trace file's prompts were cut when it was built")
+
+
 @pytest.fixture
 def not_openai():
     kinds = ["html", "empty", "json", "redirect", "models_html"]

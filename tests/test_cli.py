@@ -50,10 +50,10 @@ def test_every_option_has_help_text(command):
     (["run", "--rate-scale", "inf"], "--rate-scale: expected a positive number"),
     # sizes the machine cannot hold or a month cannot span, refused before anything is allocated
     (["run", "--requests", "99999999999999"], "would last 634,195.8 years, past the 30.0 days a trace may span"),
-    (["run", "--requests", "99999999999999", "--rate-scale", "1e9"], "needs about 1.2 EiB of memory to build"),
+    (["run", "--requests", "99999999999999", "--rate-scale", "1e9"], "needs about 492.3 PiB of memory to build"),
     (["run", "--rate-scale", "1e-9", "--requests", "10"], "would last 63.4 years"),
     (["plan", "--rate-scale", "1e-9,1", "--requests", "10"], "level scale-1e-09: 10 requests would last 84.4 years"),
-    (["trace", "build", "--scenario", "chat", "--requests", "99999999999", "--out", "t.parquet"], "396.4 years"),
+    (["trace", "build", "--scenario", "chat", "--requests", "99999999999", "--out", "t.parquet"], "792.7 years"),
     # an --out that cannot be written (a file in the way, or above; a read-only mount: test_bad_input_by_kind.py)
     (["run", "--out", str(DATA / "tiny-mix.toml"), "--run-id", "x"], "expected a folder to write in, got "),
     (["plan", "--out", str(DATA / "tiny-mix.toml" / "sub"), "--run-id", "x"], "cannot write"),

@@ -109,7 +109,9 @@ def test_scenario_show_names_each_tenants_corpus_and_licence(tmp_path):
     assert "# chat: prompts from mt-bench (MT-Bench's 80 two-turn questions, 8 categories; Apache-2.0" in out.stdout
     assert "# rust: prompts from humaneval-rust (180 Rust problems in HumanEval's form; MIT" in out.stdout
     builtin = cli("scenario", "show", "saas-mix")
-    assert "# code-agent: prompts written from the project's own code text (rust, cpp)" in builtin.stdout
+    assert "# code-agent: prompts from humaneval-rust (180 Rust problems in HumanEval's form; MIT" in builtin.stdout
+    assert "and humaneval-cpp (HumanEval-X's 164 C++ problems; Apache-2.0" in builtin.stdout
+    assert "# batch-eval: prompts written from the project's own structured text" in builtin.stdout
 
 
 def test_a_corpus_for_the_wrong_domain_or_unknown_is_one_line(tmp_path):
@@ -150,6 +152,33 @@ def test_a_scenario_with_each_new_corpus_builds_a_trace_of_its_items_and_categor
     for tenant, (_, corpus) in NEW_CORPORA.items():
         c = CORPORA[corpus]
         assert f"# {tenant}: prompts from {corpus} ({c.what}; {c.licence}; from {c.source};" in shown.stdout
+
+
+def test_a_tenant_draws_from_several_corpora_each_request_naming_its_own(tmp_path):
+    path = tmp_path / "systems.toml"
+    path.write_text("""name = "systems"
+requests = 400
+[arrival]
+process = "poisson"
+rate = 5.0
+[tenants.code-agent]
+share = 1.0
+domain = "code"
+prompts = ["humaneval-rust", "humaneval-cpp"]
+output_tokens = { dist = "fixed", value = 64 }
+""")
+    sc, _ = load_scenario(str(path))
+    assert sc.tenants["code-agent"].language_list == ["rust", "cpp"]
+    table = build_trace(sc)
+    sources = table["prompt_source"].to_pylist()
+    assert set(sources) == {"humaneval-rust", "humaneval-cpp"} and 120 < sources.count("humaneval-cpp") < 280
+    for source, category in zip(sources, table["category"].to_pylist(), strict=True):
+        assert category.startswith("rust-") if source == "humaneval-rust" else category == "cpp"
+    shown = cli("scenario", "show", str(path))
+    assert "prompts from humaneval-rust (" in shown.stdout and " and humaneval-cpp (HumanEval-X" in shown.stdout
+    path.write_text(path.read_text().replace('"humaneval-cpp"', '"mt-bench"'))
+    bad = cli("scenario", "validate", str(path))
+    assert bad.returncode == 2 and "prompts 'mt-bench' are chat prompts: set domain = 'chat'" in bad.stderr
 
 
 def test_the_languages_are_the_files_the_project_has_text_in():

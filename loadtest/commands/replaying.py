@@ -15,11 +15,13 @@ from loadtest.engine.pipeline import Run
 
 
 def show_start(console: Console, run: Run, line: str) -> None:
-    """The run's first line (`line`, in rich's markup), and where its numbers come from when that
-    is the simulator."""
+    """The run's first line (`line`, in rich's markup), where its numbers come from when that is
+    the simulator, and the notes its scenario carries (a real-prompt tenant with ignore_eos)."""
     console.print(line, soft_wrap=True)
     if run.manifest.simulated:
         console.print(f"[bold magenta]{run.manifest.simulated}[/bold magenta]", soft_wrap=True)
+    for note in run.manifest.scenario.get("notes", []):
+        console.print(f"note: {note}", style="yellow", soft_wrap=True, highlight=False, markup=False)
 
 
 def show_concluded(console: Console, prog: str, run_dir: Path, concluded: Concluded, slo_details: bool = False) -> None:

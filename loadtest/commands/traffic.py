@@ -51,7 +51,7 @@ def trace_build(args: TraceBuildOptions) -> int:
 
     return _guarded(args.PROG, lambda console: c.trace_build(console, args.scenario or "", args.out or "",
                                                              args.requests, args.seed, args.duration,
-                                                             args.rate_scale))
+                                                             args.rate_scale, args.tokenizer))
 
 
 def trace_import(args: TraceImportOptions) -> int:

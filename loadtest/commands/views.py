@@ -17,7 +17,7 @@ from analysis.run_analysis import RunAnalysis
 from analysis.slo import MISSED
 from analysis.stats import MIN_BOOTSTRAP_PAIRS
 from analysis.summary import too_few_rule
-from analysis.table import cost_table, mode_table, repeats_table, slo_table, tenant_table
+from analysis.table import cost_table, mode_table, repeats_table, slo_table, tenant_table, tokens_table
 from cluster.sim.fitting import FITTED_HARDWARE
 
 
@@ -46,11 +46,14 @@ def show_run(console: Console, found: RunAnalysis, slo_details: bool = False) ->
                 console.print(f"[red]{a.mode}: {a.tenant} missed its SLO: {'; '.join(a.missed())}[/red]")
     else:
         console.print("no SLOs in this trace (its tenants set none): no goodput or SLO attainment to report")
+    checked = tokens_table(found.summary, found.counted_by) if found.summary is not None else None
+    if checked is not None:
+        console.print(checked)
     if found.summary is not None and measured(found.summary):
         console.print(cost_table(found.summary))
         for line in xid_findings(found.summary):
             console.print(f"[red]{line}[/red]", soft_wrap=True)
-    for note in [*(n for n in (found.steady_note, found.too_few_note) if n), *found.limited]:
+    for note in [*(n for n in (found.steady_note, found.too_few_note) if n), *found.limited, *found.content_notes]:
         console.print(f"[yellow]{note}[/yellow]", soft_wrap=True)
     for c in found.checks:
         if c.kinds:

@@ -24,7 +24,8 @@ from contract.manifest import Manifest
 from loadtest.options.replaying import DEFAULT_FLEET, FleetOptions, TraceOptions
 from scenarios import ScenarioError
 from scenarios.limits import disk_problem
-from scenarios.spec import load_scenario
+from scenarios.spec import eos_notes, load_scenario
+from scenarios.tokens import ESTIMATE, load_tokenizer
 from scenarios.trace import Targets, attach_slos, build_trace, load_trace_file, scale_rate, scenario_hash
 
 
@@ -74,6 +75,10 @@ def _trace(args: TraceOptions) -> Trace:
         if args.seed is not None:
             raise ScenarioError("--seed: a trace file is replayed exactly as it was built; give --scenario to build "
                                 "one with a seed, or rebuild the file (`loadtest trace build --seed N`)")
+        if args.tokenizer:
+            raise ScenarioError("--tokenizer: a --trace file's prompts were cut when it was built; give --scenario to "
+                                "build one with the tokenizer, or rebuild the file (`loadtest trace build "
+                                "--tokenizer`)")
         table, meta = load_trace_file(Path(args.trace))
         if args.requests:
             table = table.slice(0, args.requests)
@@ -84,12 +89,15 @@ def _trace(args: TraceOptions) -> Trace:
         return Trace(table, info, None)
     scenario, raw = load_scenario(args.scenario)
     seed = scenario.seed if args.seed is None else args.seed
+    tokens = load_tokenizer(args.tokenizer) if args.tokenizer else None
     table = build_trace(scenario, requests=args.requests or scenario.demo_requests, seed=seed,
-                        rate_scale=args.rate_scale)
+                        rate_scale=args.rate_scale, tokens=tokens)
     arrival = scenario.arrival.model_dump(by_alias=True) if scenario.arrival else "per tenant"
     info = {"name": scenario.name, "source": str(args.scenario), "sha256": scenario_hash(raw),
-            "rate_scale": args.rate_scale or scenario.rate_scale, "arrival": arrival}
-    return Trace(table, info, seed)
+            "rate_scale": args.rate_scale or scenario.rate_scale, "arrival": arrival,
+            "tokens": tokens.label if tokens is not None else ESTIMATE}
+    notes = eos_notes(scenario)   # what its acceptance will not measure: said as the run starts
+    return Trace(table, {**info, "notes": notes} if notes else info, seed)
 
 
 def choose_fleet(args: FleetOptions, api_key_env: str) -> FleetChoice:

@@ -48,6 +48,7 @@ from loadtest.replay.dispatcher import UNSENT_BECAUSE
 from loadtest.request.body import request_body
 from scenarios import ScenarioError
 from scenarios.spec import load_scenario
+from scenarios.tokens import ESTIMATE, load_tokenizer
 from scenarios.trace import (
     META_CLOSED,
     META_HASH,
@@ -305,7 +306,8 @@ def new_plan(args: PlanOptions) -> Prediction:
             raise FleetError(f"--hardware {exc}") from None
     scenario, raw = load_scenario(args.trace.scenario)
     seed = scenario.seed if args.trace.seed is None else args.trace.seed
-    base = build_trace(scenario, requests=args.trace.requests or scenario.demo_requests, seed=seed)
+    tokens = load_tokenizer(args.trace.tokenizer) if args.trace.tokenizer else None
+    base = build_trace(scenario, requests=args.trace.requests or scenario.demo_requests, seed=seed, tokens=tokens)
     base = base.replace_schema_metadata({**(base.schema.metadata or {}), META_NAME: scenario.name.encode(),
                                          META_HASH: scenario_hash(raw).encode()})
     if args.capacity:
@@ -321,7 +323,8 @@ def new_plan(args: PlanOptions) -> Prediction:
                           base.num_rows * len(levels) * len(modes))
     hardware = args.hardware or fleet.sim.hardware
     top = Manifest(run_dir.name, {"name": scenario.name, "source": str(args.trace.scenario),
-                                  "sha256": scenario_hash(raw)},
+                                  "sha256": scenario_hash(raw),
+                                  "tokens": tokens.label if tokens is not None else ESTIMATE},
                    {"name": fleet.name, "sha256": scenario_hash(raw_fleet), "spec": redacted(fleet),
                     "planned_on": hardware}, modes, seed, base.num_rows)
     plan = Prediction(fleet, modes, base, levels, servers, run_dir, top, hardware, scenario.name)

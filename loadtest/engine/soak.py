@@ -32,6 +32,7 @@ from loadtest.request.sink import ParquetSink
 from scenarios import ScenarioError
 from scenarios.spec import Closed, Scenario, load_scenario
 from scenarios.stream import TraceStream
+from scenarios.tokens import ESTIMATE, TokenCounter, load_tokenizer
 from scenarios.trace import scenario_hash
 
 MIN_WINDOW_S = 5.0    # an SLO window shorter than this holds too few requests to judge a p99
@@ -130,7 +131,8 @@ def new_soak(args: SoakOptions, check: Callable[[], None]) -> Soak:
     sha = scenario_hash(raw)
     seed = scenario.seed if args.trace.seed is None else args.trace.seed
     rate_scale = args.trace.rate_scale
-    stream = TraceStream(scenario, sha, duration, min(PART_S, args.window), seed, rate_scale)
+    tokens = load_tokenizer(args.trace.tokenizer) if args.trace.tokenizer else None
+    stream = TraceStream(scenario, sha, duration, min(PART_S, args.window), seed, rate_scale, tokens)
     choice = choose_fleet(args.fleet, args.client.api_key_env)
     check()
     run_dir = new_run_dir(args.folder.out, args.folder.run_id, f"soak-{scenario.name}")
@@ -138,17 +140,32 @@ def new_soak(args: SoakOptions, check: Callable[[], None]) -> Soak:
     (run_dir / "scenario.toml").write_bytes(raw)
     stream.start(run_dir / "trace")
     info = {"name": scenario.name, "source": str(args.trace.scenario), "sha256": sha,
-            "rate_scale": rate_scale or scenario.rate_scale, "copy": "scenario.toml"}
+            "rate_scale": rate_scale or scenario.rate_scale, "copy": "scenario.toml",
+            "tokens": tokens.label if tokens is not None else ESTIMATE}
     manifest = Manifest(run_id=run_dir.name, scenario=info, fleet=choice.info, modes=choice.modes, seed=seed,
                         requests=stream.info.rows, skipped=choice.skipped)
     params = {"duration_s": duration, "window_s": args.window, "step_s": step, "part_s": stream.window_s,
               "flush_s": args.flush_every, "seed": seed, "rate_scale": rate_scale,
+              "tokenizer": ({"path": str(Path(args.trace.tokenizer).resolve()), "label": tokens.label}
+                            if tokens is not None else None),
               "targets": tenant_targets(scenario, args.slo.slo), "fleet_source": choice.info.get("source"),
               "client": {k: value_of(args, k) for k in CLIENT},
               "stretches": [{"started_at": utc_now(), "resumed": False}]}
     manifest.soak = params
     extra = {m: {"flush_s": args.flush_every} for m in choice.modes}
     return Soak(run_dir, manifest, stream, choice, args, params, extra, lock)
+
+
+def _tokenizer_again(used: dict | None) -> TokenCounter | None:
+    """The tokenizer a soak cut its prompts with, read again for its parts not yet written: the same
+    file (by its SHA-256), or one line saying it is not."""
+    if used is None:
+        return None
+    tokens = load_tokenizer(used["path"])
+    if tokens.label != used["label"]:
+        raise ScenarioError(f"--resume: the soak's tokenizer {used['path']} has changed since it started (it was "
+                            f"{used['label']}); put that file back to resume it")
+    return tokens
 
 
 def resumed_soak(args: SoakOptions, check: Callable[[], None]) -> Soak:
@@ -164,7 +181,7 @@ def resumed_soak(args: SoakOptions, check: Callable[[], None]) -> Soak:
         raise ScenarioError(f"--resume: {run_dir} is not a soak (its manifest has no `soak`)")
     scenario, _raw = _scenario_again(run_dir, manifest)
     stream = TraceStream(scenario, manifest.scenario["sha256"], params["duration_s"], params["part_s"],
-                         params["seed"], params["rate_scale"])
+                         params["seed"], params["rate_scale"], _tokenizer_again(params.get("tokenizer")))
     stream.start(run_dir / "trace")
     lock = RunLock(run_dir)
     # the client as the soak started it (--workers, ...)

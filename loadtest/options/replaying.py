@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from loadtest.options.values import (
     at_most,
     concurrency_levels,
+    in_path,
     node_selector,
     non_negative_float,
     non_negative_int,
@@ -61,6 +62,10 @@ MAX_PEAK_REQ_S = 1_000_000.0
 PEAK_HELP = ("the peak load the fleet must serve, in req/s of the scenario's mix: per mode, the replicas and GPUs "
              "that hold it within every SLO (from the capacity found per replica), and the mode to choose")
 DEFAULT_SCENARIO = "saas-mix"        # the built-in multi-tenant mix
+TOKENIZER_HELP = ("the model's tokenizer.json (from its repository): the scenario's prompts are cut to their lengths "
+                  "in its tokens, and each request's planned prompt length (prompt_tokens_est) is its count, not "
+                  "an estimate of 4 characters a token; the trace's metadata and the report say which was used "
+                  "(a chat request's count is of its messages' text: the server adds its chat template's tokens)")
 DEFAULT_RATE_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)   # a sweep's levels, as multiples of the scenario's rate
 MODE_ORDERS = ("auto", "parallel", "turns")   # --mode-order: resolved by bringup.at_once
 COOLDOWN_S = 2.0                     # between modes (and levels, and probes): the last one's requests drain
@@ -136,6 +141,7 @@ class TraceOptions:
     rate_scale: float | None = option(
         help="multiply the arrival rates by X: the scenario's (default: its rate_scale), or a --trace file's (its "
         "times divided by X; not for a closed-loop trace)", parse=positive_float, metavar="X")
+    tokenizer: str | None = option(help=TOKENIZER_HELP, parse=in_path, metavar="TOKENIZER.json")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from cluster import DEFAULT_STATE
-from loadtest.options.replaying import DEFAULT_FLEET, option
+from loadtest.options.replaying import DEFAULT_FLEET, TOKENIZER_HELP, option
 from loadtest.options.values import (
     in_path,
     non_negative_float,
@@ -155,6 +155,7 @@ class TraceBuildOptions:
     seed: int | None = option(help="seed (default: the scenario's)", parse=random_seed, metavar="N")
     rate_scale: float | None = option(help="multiply the scenario's arrival rates by X", parse=positive_float,
                                       metavar="X")
+    tokenizer: str | None = option(help=TOKENIZER_HELP, parse=in_path, metavar="TOKENIZER.json")
 
 
 @dataclass(frozen=True)
