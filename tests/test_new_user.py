@@ -146,7 +146,8 @@ def test_a_jsonl_import_says_every_kind_of_problem_at_once(tmp_path):
     out = cli("trace", "import", str(bad), "--format", "jsonl", "--out", str(tmp_path / "t.parquet"))
     assert out.returncode == 2 and not (tmp_path / "t.parquet").exists(), out.stderr
     assert out.stderr.splitlines() == [
-        f"loadtest trace import: error: {bad}:2: prompt: required string is missing (or give messages, for the chat API) (and 1 more line(s) like it)",
+        f"loadtest trace import: error: {bad}:2: prompt: required string is missing (or give messages, for the chat "
+        "API) (and 1 more line(s) like it)",
         f"loadtest trace import: error: {bad}:3: not valid JSON: invalid literal, expected 'null': line 1 column 1 "
         "(char 0)",
         f"loadtest trace import: error: {bad}:4: max_tokens: expected an integer from 1 to 2,147,483,647 (the trace "

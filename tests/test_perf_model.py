@@ -50,11 +50,13 @@ def test_llama_8b_step_reproduces_the_published_v1_fit():
         assert step_s(d8, batch, kv) == pytest.approx(published, rel=0.01)
 
 
-def test_draft_model_wins_on_chat_and_loses_on_code():
+def test_draft_model_wins_on_chat_and_loses_on_rust_and_cpp():
     draft = dep("draft_model")
     assert speedup(draft, "chat", 1) == pytest.approx(2.3, rel=0.10)
     assert expected_tokens_per_pass(PROFILES["draft_model"]["chat"], 5) == pytest.approx(3.4, rel=0.10)
-    assert speedup(draft, "code", 1) == pytest.approx(0.82, rel=0.10)
+    assert speedup(draft, "systems-code", 1) == pytest.approx(0.82, rel=0.10)
+    # Python is the easiest dataset for a draft model (SpS on HumanEval in EAGLE-3's Table 1)
+    assert speedup(draft, "code", 1) > speedup(draft, "chat", 1)
 
 
 def test_speedup_shrinks_as_batch_grows():

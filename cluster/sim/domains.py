@@ -297,3 +297,88 @@ def scores(text: str) -> dict[str, float]:
 def classify_domain(text: str) -> str:
     """The domain (one of DOMAINS) that the main ask of a request's text belongs to."""
     return max(DOMAINS, key=scores(text).__getitem__)  # ties go to the earlier domain: chat first
+
+
+# ---- Subdomains: finer kinds of content within a domain, where acceptance differs ------------------------------------
+# A math problem or a translation is chat to a person, and C, C++ or Rust is code, but speculation accepts differently
+# on them (cluster/sim/acceptance.py gives each its profile and the published figure it comes from): MT-Bench's math
+# questions and GSM8K, Spec-Bench's translation task, and a small draft model on Rust/C++ (the seed's 0.82x) against
+# Python (HumanEval, the easiest dataset for a draft model in EAGLE-3's Table 1). The domain stays what a person would
+# say; the subdomain refines it, so everything that reads domains (profile files, `loadtest calibrate`) keeps working.
+SUBDOMAINS = ("chat", "math", "translation", "code", "systems-code", "sql", "summarize", "structured")
+PARENT = {**{d: d for d in DOMAINS}, "math": "chat", "translation": "chat", "systems-code": "code"}
+
+_KIND_HEAD = 1500   # the characters of a chat or code text that the refinement reads
+_NUMBER = re.compile(r"(?<![\w.])\$?\d+(?:[.,]\d+)*%?")
+# x^3, x+y = 4z, f(x) = ..., |x + 5| < 10: written maths
+_EQUATION = re.compile(r"\^\s*\d|\b[a-z]\s*[-+*/]\s*\w+\s*[=<>]|\b[a-z]\(\w+\)\s*=|\|[^|\n]{1,15}\|\s*[<>=]")
+_MATH_STRONG = frozenset(
+    "probability remainder divisible integer integers inequality equation equations solve area perimeter triangle "
+    "radius percent percentage average ratio fraction prime derivative integral dice calculate compute".split())
+_MATH_WEAK = frozenset("total cost costs price priced profit half twice times combined sum each per altogether "
+                       "remaining left".split())
+_HOW_MUCH = re.compile(r"\bhow (?:many|much|long|far|old|big|high|fast|tall|heavy)\b")
+_MATH_ASK = re.compile(r"\bhow (?:many|much|long|far|old|big|high|fast|tall|heavy)\b|\bwhat(?:'s| is| was| are| were| "
+                       r"will be)(?: the| their| his| her)? (?:total|value|probability|area|sum|average|remainder|cost|"
+                       r"price|number|percentage|percent|temperature|combined|difference|amount)|\b(?:find|calculate|"
+                       r"compute|solve|express|determine)\b")
+_LANGUAGES = ("english french german spanish italian portuguese chinese mandarin cantonese japanese korean russian "
+              "arabic hindi dutch swedish norwegian danish finnish polish turkish greek hebrew latin vietnamese thai "
+              "indonesian czech ukrainian romanian hungarian persian urdu bengali swahili")
+_TRANSLATE = re.compile(rf"\btranslat(?:e|ed|es|ing|ion)\b[^\n]{{0,80}}\b(?:{_alt(_LANGUAGES)})\b|"
+                        rf"\b(?:{_alt(_LANGUAGES)})\s+(?:to|into|->)\s+(?:{_alt(_LANGUAGES)})\b|"
+                        rf"\bhow (?:do|would|can) (?:you|i) say\b[^\n]{{0,80}}\bin (?:{_alt(_LANGUAGES)})\b")
+# C, C++ and Rust against the rest (Python, Java, JavaScript, Go...): fence tags, names, idioms
+_SYSTEMS_TAGS, _OTHER_TAGS = frozenset("rust rs c cpp c++ cc cxx h hpp".split()), frozenset(
+    "python py java javascript js typescript ts go golang kotlin swift ruby php scala csharp c# bash sh".split())
+_SYSTEMS_NAME = re.compile(r"\b(?:rust|cpp)\b|\bc\+\+(?:\d\d)?(?![\w+])|\bin c\b|\bc (?:program|function|code)\b|"
+                           r"\bborrow checker\b|\bstd::|\b(?:rustc|cargo|clang|g\+\+|gcc)\b", re.I)
+_OTHER_NAME = re.compile(r"\b(?:python|java|javascript|typescript|golang|kotlin|swift|ruby|php|scala|c#)\b", re.I)
+_SYSTEMS_MARKS = ("fn ", "&'", "let mut ", "impl ", "#include", "std::", "&mut ", "&str", "println!", "vec!", "usize",
+                  "unsafe ", "template<", "template <", "int main", "printf(", "malloc(", "nullptr", "cout <<",
+                  "Vec<", "Option<", "-> Self")
+_OTHER_MARKS = ("def ", "import ", "self", "elif ", "print(", "None", "func ", "package ", "public ", "const ",
+                "=> ", "function ", "console.", "System.out")
+
+
+def _is_math(text: str) -> bool:
+    """A maths problem: written maths, or numbers with a question about them ("how many...", "the total cost")."""
+    if _EQUATION.search(text):
+        return True
+    low = text.lower()
+    if not _MATH_ASK.search(low):
+        return False
+    numbers, words = len(_NUMBER.findall(text)), set(_words(low))
+    if numbers >= 3 or (numbers >= 2 and (_HOW_MUCH.search(low) or words & _MATH_WEAK)):
+        return True
+    return numbers >= 1 and bool(words & _MATH_STRONG)
+
+
+def _is_systems_code(text: str) -> bool:
+    """C, C++ or Rust rather than another language: fence tags, language names and idioms, weighed against the
+    others'."""
+    tags = [t.lower() for t in _FENCE.findall(text)]
+    systems = 3 * sum(t in _SYSTEMS_TAGS for t in tags) + 2 * bool(_SYSTEMS_NAME.search(text))
+    other = 3 * sum(t in _OTHER_TAGS for t in tags) + 2 * bool(_OTHER_NAME.search(text))
+    systems += sum(m in text for m in _SYSTEMS_MARKS)
+    other += sum(m in text for m in _OTHER_MARKS)
+    return systems >= 2 and systems > other
+
+
+def subdomain_of(domain: str, text: str) -> str:
+    """The subdomain (one of SUBDOMAINS) of `text` already classified into `domain`."""
+    if domain == "chat":
+        head = text.strip()[:_KIND_HEAD]
+        if "translat" in head.lower() or " say " in head or " to " in head:
+            if _TRANSLATE.search(head[:400].lower()):
+                return "translation"
+        return "math" if _is_math(head) else "chat"
+    if domain == "code":
+        return "systems-code" if _is_systems_code(text.strip()[:_KIND_HEAD]) else "code"
+    return domain
+
+
+def classify_subdomain(text: str) -> str:
+    """The subdomain of a request's text: its domain, refined where acceptance differs within it (the simulator's
+    acceptance is drawn per subdomain)."""
+    return subdomain_of(classify_domain(text), text)

@@ -32,7 +32,7 @@ class Sequence:
     request_id: str
     prompt_tokens: int
     target_tokens: int            # tokens it will generate (max_tokens, or its natural end)
-    domain: str
+    domain: str                   # its subdomain (cluster/sim/domains.py), or a domain
     temperature: float
     arrival: float = field(default_factory=time.monotonic)
     # Mutable state.

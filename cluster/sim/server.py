@@ -24,7 +24,7 @@ import orjson
 from aiohttp import web
 
 from cluster.sim import perf_model, profiles
-from cluster.sim.domains import classify_domain
+from cluster.sim.domains import classify_subdomain
 from cluster.sim.engine import Engine, Sequence
 from cluster.sim.faults import GPU_RESET_AFTER_S, HTTP_ERROR_TYPES, FaultPlan, Faults, RequestFaults
 from cluster.sim.gpu import SimGpus, dcgm_text
@@ -143,7 +143,8 @@ def chat_prompt(messages: Any) -> tuple[str, int]:
 def sequence_for(body: dict[str, Any], text: str, prompt_tokens: int, max_model_len: int,
                  request_id: str) -> Sequence:
     """What the engine runs for a request body: how many tokens it generates (max_tokens, or its
-    natural end unless ignore_eos; a stop string cuts it), its content domain and temperature.
+    natural end unless ignore_eos; a stop string cuts it), its content's subdomain (what its acceptance is
+    drawn by) and temperature.
     The same for the live server and the offline planner, so a plan predicts the server."""
     max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
     room = max_model_len - prompt_tokens
@@ -169,7 +170,7 @@ def sequence_for(body: dict[str, Any], text: str, prompt_tokens: int, max_model_
         request_id=request_id,
         prompt_tokens=prompt_tokens,
         target_tokens=target,
-        domain=classify_domain(text),
+        domain=classify_subdomain(text),
         temperature=1.0 if temperature is None else float(temperature),
         stop=stop_hit,
     )

@@ -9,7 +9,8 @@ Wherever a hardware profile is named (`loadtest sim --hardware`, a fleet's `[sim
     compute_efficiency = 0.62       # any of cluster.sim.profiles.FITTABLE; the rest keep the defaults
     step_overhead_s = 0.0018
 
-    [acceptance.eagle.summarize]    # per method and domain; the rest keep the defaults
+    [acceptance.eagle.summarize]    # per method and domain (or subdomain: a domain's stands for its
+                                    # subdomains that have none); the rest keep the defaults
     positions = [0.61, 0.59, 0.57]
     spread = 0.34
     match = 1.0
@@ -27,7 +28,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from cluster.sim.acceptance import Acceptance, Table
-from cluster.sim.domains import DOMAINS
+from cluster.sim.domains import SUBDOMAINS
 from cluster.sim.profiles import FITTABLE, HARDWARE, Hardware
 from cluster.speculation import METHODS
 from common.validation import file_state, shown_name
@@ -92,8 +93,9 @@ def load_profile(path: str | Path) -> SimProfile:
         if method not in METHODS:
             raise ProfileError(f"{where}: acceptance.{method}: not a speculative method ({', '.join(METHODS)})")
         for domain, acc in domains.items():
-            if domain not in DOMAINS:
-                raise ProfileError(f"{where}: acceptance.{method}.{domain}: not a domain ({', '.join(DOMAINS)})")
+            if domain not in SUBDOMAINS:
+                raise ProfileError(f"{where}: acceptance.{method}.{domain}: not a domain or subdomain "
+                                   f"({', '.join(SUBDOMAINS)})")
             table.setdefault(method, {})[domain] = Acceptance(tuple(acc.positions), acc.spread, acc.match)
     return SimProfile(hardware, table or None, where, hw.base)
 
