@@ -3,6 +3,7 @@
 simulator servers as a client would see them.
 
     python bench/single_stream_corpora.py        (about 5 minutes; one core, mostly idle)
+    python bench/single_stream_corpora.py --limit 2 --cells 1   (the suite's tiny run)
 
 Each cell starts the baseline's server and the mode's (`python -m cluster.sim`, loopback, at
 --time-scale 0.2), sends each corpus prompt through /v1/chat/completions (streamed, greedy, at most
@@ -13,6 +14,7 @@ baseline's TPOT over the mode's.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -82,7 +84,11 @@ def _tpot_s(port: int, model: str, text: str) -> float:
     return (last - first) / (tokens - 1) / SCALE
 
 
+LIMIT: int | None = None   # --limit: at most this many prompts a cell
+
+
 def cell(label: str, texts: list[str], model: str, tp: int, spec: dict) -> None:
+    texts = texts[:LIMIT] if LIMIT else texts
     tpots = {}
     for name, config in (("baseline", None), ("mode", spec)):
         proc, port = _start(model, tp, config)
@@ -97,15 +103,25 @@ def cell(label: str, texts: list[str], model: str, tp: int, spec: dict) -> None:
 
 
 def main() -> int:
+    global LIMIT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--limit", type=int, help="at most N prompts a cell (default: all)")
+    ap.add_argument("--cells", type=int, help="only the first N cells (default: all five)")
+    args = ap.parse_args()
+    LIMIT = args.limit
     start = time.perf_counter()
     mt = items("mt-bench")
-    cell("draft 1B -> 70B TP4 K=5, MT-Bench (80)", [it.text for it in mt], L70, 4, DRAFT)
-    cell("draft 1B -> 70B TP4 K=5, MT-Bench's chat categories", [it.text for it in mt if it.category in
-                                                                 CHAT_CATEGORIES], L70, 4, DRAFT)
-    cell("draft 1B -> 70B TP4 K=5, HumanEval-Rust (first 40)", [it.text for it in items("humaneval-rust")[:40]],
-         L70, 4, DRAFT)
-    cell("Medusa-5, 70B TP4, HumanEval (first 40)", [it.text for it in items("humaneval")[:40]], L70, 4, MEDUSA)
-    cell("EAGLE-3 K=4, Llama-3.1-8B, MT-Bench (80)", [it.text for it in mt], L8, 1, EAGLE3)
+    cells = [
+        ("draft 1B -> 70B TP4 K=5, MT-Bench (80)", [it.text for it in mt], L70, 4, DRAFT),
+        ("draft 1B -> 70B TP4 K=5, MT-Bench's chat categories",
+         [it.text for it in mt if it.category in CHAT_CATEGORIES], L70, 4, DRAFT),
+        ("draft 1B -> 70B TP4 K=5, HumanEval-Rust (first 40)", [it.text for it in items("humaneval-rust")[:40]],
+         L70, 4, DRAFT),
+        ("Medusa-5, 70B TP4, HumanEval (first 40)", [it.text for it in items("humaneval")[:40]], L70, 4, MEDUSA),
+        ("EAGLE-3 K=4, Llama-3.1-8B, MT-Bench (80)", [it.text for it in mt], L8, 1, EAGLE3),
+    ]
+    for args_ in cells[:args.cells]:
+        cell(*args_)
     print(f"{time.perf_counter() - start:.0f} s")
     return 0
 

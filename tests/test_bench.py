@@ -19,6 +19,8 @@ TINY: dict[str, list[str] | str] = {
     "analysis.py": ["--rows", "5000", "--data", "{tmp}/data"],
     "calibrate.py": [],
     "domains.py": [],
+    "fit_acceptance.py": [],
+    "single_stream_corpora.py": ["--limit", "2", "--cells", "1"],
     "loadgen.py": ["--seconds", "0.5"],
     "replay_memory.py": ["--every", "1", "--out", "{tmp}", "--", "--endpoints", "{state}", "--modes", "baseline",
                          "--scenario", "tests/data/tiny-mix.toml", "--requests", "12", "--workers", "1"],
