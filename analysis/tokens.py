@@ -139,11 +139,14 @@ def _cell(view: SummaryView, mode: str, tenant: str, metric: str, stat: str) -> 
 
 def check_rows(view: SummaryView) -> tuple[list[str], list[list[str]]]:
     """The plan against the server's counts as the console and report.md show it: a row per tenant
-    and mode (and the mode's `all` where it has several tenants); none where nothing was checked."""
+    and mode (and the mode's `all` where it has several tenants); none where nothing was checked.
+    Where every mode of a tenant shows the same figures (one model's tokenizer behind every mode,
+    the same requests), one row says so (mode `every mode`)."""
     header = ["tenant", "mode", "prompt: median", "prompt: p99 of size", "n", "output: median",
               "output: p99 of size", "n"]
     rows = []
     for tenant in [*view.tenants, *([ALL] if len(view.tenants) != 1 else [])]:
+        mine = []
         for mode in view.modes:
             counts = [view.get(mode, metric, "count", tenant) for metric in COUNTS]
             if all(n is None for n in counts):
@@ -152,7 +155,10 @@ def check_rows(view: SummaryView) -> tuple[list[str], list[list[str]]]:
             for metric, n in zip(COUNTS, counts, strict=True):
                 row += [_cell(view, mode, tenant, metric, "p50"), _cell(view, mode, tenant, metric, "abs_p99"),
                         f"{int(n or 0):,}"]
-            rows.append(row)
+            mine.append(row)
+        if len(mine) > 1 and len({tuple(r[2:]) for r in mine}) == 1:
+            mine = [[tenant, "every mode", *mine[0][2:]]]
+        rows += mine
     return header, rows
 
 

@@ -318,6 +318,15 @@ def test_token_rows_join_the_records_to_the_trace_by_request_id_and_mark_a_p99_o
     assert by["chat", "baseline"][2:] == ["+10.0%", "10.0%", f"{n:,}", "-50.0%", "50.0%", f"{n:,}"]
     assert by["code", "baseline"][2:5] == ["+0.0%", "0.0%† too few", "40"]
     assert by["all", "baseline"][4] == f"{n + 40:,}"
+    # two modes with the same figures (one tokenizer behind both): one row says so; differing, a row each
+    twice = pa.concat_tables([long, long.set_column(long.schema.get_field_index("mode"), "mode",
+                                                    pa.array(["eagle"] * long.num_rows))])
+    _, both = check_rows(SummaryView(twice))
+    assert [(r[0], r[1]) for r in both] == [("chat", "every mode"), ("code", "every mode"), ("all", "every mode")]
+    other = twice.filter(pc.invert(pc.and_(pc.equal(twice["mode"], "eagle"), pc.equal(twice["tenant"], "chat"))))
+    _, split = check_rows(SummaryView(other))
+    assert ("chat", "baseline") in {(r[0], r[1]) for r in split} and ("code", "every mode") not in \
+        {(r[0], r[1]) for r in split if r[0] == "chat"}
 
 
 def test_a_lengths_only_import_says_its_acceptance_is_not_content_valid(tmp_path):
