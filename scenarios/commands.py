@@ -147,7 +147,7 @@ def trace_show(console: Console, file: str) -> int:
                   + (f", closed loop at concurrency {closed}" if closed else "")
                   + conversations_text(table)
                   + f"; scenario {meta.get(META_NAME, b'?').decode()} {meta.get(META_HASH, b'?').decode()[:16]}",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)   # one line, whatever the terminal's width (grep finds it)
     t = Table("tenant", "requests", "share", "prompt p50/p99 (est)", "output p50/p99", "api", header_style="bold")
     for tenant in sorted(set(table["tenant"].to_pylist())):
         sub = table.filter(pc.equal(table["tenant"], tenant))
