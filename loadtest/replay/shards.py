@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from loadtest.replay.conversations import first_turn_keys
@@ -26,24 +27,34 @@ TRACE_COLUMNS = ["request_id", "tenant", "offset_s", "api", "prompt", "messages"
 TURN_COLUMNS = ["conversation", "turn", "think_s"]   # where the trace has them (older traces do not)
 
 
-def shard_keys(trace: str | Path) -> np.ndarray | None:
-    """Per row, the number that picks its shard (key % count == index): the row's own index, or for
-    a conversation's turn its first turn's; None where the trace has no conversations (the key is
-    then the index itself; a soak's folder never has them)."""
+def _conversation_columns(trace: str | Path) -> pa.Table | None:
+    """The trace's (conversation, turn) columns, or None where it has no conversations (an older
+    trace, one without any, or a soak's folder, which never has them)."""
     path = Path(trace)
     if path.is_dir() or "conversation" not in pq.read_schema(str(path)).names:
         return None
-    conversations = pq.read_table(str(path), columns=["conversation"])["conversation"]
-    if conversations.null_count == len(conversations):
-        return None
-    return first_turn_keys(conversations.to_pylist())
+    table = pq.read_table(str(path), columns=["conversation", "turn"])
+    return None if table["conversation"].null_count == table.num_rows else table
 
 
-def shard_turns(trace: str | Path, index: int, count: int, keys: np.ndarray) -> list[tuple[str | None, int | None]]:
-    """(conversation, turn) of the shard's rows (keys: shard_keys' for a trace with conversations)."""
-    table = pq.read_table(str(trace), columns=["conversation", "turn"])
+def shard_keys(trace: str | Path) -> np.ndarray | None:
+    """Per row, the number that picks its shard (key % count == index): the row's own index, or for
+    a conversation's turn its first turn's; None where the trace has no conversations (the key is
+    then the index itself)."""
+    table = _conversation_columns(trace)
+    return None if table is None else first_turn_keys(table["conversation"].to_pylist())
+
+
+def conversation_shard(trace: str | Path, index: int, count: int
+                       ) -> tuple[np.ndarray | None, list[tuple[str | None, int | None]]]:
+    """shard_keys, and the (conversation, turn) of shard `index`'s rows, from one read of the trace."""
+    table = _conversation_columns(trace)
+    if table is None:
+        return None, []
+    keys = first_turn_keys(table["conversation"].to_pylist())
     mine = np.flatnonzero(keys % count == index)
-    return list(zip(table["conversation"].take(mine).to_pylist(), table["turn"].take(mine).to_pylist(), strict=True))
+    return keys, list(zip(table["conversation"].take(mine).to_pylist(), table["turn"].take(mine).to_pylist(),
+                          strict=True))
 
 
 def shard_size(total: int, index: int, count: int, first: int = 0, keys: np.ndarray | None = None) -> int:

@@ -25,7 +25,7 @@ from loadtest.replay import protocol
 from loadtest.replay.conversations import Answer, Conversations, followed_turns, next_messages, with_answer
 from loadtest.replay.dispatcher import UNSENT_BECAUSE, Dispatcher, Schedule
 from loadtest.replay.options import ReplayConfig
-from loadtest.replay.shards import ShardRows, shard_keys, shard_size, shard_turns, trace_closed, trace_rows
+from loadtest.replay.shards import ShardRows, conversation_shard, shard_size, trace_closed, trace_rows
 from loadtest.request.body import STREAM_OPTIONS as BODY_STREAM_OPTIONS
 from loadtest.request.body import request_body
 from loadtest.request.client import EpochClock, execute
@@ -115,11 +115,11 @@ class ShardReplay:
         """Take shard `index` of `count`, as `worker_id`, with offset 0 at `t0_epoch` (default:
         `start_delay` from now)."""
         self.worker_id = worker_id
-        keys = self.keys = shard_keys(self.opts.trace)
+        keys, turns = conversation_shard(self.opts.trace, index, count)
+        self.keys = keys
         self.shard_size = shard_size(self.total_rows, index, count, self.opts.first_row, keys)
         if keys is not None:
-            self.conversations = Conversations(gevent.event.Event,
-                                               followed_turns(shard_turns(self.opts.trace, index, count, keys)))
+            self.conversations = Conversations(gevent.event.Event, followed_turns(turns))
         self.clock = EpochClock.now()
         t0 = self.clock.mono + (self.opts.start_delay_s if t0_epoch is None else t0_epoch - time.time())
         t0 -= self.opts.resume_at_s  # a resumed soak goes on from where it was
